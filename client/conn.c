@@ -1,0 +1,1 @@
+/* client/conn.c — being written */

@@ -1,0 +1,1 @@
+/* client/crypto.c — being written */

@@ -1,0 +1,53 @@
+/* client/crypto.h — every cryptographic primitive the client uses, on OpenSSL 3.
+ *
+ * All algorithms are fetched from a private OSSL_LIB_CTX holding the default
+ * and legacy providers (MD4 and RC4 for NTLM live in legacy); the machine's
+ * OpenSSL configuration is not changed.  smb_crypto_init() must be called once
+ * before anything else (it is idempotent and thread-safe); every function here
+ * is then thread-safe.  Functions return 0 or -errno (-EIO on an OpenSSL
+ * failure, which is logged).  Key material is never logged.
+ */
+#ifndef SMBRDMA_CLIENT_CRYPTO_H
+#define SMBRDMA_CLIENT_CRYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+int smb_crypto_init(void);
+struct ossl_lib_ctx_st;
+struct ossl_lib_ctx_st *smb_crypto_libctx(void);
+
+int smb_random_bytes(void *buf, size_t len);
+
+/* Hashes / MACs over a scatter list. */
+int smb_md4(const void *data, size_t len, uint8_t out[16]);
+int smb_md5(const struct iovec *iov, int iovcnt, uint8_t out[16]);
+int smb_hmac_md5(const uint8_t *key, size_t keylen, const struct iovec *iov, int iovcnt,
+		 uint8_t out[16]);
+int smb_hmac_sha256(const uint8_t *key, size_t keylen, const struct iovec *iov, int iovcnt,
+		    uint8_t out[32]);
+int smb_sha512(const struct iovec *iov, int iovcnt, uint8_t out[64]);
+int smb_aes_cmac(const uint8_t key[16], const struct iovec *iov, int iovcnt, uint8_t out[16]);
+/* AES-128-GMAC: GCM with no plaintext, all of iov as AAD ([MS-SMB2] 3.1.4.1). */
+int smb_aes_gmac(const uint8_t key[16], const uint8_t nonce[12], const struct iovec *iov,
+		 int iovcnt, uint8_t out[16]);
+/* RC4 (NTLM key exchange): out may equal in. */
+int smb_rc4(const uint8_t *key, size_t keylen, const uint8_t *in, uint8_t *out, size_t len);
+
+/* [MS-SMB2] 3.1.4.2: SP800-108 counter-mode KDF with HMAC-SHA256, r=32,
+ * L = outlen*8.  Label and context are passed with their terminating NULs
+ * where the spec says so (the caller includes them in the lengths). */
+int smb_kdf(const uint8_t *key, size_t keylen, const uint8_t *label, size_t label_len,
+	    const uint8_t *context, size_t context_len, uint8_t *out, size_t outlen);
+
+/* [MS-SMB2] 3.1.4.1 message signing.  @iov covers the whole PDU with its
+ * Signature field already zeroed; the 16-byte result goes into Signature.
+ *   alg: SMB2_SIGNING_HMAC_SHA256 / SMB2_SIGNING_AES_CMAC / SMB2_SIGNING_AES_GMAC
+ * For GMAC the nonce is built from the header inside (MessageId, and the
+ * SERVER_TO_REDIR and CANCEL bits), so the first iov must hold the 64-byte
+ * header. */
+int smb_sign_pdu(uint16_t alg, const uint8_t key[16], const struct iovec *iov, int iovcnt,
+		 uint8_t sig[16]);
+
+#endif

@@ -1,0 +1,1 @@
+/* client/ops.c — being written */

@@ -1,0 +1,502 @@
+/* client/proto/smb2.h — the pure SMB2/3 codec: bytes <-> structs, no I/O.
+ *
+ * Contract (sans-I/O, like nghttp2):
+ *  - No sockets, threads, clocks, randomness or heap allocation in here.
+ *  - Encoders write into a caller's buffer and return the number of bytes
+ *    written, or -ENOSPC if the buffer is too small, -EINVAL for bad input.
+ *  - Request encoders write the command BODY only, starting right after the
+ *    64-byte header; every offset they put on the wire is counted from the
+ *    start of the header (body offset 0 == header offset 64).  The header is
+ *    written separately with smb2_hdr_encode().
+ *  - Response decoders take one PDU (@msg points at its SMB2 header, @len is
+ *    its length: up to NextCommand for a compound member, else the rest) and
+ *    return 0 or -EBADMSG (malformed / out of bounds) / -EPROTO (wrong
+ *    structure size).  Output pointers point INTO @msg and live as long as it.
+ *    Lengths, offsets and counts from the wire are never trusted: every
+ *    decoder checks each against @len before use.
+ *  - Strings on our side are UTF-8; the codec converts to/from UTF-16LE.  Path
+ *    encoders turn '/' into '\\'.
+ */
+#ifndef SMBRDMA_PROTO_SMB2_H
+#define SMBRDMA_PROTO_SMB2_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "client/proto/smb2_const.h"
+
+/* ---- bounds-checked cursors (also used by auth/ and smbd/) ---------------- */
+
+/* Reader: getters never read past end; on overrun they set err = -EBADMSG
+ * (sticky) and return 0.  Check err once at the end. */
+struct smb_rd {
+	const uint8_t *base; /* start of the message; offsets are from here */
+	const uint8_t *p;
+	const uint8_t *end;
+	int err;
+};
+void smb_rd_init(struct smb_rd *r, const void *buf, size_t len);
+uint8_t smb_rd_u8(struct smb_rd *r);
+uint16_t smb_rd_u16(struct smb_rd *r);
+uint32_t smb_rd_u32(struct smb_rd *r);
+uint64_t smb_rd_u64(struct smb_rd *r);
+void smb_rd_bytes(struct smb_rd *r, void *out, size_t n);
+const uint8_t *smb_rd_ptr(struct smb_rd *r, size_t n); /* advance, return old p or NULL */
+void smb_rd_skip(struct smb_rd *r, size_t n);
+void smb_rd_seek(struct smb_rd *r, size_t off); /* absolute from base */
+size_t smb_rd_left(const struct smb_rd *r);
+/* base[off, off+len) lies inside [base, end)?  (overflow-safe) */
+bool smb_rd_range_ok(const struct smb_rd *r, uint64_t off, uint64_t len);
+
+/* Writer: on overflow sets err = -ENOSPC (sticky) and writes nothing more. */
+struct smb_wr {
+	uint8_t *base;
+	uint8_t *p;
+	uint8_t *end;
+	int err;
+};
+void smb_wr_init(struct smb_wr *w, void *buf, size_t cap);
+void smb_wr_u8(struct smb_wr *w, uint8_t v);
+void smb_wr_u16(struct smb_wr *w, uint16_t v);
+void smb_wr_u32(struct smb_wr *w, uint32_t v);
+void smb_wr_u64(struct smb_wr *w, uint64_t v);
+void smb_wr_bytes(struct smb_wr *w, const void *src, size_t n);
+void smb_wr_zero(struct smb_wr *w, size_t n);
+void smb_wr_align(struct smb_wr *w, size_t a); /* zero-pad to a multiple of a from base */
+size_t smb_wr_len(const struct smb_wr *w);
+
+/* Little-endian helpers for fixed positions. */
+static inline uint16_t smb_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t smb_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+	       ((uint32_t)p[3] << 24);
+}
+static inline uint64_t smb_le64(const uint8_t *p)
+{
+	return (uint64_t)smb_le32(p) | ((uint64_t)smb_le32(p + 4) << 32);
+}
+static inline void smb_put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+static inline void smb_put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void smb_put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* ---- strings ---------------------------------------------------------------- */
+
+/* UTF-8 -> UTF-16LE.  path != 0 maps '/' to '\\'.  Returns bytes written or
+ * -EINVAL (invalid UTF-8) / -ENOSPC. */
+ssize_t smb_utf8_to_utf16le(const char *in, size_t inlen, uint8_t *out, size_t cap, bool path);
+/* UTF-16LE -> UTF-8, NUL-terminated.  Unpaired surrogates are -EILSEQ.
+ * Returns bytes written excluding the NUL, or -errno. */
+ssize_t smb_utf16le_to_utf8(const uint8_t *in, size_t inlen, char *out, size_t cap);
+
+/* ---- header [MS-SMB2] 2.2.1 ----------------------------------------------- */
+
+struct smb2_hdr {
+	uint16_t credit_charge;
+	uint32_t status;	  /* ChannelSequence(16)+Reserved in requests (3.x) */
+	uint16_t command;
+	uint16_t credits;	  /* CreditRequest / CreditResponse */
+	uint32_t flags;
+	uint32_t next_command;
+	uint64_t message_id;
+	uint64_t async_id;	  /* valid when flags has ASYNC_COMMAND */
+	uint32_t process_id;	  /* sync form */
+	uint32_t tree_id;	  /* sync form */
+	uint64_t session_id;
+	uint8_t signature[16];
+};
+/* Writes exactly 64 bytes. */
+ssize_t smb2_hdr_encode(uint8_t *buf, size_t cap, const struct smb2_hdr *h);
+/* Checks ProtocolId and StructureSize (64). */
+int smb2_hdr_decode(const uint8_t *buf, size_t len, struct smb2_hdr *h);
+/* Offset of Signature inside the header (48) and of NextCommand (20). */
+#define SMB2_HDR_SIGNATURE_OFF	 48
+#define SMB2_HDR_NEXTCOMMAND_OFF 20
+#define SMB2_HDR_FLAGS_OFF	 16
+
+/* Walk a received compound: returns the length of the PDU that starts at
+ * msg[off] (NextCommand, or the remainder when it is 0), or -EBADMSG when
+ * NextCommand is not 8-aligned, < 64, or points past len. */
+ssize_t smb2_compound_next(const uint8_t *msg, size_t len, size_t off);
+
+/* ---- ERROR response [MS-SMB2] 2.2.2 -------------------------------------- */
+struct smb2_error_rsp {
+	uint8_t error_context_count;
+	uint32_t byte_count;
+	const uint8_t *error_data;
+};
+int smb2_error_rsp_decode(const uint8_t *msg, size_t len, struct smb2_error_rsp *r);
+/* True when the body is an error body (StructureSize 9) rather than the
+ * command's own; some statuses (BUFFER_OVERFLOW, MORE_PROCESSING_REQUIRED)
+ * come with the command's body. */
+bool smb2_is_error_body(const uint8_t *msg, size_t len);
+
+/* ---- NEGOTIATE [MS-SMB2] 2.2.3 / 2.2.4 ------------------------------------- */
+#define SMB2_MAX_DIALECTS 8
+#define SMB2_MAX_CIPHERS  8
+#define SMB2_MAX_SIGNALGS 4
+struct smb2_negotiate_req {
+	uint16_t dialects[SMB2_MAX_DIALECTS];
+	int dialect_count;
+	uint16_t security_mode;
+	uint32_t capabilities;
+	uint8_t client_guid[16];
+	/* 3.1.1 contexts: written only when 0x0311 is among the dialects */
+	uint8_t preauth_salt[32];
+	uint16_t ciphers[SMB2_MAX_CIPHERS];
+	int cipher_count;		/* 0: no encryption context */
+	uint16_t signing_algs[SMB2_MAX_SIGNALGS];
+	int signing_alg_count;		/* 0: no signing context */
+	const char *netname;		/* NULL: no netname context */
+	bool posix_extensions;		/* send SMB2_POSIX_EXTENSIONS_AVAILABLE */
+	bool rdma_transform;		/* reserved for smbd/; not yet written */
+};
+ssize_t smb2_negotiate_req_encode(uint8_t *body, size_t cap, const struct smb2_negotiate_req *r);
+
+struct smb2_negotiate_rsp {
+	uint16_t security_mode;
+	uint16_t dialect;
+	uint8_t server_guid[16];
+	uint32_t capabilities;
+	uint32_t max_transact_size;
+	uint32_t max_read_size;
+	uint32_t max_write_size;
+	uint64_t system_time;
+	uint64_t server_start_time;
+	const uint8_t *security_buffer;
+	uint16_t security_buffer_len;
+	/* 3.1.1 contexts (each *_seen false when absent) */
+	bool preauth_seen;
+	uint16_t preauth_hash_alg;
+	bool cipher_seen;
+	uint16_t cipher;		/* 0 = server chose none */
+	bool signing_seen;
+	uint16_t signing_alg;
+	bool posix_seen;
+	int context_count;
+};
+int smb2_negotiate_rsp_decode(const uint8_t *msg, size_t len, struct smb2_negotiate_rsp *r);
+
+/* ---- SESSION_SETUP 2.2.5 / 2.2.6, LOGOFF 2.2.7 / 2.2.8 -------------------- */
+struct smb2_session_setup_req {
+	uint8_t flags;			/* SMB2_SESSION_FLAG_BINDING */
+	uint8_t security_mode;
+	uint32_t capabilities;
+	uint64_t previous_session_id;
+	const uint8_t *security_buffer;
+	uint16_t security_buffer_len;
+};
+ssize_t smb2_session_setup_req_encode(uint8_t *body, size_t cap,
+				      const struct smb2_session_setup_req *r);
+struct smb2_session_setup_rsp {
+	uint16_t session_flags;
+	const uint8_t *security_buffer;
+	uint16_t security_buffer_len;
+};
+int smb2_session_setup_rsp_decode(const uint8_t *msg, size_t len,
+				  struct smb2_session_setup_rsp *r);
+
+ssize_t smb2_logoff_req_encode(uint8_t *body, size_t cap);
+int smb2_logoff_rsp_decode(const uint8_t *msg, size_t len);
+
+/* ---- TREE_CONNECT 2.2.9 / 2.2.10, TREE_DISCONNECT 2.2.11 / 2.2.12 -------- */
+struct smb2_tree_connect_req {
+	uint16_t flags;
+	const char *path;		/* UTF-8 "\\\\server\\share" */
+};
+ssize_t smb2_tree_connect_req_encode(uint8_t *body, size_t cap,
+				     const struct smb2_tree_connect_req *r);
+struct smb2_tree_connect_rsp {
+	uint8_t share_type;
+	uint32_t share_flags;
+	uint32_t capabilities;
+	uint32_t maximal_access;
+};
+int smb2_tree_connect_rsp_decode(const uint8_t *msg, size_t len,
+				 struct smb2_tree_connect_rsp *r);
+ssize_t smb2_tree_disconnect_req_encode(uint8_t *body, size_t cap);
+int smb2_tree_disconnect_rsp_decode(const uint8_t *msg, size_t len);
+
+/* ---- CREATE 2.2.13 / 2.2.14 ------------------------------------------------ */
+struct smb2_fileid {
+	uint64_t persistent;
+	uint64_t volatile_;
+};
+/* For related compound members: "use the FileId from the previous create". */
+#define SMB2_FILEID_RELATED ((struct smb2_fileid){UINT64_MAX, UINT64_MAX})
+
+struct smb2_create_ctx {
+	const char *name;		/* e.g. "MxAc", "QFid", "DH2Q", "RqLs" (4 ASCII chars) */
+	const uint8_t *data;
+	uint32_t data_len;
+};
+#define SMB2_MAX_CREATE_CTX 8
+struct smb2_create_req {
+	uint8_t requested_oplock_level;
+	uint32_t impersonation_level;
+	uint32_t desired_access;
+	uint32_t file_attributes;
+	uint32_t share_access;
+	uint32_t create_disposition;
+	uint32_t create_options;
+	const char *name;		/* UTF-8 path relative to the share, '/' separated, "" = root */
+	struct smb2_create_ctx contexts[SMB2_MAX_CREATE_CTX];
+	int context_count;
+};
+ssize_t smb2_create_req_encode(uint8_t *body, size_t cap, const struct smb2_create_req *r);
+
+struct smb2_create_rsp {
+	uint8_t oplock_level;
+	uint8_t flags;
+	uint32_t create_action;
+	uint64_t creation_time, last_access_time, last_write_time, change_time;
+	uint64_t allocation_size;
+	uint64_t end_of_file;
+	uint32_t file_attributes;
+	struct smb2_fileid fileid;
+	const uint8_t *contexts;	/* raw chain, walk with smb2_create_ctx_next() */
+	uint32_t contexts_len;
+};
+int smb2_create_rsp_decode(const uint8_t *msg, size_t len, struct smb2_create_rsp *r);
+/* Iterate a create-context chain: *off starts at 0; fills name (4 chars + NUL)
+ * and data; returns 1 for an entry, 0 at the end, -EBADMSG on a bad chain. */
+int smb2_create_ctx_next(const uint8_t *chain, uint32_t chain_len, uint32_t *off,
+			 char name[5], const uint8_t **data, uint32_t *data_len);
+
+/* ---- CLOSE 2.2.15 / 2.2.16 ----------------------------------------------- */
+struct smb2_close_req {
+	uint16_t flags;
+	struct smb2_fileid fileid;
+};
+ssize_t smb2_close_req_encode(uint8_t *body, size_t cap, const struct smb2_close_req *r);
+struct smb2_close_rsp {
+	uint16_t flags;
+	uint64_t creation_time, last_access_time, last_write_time, change_time;
+	uint64_t allocation_size;
+	uint64_t end_of_file;
+	uint32_t file_attributes;
+};
+int smb2_close_rsp_decode(const uint8_t *msg, size_t len, struct smb2_close_rsp *r);
+
+/* ---- FLUSH 2.2.17 / 2.2.18 ----------------------------------------------- */
+ssize_t smb2_flush_req_encode(uint8_t *body, size_t cap, const struct smb2_fileid *fid);
+int smb2_flush_rsp_decode(const uint8_t *msg, size_t len);
+
+/* ---- READ 2.2.19 / 2.2.20 -------------------------------------------------- */
+struct smb2_read_req {
+	uint8_t flags;
+	uint32_t length;
+	uint64_t offset;
+	struct smb2_fileid fileid;
+	uint32_t minimum_count;
+	uint32_t channel;
+	uint32_t remaining_bytes;
+	const uint8_t *channel_info;	/* Buffer Descriptor V1 array for RDMA */
+	uint16_t channel_info_len;
+};
+ssize_t smb2_read_req_encode(uint8_t *body, size_t cap, const struct smb2_read_req *r);
+struct smb2_read_rsp {
+	const uint8_t *data;		/* NULL when data_length == 0 */
+	uint32_t data_length;
+	uint32_t data_remaining;
+	uint8_t data_offset;
+};
+int smb2_read_rsp_decode(const uint8_t *msg, size_t len, struct smb2_read_rsp *r);
+
+/* ---- WRITE 2.2.21 / 2.2.22 ------------------------------------------------- */
+/* The encoder writes the fixed part and channel info only; DataOffset points
+ * right after them, and the caller sends data_length payload bytes next (as a
+ * separate iovec, so no copy).  Returns body length without the payload. */
+struct smb2_write_req {
+	uint32_t data_length;
+	uint64_t offset;
+	struct smb2_fileid fileid;
+	uint32_t channel;
+	uint32_t remaining_bytes;
+	uint32_t flags;
+	const uint8_t *channel_info;
+	uint16_t channel_info_len;
+};
+ssize_t smb2_write_req_encode(uint8_t *body, size_t cap, const struct smb2_write_req *r);
+struct smb2_write_rsp {
+	uint32_t count;
+	uint32_t remaining;
+};
+int smb2_write_rsp_decode(const uint8_t *msg, size_t len, struct smb2_write_rsp *r);
+
+/* ---- IOCTL 2.2.31 / 2.2.32 ------------------------------------------------- */
+struct smb2_ioctl_req {
+	uint32_t ctl_code;
+	struct smb2_fileid fileid;
+	const uint8_t *input;
+	uint32_t input_len;
+	uint32_t max_input_response;
+	uint32_t max_output_response;
+	uint32_t flags;			/* SMB2_0_IOCTL_IS_FSCTL */
+};
+ssize_t smb2_ioctl_req_encode(uint8_t *body, size_t cap, const struct smb2_ioctl_req *r);
+struct smb2_ioctl_rsp {
+	uint32_t ctl_code;
+	struct smb2_fileid fileid;
+	const uint8_t *input;
+	uint32_t input_len;
+	const uint8_t *output;
+	uint32_t output_len;
+	uint32_t flags;
+};
+int smb2_ioctl_rsp_decode(const uint8_t *msg, size_t len, struct smb2_ioctl_rsp *r);
+
+/* ---- ECHO 2.2.28 / 2.2.29, CANCEL 2.2.30 --------------------------------- */
+ssize_t smb2_echo_req_encode(uint8_t *body, size_t cap);
+int smb2_echo_rsp_decode(const uint8_t *msg, size_t len);
+ssize_t smb2_cancel_req_encode(uint8_t *body, size_t cap);
+
+/* ---- QUERY_DIRECTORY 2.2.33 / 2.2.34 -------------------------------------- */
+struct smb2_query_directory_req {
+	uint8_t info_class;		/* FileIdBothDirectoryInformation, ... */
+	uint8_t flags;
+	uint32_t file_index;
+	struct smb2_fileid fileid;
+	const char *pattern;		/* UTF-8, e.g. "*" */
+	uint32_t output_buffer_length;
+};
+ssize_t smb2_query_directory_req_encode(uint8_t *body, size_t cap,
+					const struct smb2_query_directory_req *r);
+struct smb2_query_directory_rsp {
+	const uint8_t *buffer;
+	uint32_t buffer_len;
+};
+int smb2_query_directory_rsp_decode(const uint8_t *msg, size_t len,
+				    struct smb2_query_directory_rsp *r);
+
+/* One entry of FileIdBothDirectoryInformation / FileIdFullDirectoryInformation
+ * / FileDirectoryInformation / FileFullDirectoryInformation ([MS-FSCC] 2.4). */
+struct smb2_dirent {
+	uint32_t file_index;
+	uint64_t creation_time, last_access_time, last_write_time, change_time;
+	uint64_t end_of_file;
+	uint64_t allocation_size;
+	uint32_t file_attributes;
+	uint32_t ea_size;		/* or reparse tag when FILE_ATTRIBUTE_REPARSE_POINT */
+	uint64_t file_id;		/* 0 for classes without FileId */
+	const uint8_t *name16;		/* UTF-16LE, not terminated */
+	uint32_t name16_len;
+};
+/* Iterate the buffer: *off starts at 0.  Returns 1 with *e filled, 0 at the
+ * end, -EBADMSG on a malformed chain (NextEntryOffset not advancing, not
+ * 8-aligned where it must be, or a name outside the buffer). */
+int smb2_dirent_next(uint8_t info_class, const uint8_t *buf, uint32_t len, uint32_t *off,
+		     struct smb2_dirent *e);
+
+/* ---- QUERY_INFO 2.2.37 / 2.2.38 ------------------------------------------- */
+struct smb2_query_info_req {
+	uint8_t info_type;
+	uint8_t file_info_class;
+	uint32_t output_buffer_length;
+	const uint8_t *input;
+	uint32_t input_len;
+	uint32_t additional_information;
+	uint32_t flags;
+	struct smb2_fileid fileid;
+};
+ssize_t smb2_query_info_req_encode(uint8_t *body, size_t cap,
+				   const struct smb2_query_info_req *r);
+struct smb2_query_info_rsp {
+	const uint8_t *buffer;
+	uint32_t buffer_len;
+};
+int smb2_query_info_rsp_decode(const uint8_t *msg, size_t len, struct smb2_query_info_rsp *r);
+
+/* Info-class payload decoders ([MS-FSCC]); each checks the length. */
+struct smb2_file_basic_info {
+	uint64_t creation_time, last_access_time, last_write_time, change_time;
+	uint32_t file_attributes;
+};
+struct smb2_file_standard_info {
+	uint64_t allocation_size, end_of_file;
+	uint32_t number_of_links;
+	uint8_t delete_pending, directory;
+};
+struct smb2_file_all_info {		/* 2.4.2: the fixed parts we use */
+	struct smb2_file_basic_info basic;
+	struct smb2_file_standard_info standard;
+	uint64_t index_number;		/* FileInternalInformation */
+	uint32_t ea_size;
+	uint32_t access_flags;
+	uint64_t current_byte_offset;
+	uint32_t mode;
+	uint32_t alignment_requirement;
+};
+struct smb2_file_network_open_info {	/* 2.4.29 */
+	uint64_t creation_time, last_access_time, last_write_time, change_time;
+	uint64_t allocation_size, end_of_file;
+	uint32_t file_attributes;
+};
+struct smb2_fs_full_size_info {		/* 2.5.4 */
+	uint64_t total_allocation_units;
+	uint64_t caller_available_allocation_units;
+	uint64_t actual_available_allocation_units;
+	uint32_t sectors_per_allocation_unit;
+	uint32_t bytes_per_sector;
+};
+int smb2_file_basic_info_decode(const uint8_t *b, size_t len, struct smb2_file_basic_info *o);
+int smb2_file_standard_info_decode(const uint8_t *b, size_t len,
+				   struct smb2_file_standard_info *o);
+int smb2_file_internal_info_decode(const uint8_t *b, size_t len, uint64_t *index_number);
+int smb2_file_all_info_decode(const uint8_t *b, size_t len, struct smb2_file_all_info *o);
+int smb2_file_network_open_info_decode(const uint8_t *b, size_t len,
+				       struct smb2_file_network_open_info *o);
+int smb2_fs_full_size_info_decode(const uint8_t *b, size_t len, struct smb2_fs_full_size_info *o);
+
+/* ---- SET_INFO 2.2.39 / 2.2.40 --------------------------------------------- */
+struct smb2_set_info_req {
+	uint8_t info_type;
+	uint8_t file_info_class;
+	const uint8_t *buffer;
+	uint32_t buffer_len;
+	uint32_t additional_information;
+	struct smb2_fileid fileid;
+};
+ssize_t smb2_set_info_req_encode(uint8_t *body, size_t cap, const struct smb2_set_info_req *r);
+int smb2_set_info_rsp_decode(const uint8_t *msg, size_t len);
+
+/* Info-class payload encoders for SET_INFO; return bytes written or -errno. */
+/* FileBasicInformation: a time of 0 means "leave unchanged"; attributes 0 likewise. */
+ssize_t smb2_file_basic_info_encode(uint8_t *buf, size_t cap, const struct smb2_file_basic_info *i);
+ssize_t smb2_file_eof_info_encode(uint8_t *buf, size_t cap, uint64_t end_of_file);
+ssize_t smb2_file_disposition_info_encode(uint8_t *buf, size_t cap, bool delete_pending);
+/* FileRenameInformation type 2 (SMB2): target is UTF-8, relative to the share. */
+ssize_t smb2_file_rename_info_encode(uint8_t *buf, size_t cap, bool replace_if_exists,
+				     const char *target);
+
+/* ---- names for log lines --------------------------------------------------- */
+const char *smb2_command_str(uint16_t command);
+/* "STATUS_LOGON_FAILURE" etc.; "STATUS_0xC00000XX" form (static per-thread
+ * buffer) for values it does not know. */
+const char *smb2_status_str(uint32_t status);
+
+/* ---- time ----------------------------------------------------------------- */
+/* NT time (100 ns since 1601) <-> Unix timespec. */
+#define SMB_NT_EPOCH_DELTA 11644473600ULL
+struct timespec;
+void smb_nttime_to_timespec(uint64_t nt, struct timespec *ts);
+uint64_t smb_timespec_to_nttime(const struct timespec *ts);
+
+#endif

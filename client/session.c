@@ -1,0 +1,1 @@
+/* client/session.c — being written */

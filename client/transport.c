@@ -1,0 +1,1 @@
+/* client/transport.c — being written */

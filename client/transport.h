@@ -1,0 +1,129 @@
+/* client/transport.h — what a channel's byte mover looks like to client/.
+ *
+ * A transport carries whole SMB2 messages (one PDU or one compound chain, or
+ * one SMB2 TRANSFORM message) between us and one server address.  Direct TCP
+ * (client/transport_tcp.c) and SMB Direct (smbd/) implement the same ops; no
+ * code above this header may ask which one it has: it asks the transport what
+ * it can do (caps) and calls the op, which returns -EOPNOTSUPP if it lacks it.
+ *
+ * Rules for implementers
+ *  - Every op has a default (transport_default_*) that returns -EOPNOTSUPP, so
+ *    callers never test a pointer for NULL: fill unused ops with the defaults.
+ *  - connect() is synchronous (it may block up to timeout_ms); it is called
+ *    once, on a thread that is not the event loop's, before any send().  After
+ *    it returns 0 the transport registers its fds with the loop it was given.
+ *  - send() may be called from any thread, concurrently; it must not block.  It
+ *    takes ownership of @buf: when the bytes are on the wire (or the transport
+ *    has failed) it calls buf->done(buf, err) exactly once, from any thread,
+ *    possibly before send() returns.  Messages go out in the order send() was
+ *    entered (callers serialise sends whose order matters).  Returns 0, or
+ *    -errno if the transport is already dead (then done() has NOT been called,
+ *    and the caller still owns buf).
+ *  - Received messages are delivered on the loop thread, in order, through
+ *    up->recv(up->arg, msg, len).  @msg is a talloc context that the callee now
+ *    owns (talloc_free or talloc_steal it); len is the SMB2 message length.
+ *  - The transport reports its death exactly once through up->dead(up->arg, err),
+ *    on the loop thread, after which it delivers nothing more; sends fail with
+ *    -ECONNABORTED.  shutdown() starts that from outside (the report still comes).
+ *  - destroy() frees everything; it is called once, off the loop thread, after
+ *    dead() has been reported (or if connect() failed), never concurrently
+ *    with another op.
+ *  - reg_buf()/dereg_buf() register a memory region for RDMA (TCP: -EOPNOTSUPP).
+ */
+#ifndef SMBRDMA_CLIENT_TRANSPORT_H
+#define SMBRDMA_CLIENT_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+struct ev_loop;
+struct smb_transport;
+
+/* An outgoing message: up to SMB_TXBUF_MAX_IOV pieces, sent back to back. */
+#define SMB_TXBUF_MAX_IOV 8
+struct smb_txbuf {
+	struct iovec iov[SMB_TXBUF_MAX_IOV];
+	int iovcnt;
+	size_t len;			/* sum of iov lengths */
+	void (*done)(struct smb_txbuf *buf, int err);
+	void *arg;			/* the sender's */
+	struct smb_txbuf *next;		/* the transport's, while it holds buf */
+};
+
+/* Upcalls from a transport to its owner (a channel in client/). */
+struct smb_transport_up {
+	void (*recv)(void *arg, uint8_t *msg, size_t len);
+	void (*dead)(void *arg, int err);
+	void *arg;
+};
+
+enum smb_transport_cap {
+	SMB_TRANSPORT_CAP_RDMA = 1u << 0, /* reg_buf works; READ/WRITE may carry descriptors */
+};
+
+struct smb_transport_info {
+	const char *kind;			/* "tcp", "rdma" */
+	uint32_t caps;				/* enum smb_transport_cap */
+	struct sockaddr_storage local, remote;
+	uint32_t max_read_write;		/* 0 = no transport limit */
+};
+
+/* An RDMA registration of a caller's buffer. */
+struct smb_transport_mr;
+
+struct smb_transport_ops {
+	const char *name;
+	int (*connect)(struct smb_transport *t, const struct sockaddr *addr, socklen_t addrlen,
+		       unsigned timeout_ms);
+	int (*send)(struct smb_transport *t, struct smb_txbuf *buf);
+	int (*reg_buf)(struct smb_transport *t, void *addr, size_t len, int access,
+		       struct smb_transport_mr **out);
+	int (*dereg_buf)(struct smb_transport *t, struct smb_transport_mr *mr);
+	void (*shutdown)(struct smb_transport *t);
+	void (*destroy)(struct smb_transport *t);
+	void (*info)(struct smb_transport *t, struct smb_transport_info *out);
+};
+
+/* The base every implementation embeds first (container_of to get back). */
+struct smb_transport {
+	const struct smb_transport_ops *ops;
+	struct ev_loop *loop;
+	struct smb_transport_up up;
+};
+
+int transport_default_connect(struct smb_transport *t, const struct sockaddr *addr,
+			      socklen_t addrlen, unsigned timeout_ms);
+int transport_default_send(struct smb_transport *t, struct smb_txbuf *buf);
+int transport_default_reg_buf(struct smb_transport *t, void *addr, size_t len, int access,
+			      struct smb_transport_mr **out);
+int transport_default_dereg_buf(struct smb_transport *t, struct smb_transport_mr *mr);
+void transport_default_shutdown(struct smb_transport *t);
+
+/* Constructors: allocate an unconnected transport bound to loop and up. */
+int smb_transport_tcp_new(struct ev_loop *loop, const struct smb_transport_up *up,
+			  struct smb_transport **out);
+/* smbd/smbd_transport.c; returns -EOPNOTSUPP when built without rdma. */
+int smb_transport_rdma_new(struct ev_loop *loop, const struct smb_transport_up *up,
+			   struct smb_transport **out);
+
+static inline int smb_transport_connect(struct smb_transport *t, const struct sockaddr *a,
+					socklen_t l, unsigned timeout_ms)
+{
+	return t->ops->connect(t, a, l, timeout_ms);
+}
+static inline int smb_transport_send(struct smb_transport *t, struct smb_txbuf *b)
+{
+	return t->ops->send(t, b);
+}
+static inline void smb_transport_shutdown(struct smb_transport *t)
+{
+	t->ops->shutdown(t);
+}
+static inline void smb_transport_destroy(struct smb_transport *t)
+{
+	t->ops->destroy(t);
+}
+
+#endif

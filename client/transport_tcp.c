@@ -1,0 +1,1 @@
+/* client/transport_tcp.c — being written */
