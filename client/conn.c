@@ -1,1 +1,674 @@
-/* client/conn.c — being written */
+/* client/conn.c — one channel: MessageIds, credits, the pending table,
+ * compounding, signing and verification, timeouts, and failing everything
+ * exactly once when the transport dies.
+ *
+ *   NEW --smb_conn_open()--> UP --transport dead / smb_conn_close()--> DEAD
+ *
+ * See conn.h for the request life cycle and the lock rules.
+ */
+#include "client/conn.h"
+#include "client/crypto.h"
+#include "common/evloop.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <talloc.h>
+
+#define CONN_TICK_MS	     1000
+#define CONN_CREDIT_TARGET   512	/* credits we try to keep available */
+#define CONN_CREDIT_MAX	     8192	/* never believe more than this */
+
+const char *smb_conn_state_str(enum smb_conn_state s)
+{
+	switch (s) {
+	case SMB_CONN_NEW:
+		return "NEW";
+	case SMB_CONN_UP:
+		return "UP";
+	case SMB_CONN_DEAD:
+		return "DEAD";
+	}
+	return "?";
+}
+
+uint16_t smb_credit_charge(const struct smb_conn *c, size_t len)
+{
+	if (!c->large_mtu)
+		return 0;
+	return len == 0 ? 1 : (uint16_t)((len - 1) / 65536 + 1);
+}
+
+static unsigned pdu_credits(const struct smb_pdu *p)
+{
+	return p->credit_charge ? p->credit_charge : 1;
+}
+
+static unsigned req_credits(const struct smb_req *r)
+{
+	unsigned n = 0;
+	for (int i = 0; i < r->npdu; i++)
+		n += pdu_credits(&r->pdu[i]);
+	return n;
+}
+
+/* ---- requests ---------------------------------------------------------------- */
+
+static int req_destructor(struct smb_req *req)
+{
+	(void)req;
+	return 0;
+}
+
+struct smb_req *smb_req_new(struct smb_conn *c, void *talloc_parent)
+{
+	struct smb_req *req = talloc_zero(talloc_parent, struct smb_req);
+	if (!req)
+		return NULL;
+	talloc_set_destructor(req, req_destructor);
+	req->conn = c;
+	req->refs = 1;
+	return req;
+}
+
+void smb_req_get(struct smb_req *req)
+{
+	__atomic_add_fetch(&req->refs, 1, __ATOMIC_RELAXED);
+}
+
+void smb_req_put(struct smb_req *req)
+{
+	if (__atomic_sub_fetch(&req->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		talloc_free(req);
+}
+
+uint8_t *smb_req_begin_pdu(struct smb_req *req, uint16_t command, size_t body_cap)
+{
+	if (req->npdu >= SMB_REQ_MAX_PDU)
+		return NULL;
+	struct smb_pdu *p = &req->pdu[req->npdu];
+	memset(p, 0, sizeof(*p));
+	p->cap = SMB2_HDR_SIZE + body_cap + 8;
+	p->buf = talloc_zero_size(req, p->cap);
+	if (!p->buf)
+		return NULL;
+	p->command = command;
+	p->req = req;
+	return p->buf + SMB2_HDR_SIZE;
+}
+
+int smb_req_end_pdu(struct smb_req *req, ssize_t body_len)
+{
+	if (body_len < 0)
+		return (int)body_len;
+	struct smb_pdu *p = &req->pdu[req->npdu];
+	if (!p->buf)
+		return -ENOMEM;
+	p->len = SMB2_HDR_SIZE + (size_t)body_len;
+	req->npdu++;
+	return 0;
+}
+
+void smb_req_set_payload(struct smb_req *req, int i, const void *data, size_t len,
+			 uint16_t credit_charge)
+{
+	req->pdu[i].payload = data;
+	req->pdu[i].payload_len = len;
+	req->pdu[i].credit_charge = credit_charge;
+}
+
+/* ---- pending hash (conn->lock held) -------------------------------------------- */
+
+static unsigned bucket(uint64_t msgid)
+{
+	return (unsigned)(msgid % SMB_PENDING_BUCKETS);
+}
+
+static void pending_insert(struct smb_conn *c, struct smb_pdu *p)
+{
+	unsigned b = bucket(p->msgid);
+	p->hnext = c->pending[b];
+	c->pending[b] = p;
+	c->npending++;
+}
+
+static struct smb_pdu *pending_find(struct smb_conn *c, uint64_t msgid, bool remove)
+{
+	for (struct smb_pdu **pp = &c->pending[bucket(msgid)]; *pp; pp = &(*pp)->hnext) {
+		struct smb_pdu *p = *pp;
+		if (p->msgid != msgid)
+			continue;
+		if (remove) {
+			*pp = p->hnext;
+			p->hnext = NULL;
+			c->npending--;
+			c->outstanding -= pdu_credits(p);
+		}
+		return p;
+	}
+	return NULL;
+}
+
+/* Remove every PDU of req still pending; returns how many were. */
+static int pending_remove_req(struct smb_conn *c, struct smb_req *req)
+{
+	int n = 0;
+	for (int i = 0; i < req->npdu; i++) {
+		struct smb_pdu *p = &req->pdu[i];
+		if (!p->have_rsp && pending_find(c, p->msgid, true) == p)
+			n++;
+	}
+	return n;
+}
+
+/* ---- sending ------------------------------------------------------------------- */
+
+static void tx_done(struct smb_txbuf *buf, int err)
+{
+	struct smb_req *req = buf->arg;
+	smb_req_put(req);
+}
+
+/* Assign MessageIds and credits, fill headers; conn->lock held. */
+static void req_prepare_locked(struct smb_conn *c, struct smb_req *req)
+{
+	unsigned have = c->credits + c->outstanding;
+	for (int i = 0; i < req->npdu; i++) {
+		struct smb_pdu *p = &req->pdu[i];
+		unsigned n = pdu_credits(p);
+		p->msgid = c->next_msgid;
+		c->next_msgid += n;
+		c->credits -= n;
+		c->outstanding += n;
+		uint16_t ask = (uint16_t)n;
+		if (have < CONN_CREDIT_TARGET)
+			ask = (uint16_t)(n + 64);
+		struct smb2_hdr h = {
+			.credit_charge = p->credit_charge,
+			.command = p->command,
+			.credits = ask,
+			.message_id = p->msgid,
+			.process_id = 0xFEFF,
+			.tree_id = req->tree_id,
+			.session_id = req->session_id,
+		};
+		if (req->related && i > 0)
+			h.flags |= SMB2_FLAGS_RELATED_OPERATIONS;
+		bool last = i == req->npdu - 1;
+		if (!last) {
+			size_t padded = (p->len + 7) & ~(size_t)7;
+			/* begin_pdu left 8 bytes of zeroed slack for this */
+			p->len = padded;
+			h.next_command = (uint32_t)padded;
+		}
+		smb2_hdr_encode(p->buf, SMB2_HDR_SIZE, &h);
+		pending_insert(c, p);
+	}
+}
+
+static int req_sign(struct smb_conn *c, struct smb_req *req)
+{
+	struct smb_signing *s = c->signing;
+	if (!s || !s->active || req->no_sign || req->session_id == 0)
+		return 0;
+	for (int i = 0; i < req->npdu; i++) {
+		struct smb_pdu *p = &req->pdu[i];
+		uint32_t flags = smb_le32(p->buf + SMB2_HDR_FLAGS_OFF) | SMB2_FLAGS_SIGNED;
+		smb_put_le32(p->buf + SMB2_HDR_FLAGS_OFF, flags);
+		memset(p->buf + SMB2_HDR_SIGNATURE_OFF, 0, 16);
+		struct iovec iov[2] = {{p->buf, p->len}, {(void *)p->payload, p->payload_len}};
+		int err = smb_sign_pdu(s->alg, s->key, iov, p->payload_len ? 2 : 1,
+				       p->buf + SMB2_HDR_SIGNATURE_OFF);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void req_build_tx(struct smb_req *req)
+{
+	struct smb_txbuf *tx = &req->tx;
+	tx->iovcnt = 0;
+	tx->len = 0;
+	for (int i = 0; i < req->npdu; i++) {
+		struct smb_pdu *p = &req->pdu[i];
+		tx->iov[tx->iovcnt].iov_base = p->buf;
+		tx->iov[tx->iovcnt++].iov_len = p->len;
+		tx->len += p->len;
+		if (p->payload_len) {
+			tx->iov[tx->iovcnt].iov_base = (void *)p->payload;
+			tx->iov[tx->iovcnt++].iov_len = p->payload_len;
+			tx->len += p->payload_len;
+		}
+	}
+	tx->done = tx_done;
+	tx->arg = req;
+}
+
+/* Sign and hand to the transport.  The req is already pending.  Returns 0, or
+ * -errno when the req could not be sent and was taken back out of pending
+ * (the caller owns it again); if someone else already completed it, 0. */
+static int req_send(struct smb_conn *c, struct smb_req *req)
+{
+	int err = req_sign(c, req);
+	if (!err) {
+		req_build_tx(req);
+		smb_req_get(req); /* for the transport */
+		__atomic_add_fetch(&c->st_requests, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&c->st_bytes_sent, req->tx.len, __ATOMIC_RELAXED);
+		err = smb_transport_send(c->transport, &req->tx);
+		if (!err)
+			return 0;
+		smb_req_put(req);
+	}
+	pthread_mutex_lock(&c->lock);
+	int n = pending_remove_req(c, req);
+	pthread_mutex_unlock(&c->lock);
+	return n ? err : 0;
+}
+
+static void req_complete(struct smb_req *req)
+{
+	req->done(req);
+}
+
+/* Loop thread: send queued requests the credits now allow. */
+static void conn_kick(struct smb_conn *c)
+{
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		struct smb_req *req = c->wait_head;
+		if (!req || c->state != SMB_CONN_UP) {
+			pthread_mutex_unlock(&c->lock);
+			return;
+		}
+		unsigned need = req_credits(req);
+		if (c->credits < need) {
+			if (c->outstanding == 0) {
+				/* Nothing in flight will ever grant more. */
+				c->wait_head = req->wnext;
+				if (!c->wait_head)
+					c->wait_tail = NULL;
+				pthread_mutex_unlock(&c->lock);
+				smb_err("%s: server granted %u credits, a request needs %u: failing it",
+					c->peer, c->credits, need);
+				req->err = -EIO;
+				req_complete(req);
+				continue;
+			}
+			pthread_mutex_unlock(&c->lock);
+			return;
+		}
+		c->wait_head = req->wnext;
+		if (!c->wait_head)
+			c->wait_tail = NULL;
+		req_prepare_locked(c, req);
+		pthread_mutex_unlock(&c->lock);
+		int err = req_send(c, req);
+		if (err) {
+			req->err = err;
+			req_complete(req);
+		}
+	}
+}
+
+static void conn_kick_cb(void *arg);
+
+int smb_conn_submit(struct smb_conn *c, struct smb_req *req)
+{
+	if (req->npdu == 0)
+		return -EINVAL;
+	req->conn = c;
+	if (c->timeout_ms && !req->deadline_ms)
+		req->deadline_ms = ev_now_ms() + c->timeout_ms;
+	pthread_mutex_lock(&c->lock);
+	if (c->state != SMB_CONN_UP) {
+		int err = c->dead_err ? c->dead_err : -ENOTCONN;
+		pthread_mutex_unlock(&c->lock);
+		return err;
+	}
+	unsigned need = req_credits(req);
+	if (c->wait_head || c->credits < need) {
+		req->wnext = NULL;
+		if (c->wait_tail)
+			c->wait_tail->wnext = req;
+		else
+			c->wait_head = req;
+		c->wait_tail = req;
+		bool stuck = c->outstanding == 0;
+		pthread_mutex_unlock(&c->lock);
+		if (stuck)
+			ev_call(c->loop, conn_kick_cb, c);
+		return 0;
+	}
+	req_prepare_locked(c, req);
+	pthread_mutex_unlock(&c->lock);
+	return req_send(c, req);
+}
+
+/* ---- receiving ----------------------------------------------------------------- */
+
+int smb_verify_pdu(const struct smb_signing *s, const uint8_t *pdu, size_t len)
+{
+	uint8_t saved[16], calc[16];
+	uint8_t *m = (uint8_t *)pdu; /* we own the receive buffer */
+	memcpy(saved, pdu + SMB2_HDR_SIGNATURE_OFF, 16);
+	memset(m + SMB2_HDR_SIGNATURE_OFF, 0, 16);
+	struct iovec iov = {m, len};
+	int err = smb_sign_pdu(s->alg, s->key, &iov, 1, calc);
+	memcpy(m + SMB2_HDR_SIGNATURE_OFF, saved, 16);
+	if (err)
+		return err;
+	return memcmp(saved, calc, 16) == 0 ? 0 : -EIO;
+}
+
+static void conn_fatal(struct smb_conn *c, const char *why)
+{
+	smb_err("%s: %s; dropping the connection", c->peer, why);
+	smb_transport_shutdown(c->transport);
+}
+
+static void conn_recv(void *arg, uint8_t *msg, size_t len)
+{
+	struct smb_conn *c = arg;
+	struct smb_req *done_head = NULL, **done_tail = &done_head;
+
+	__atomic_add_fetch(&c->st_bytes_received, len + 4, __ATOMIC_RELAXED);
+	if (len >= 4 && smb_le32(msg) == SMB2_TRANSFORM_ID) {
+		talloc_free(msg);
+		conn_fatal(c, "server sent an encrypted message, and encryption is not negotiated");
+		return;
+	}
+	size_t off = 0;
+	while (off < len) {
+		ssize_t plen = smb2_compound_next(msg, len, off);
+		struct smb2_hdr h;
+		if (plen < 0 || smb2_hdr_decode(msg + off, (size_t)plen, &h) < 0) {
+			talloc_unlink(NULL, msg);
+			conn_fatal(c, "malformed SMB2 header or compound chain from server");
+			goto complete;
+		}
+		const uint8_t *pdu_bytes = msg + off;
+		off += (size_t)plen;
+		if (!(h.flags & SMB2_FLAGS_SERVER_TO_REDIR)) {
+			smb_warn("%s: ignoring a message without the response flag", c->peer);
+			continue;
+		}
+		pthread_mutex_lock(&c->lock);
+		if (c->credits + h.credits <= CONN_CREDIT_MAX)
+			c->credits += h.credits;
+		else
+			c->credits = CONN_CREDIT_MAX;
+		if (h.message_id == UINT64_MAX && h.command == SMB2_OPLOCK_BREAK) {
+			pthread_mutex_unlock(&c->lock);
+			smb_debug("%s: oplock/lease break notification ignored", c->peer);
+			continue;
+		}
+		bool interim = h.status == STATUS_PENDING && (h.flags & SMB2_FLAGS_ASYNC_COMMAND);
+		struct smb_pdu *p = pending_find(c, h.message_id, !interim);
+		if (p && p->command != h.command) {
+			/* put it back: a response for another command is a server bug */
+			if (!interim) {
+				pending_insert(c, p);
+				c->outstanding += pdu_credits(p);
+			}
+			p = NULL;
+			pthread_mutex_unlock(&c->lock);
+			smb_err("%s: response MessageId %llu has command %s, expected another; ignored",
+				c->peer, (unsigned long long)h.message_id,
+				smb2_command_str(h.command));
+			continue;
+		}
+		if (p && interim) {
+			p->async = true;
+			p->async_id = h.async_id;
+			p->req->deadline_ms = c->timeout_ms ? ev_now_ms() + c->timeout_ms : 0;
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (!p) {
+			smb_warn("%s: response to unknown MessageId %llu (%s) ignored", c->peer,
+				 (unsigned long long)h.message_id, smb2_command_str(h.command));
+			continue;
+		}
+		if (interim)
+			continue;
+
+		struct smb_req *req = p->req;
+		const struct smb_signing *s = c->signing;
+		bool was_signed = s && s->active && !req->no_sign && req->session_id;
+		if (was_signed && !req->no_verify) {
+			if (!(h.flags & SMB2_FLAGS_SIGNED)) {
+				smb_err("%s: %s response (MessageId %llu) is not signed on a signed session; failing the request with EIO",
+					c->peer, smb2_command_str(h.command),
+					(unsigned long long)h.message_id);
+				req->err = -EIO;
+			} else if (smb_verify_pdu(s, pdu_bytes, (size_t)plen) < 0) {
+				smb_err("%s: bad signature on %s response (MessageId %llu); failing the request with EIO",
+					c->peer, smb2_command_str(h.command),
+					(unsigned long long)h.message_id);
+				req->err = -EIO;
+			}
+		}
+		p->have_rsp = true;
+		p->rsp_hdr = h;
+		p->rsp = pdu_bytes;
+		p->rsp_len = (size_t)plen;
+		/* Each request answered here keeps the message alive. */
+		if (req->last_rx != msg) {
+			talloc_reference(req, msg);
+			req->last_rx = msg;
+		}
+		if (++req->received == req->npdu) {
+			req->dnext = NULL;
+			*done_tail = req;
+			done_tail = &req->dnext;
+		}
+	}
+	talloc_unlink(NULL, msg);
+complete:
+	while (done_head) {
+		struct smb_req *next = done_head->dnext;
+		req_complete(done_head);
+		done_head = next;
+	}
+	conn_kick(c);
+}
+
+static void conn_kick_cb(void *arg)
+{
+	conn_kick(arg);
+}
+
+/* ---- death and timeouts -------------------------------------------------------- */
+
+/* Take every pending and waiting request off the conn (lock held). */
+static struct smb_req *collect_all_locked(struct smb_conn *c)
+{
+	struct smb_req *list = NULL;
+	for (unsigned b = 0; b < SMB_PENDING_BUCKETS; b++) {
+		while (c->pending[b]) {
+			struct smb_pdu *p = c->pending[b];
+			struct smb_req *req = p->req;
+			pending_remove_req(c, req);
+			req->wnext = list;
+			list = req;
+		}
+	}
+	struct smb_req *w = c->wait_head;
+	while (w) {
+		struct smb_req *next = w->wnext;
+		w->wnext = list;
+		list = w;
+		w = next;
+	}
+	c->wait_head = c->wait_tail = NULL;
+	return list;
+}
+
+static void fail_list(struct smb_req *list, int err)
+{
+	while (list) {
+		struct smb_req *next = list->wnext;
+		if (!list->err)
+			list->err = err;
+		req_complete(list);
+		list = next;
+	}
+}
+
+static void conn_dead(void *arg, int err)
+{
+	struct smb_conn *c = arg;
+	pthread_mutex_lock(&c->lock);
+	bool closing = c->closing;
+	c->state = SMB_CONN_DEAD;
+	c->dead_err = -ECONNABORTED;
+	struct smb_req *list = collect_all_locked(c);
+	if (c->tick) {
+		ev_timer_cancel(c->tick);
+		c->tick = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!closing)
+		smb_err("%s: connection lost (%s); failing %s requests in flight", c->peer,
+			strerror(-err), list ? "the" : "no");
+	else
+		smb_debug("%s: connection closed", c->peer);
+	fail_list(list, -ECONNABORTED);
+	if (c->on_dead)
+		c->on_dead(c->on_dead_arg, err);
+}
+
+static void conn_tick(void *arg)
+{
+	struct smb_conn *c = arg;
+	uint64_t now = ev_now_ms();
+	struct smb_req *list = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	c->tick = NULL;
+	if (c->state != SMB_CONN_UP) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	for (unsigned b = 0; b < SMB_PENDING_BUCKETS; b++) {
+		struct smb_pdu **pp = &c->pending[b];
+		while (*pp) {
+			struct smb_req *req = (*pp)->req;
+			if (req->deadline_ms && req->deadline_ms <= now) {
+				pending_remove_req(c, req);
+				req->wnext = list;
+				list = req;
+				pp = &c->pending[b]; /* the chain changed */
+				continue;
+			}
+			pp = &(*pp)->hnext;
+		}
+	}
+	for (struct smb_req **wp = &c->wait_head; *wp;) {
+		struct smb_req *req = *wp;
+		if (req->deadline_ms && req->deadline_ms <= now) {
+			*wp = req->wnext;
+			req->wnext = list;
+			list = req;
+			continue;
+		}
+		c->wait_tail = req;
+		wp = &req->wnext;
+	}
+	if (!c->wait_head)
+		c->wait_tail = NULL;
+	ev_timer_add(c->loop, CONN_TICK_MS, conn_tick, c, &c->tick);
+	pthread_mutex_unlock(&c->lock);
+	for (struct smb_req *r = list; r; r = r->wnext)
+		smb_err("%s: %s request (MessageId %llu) got no answer in %u ms; failing it with ETIMEDOUT",
+			c->peer, smb2_command_str(r->pdu[0].command),
+			(unsigned long long)r->pdu[0].msgid, c->timeout_ms);
+	fail_list(list, -ETIMEDOUT);
+}
+
+/* ---- open / close -------------------------------------------------------------- */
+
+int smb_conn_open(struct ev_loop *loop, const char *kind, const struct sockaddr *addr,
+		  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
+		  unsigned timeout_ms, struct smb_conn **out)
+{
+	struct smb_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->loop = loop;
+	c->peer = strdup(peer);
+	c->timeout_ms = timeout_ms;
+	c->credits = 1;
+	pthread_mutex_init(&c->lock, NULL);
+	struct smb_transport_up up = {.recv = conn_recv, .dead = conn_dead, .arg = c};
+	int err;
+	if (strcmp(kind, "rdma") == 0)
+		err = smb_transport_rdma_new(loop, &up, &c->transport);
+	else
+		err = smb_transport_tcp_new(loop, &up, &c->transport);
+	if (err)
+		goto fail;
+	err = smb_transport_connect(c->transport, addr, addrlen, connect_timeout_ms);
+	if (err) {
+		smb_transport_destroy(c->transport);
+		goto fail;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->state = SMB_CONN_UP;
+	ev_timer_add(loop, CONN_TICK_MS, conn_tick, c, &c->tick);
+	pthread_mutex_unlock(&c->lock);
+	*out = c;
+	return 0;
+fail:
+	pthread_mutex_destroy(&c->lock);
+	free(c->peer);
+	free(c);
+	return err;
+}
+
+struct close_wait {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool dead;
+	void (*prev)(void *, int);
+	void *prev_arg;
+};
+
+static void close_on_dead(void *arg, int err)
+{
+	struct close_wait *w = arg;
+	if (w->prev)
+		w->prev(w->prev_arg, err);
+	pthread_mutex_lock(&w->m);
+	w->dead = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->m);
+}
+
+void smb_conn_close(struct smb_conn *c)
+{
+	if (!c)
+		return;
+	struct close_wait w = {.m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	pthread_mutex_lock(&c->lock);
+	c->closing = true;
+	bool dead = c->state == SMB_CONN_DEAD;
+	w.prev = c->on_dead;
+	w.prev_arg = c->on_dead_arg;
+	c->on_dead = close_on_dead;
+	c->on_dead_arg = &w;
+	pthread_mutex_unlock(&c->lock);
+	if (!dead) {
+		smb_transport_shutdown(c->transport);
+		pthread_mutex_lock(&w.m);
+		while (!w.dead)
+			pthread_cond_wait(&w.cv, &w.m);
+		pthread_mutex_unlock(&w.m);
+	}
+	smb_transport_destroy(c->transport);
+	pthread_mutex_destroy(&c->lock);
+	free(c->peer);
+	free(c);
+}

@@ -1,1 +1,895 @@
-/* client/ops.c — being written */
+/* client/ops.c — the smb_*() file operations of client.h.
+ *
+ * Each operation builds one request (often a related compound such as
+ * CREATE+QUERY_INFO+CLOSE, one round trip), submits it, and decodes the
+ * replies in its done() handler on the loop thread, where it calls the
+ * caller back exactly once.  The per-operation context hangs off the request
+ * (talloc) and goes with it.  READ/WRITE larger than the negotiated maximum
+ * are split into parallel requests and joined before the single callback.
+ */
+#include "client/client_int.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <talloc.h>
+
+#define ALLINFO_OUT	 8192
+#define DIR_OUT		 65536
+
+/* ---- PDU builders ------------------------------------------------------------------ */
+
+static int add_create(struct smb_req *req, const char *path, const struct smb_open_args *a)
+{
+	struct smb2_create_req cr = {
+		.requested_oplock_level = SMB2_OPLOCK_LEVEL_NONE,
+		.impersonation_level = SMB2_IMPERSONATION_IMPERSONATION,
+		.desired_access = a->desired_access,
+		.file_attributes = a->file_attributes,
+		.share_access = a->share_access ? a->share_access : FILE_SHARE_ALL,
+		.create_disposition = a->create_disposition,
+		.create_options = a->create_options,
+		.name = path,
+	};
+	size_t cap = 64 + 2 * strlen(path) + 16;
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_CREATE, cap);
+	return body ? smb_req_end_pdu(req, smb2_create_req_encode(body, cap, &cr)) : -ENOMEM;
+}
+
+static int add_query_info(struct smb_req *req, struct smb2_fileid fid, uint8_t type,
+			  uint8_t cls, uint32_t outlen)
+{
+	struct smb2_query_info_req q = {
+		.info_type = type,
+		.file_info_class = cls,
+		.output_buffer_length = outlen,
+		.fileid = fid,
+	};
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_QUERY_INFO, 48);
+	return body ? smb_req_end_pdu(req, smb2_query_info_req_encode(body, 48, &q)) : -ENOMEM;
+}
+
+static int add_set_info(struct smb_req *req, struct smb2_fileid fid, uint8_t cls,
+			const uint8_t *buf, size_t len)
+{
+	struct smb2_set_info_req s = {
+		.info_type = SMB2_0_INFO_FILE,
+		.file_info_class = cls,
+		.buffer = buf,
+		.buffer_len = (uint32_t)len,
+		.fileid = fid,
+	};
+	size_t cap = 40 + len + 8;
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_SET_INFO, cap);
+	return body ? smb_req_end_pdu(req, smb2_set_info_req_encode(body, cap, &s)) : -ENOMEM;
+}
+
+static int add_close(struct smb_req *req, struct smb2_fileid fid)
+{
+	struct smb2_close_req cl = {.fileid = fid};
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_CLOSE, 24);
+	return body ? smb_req_end_pdu(req, smb2_close_req_encode(body, 24, &cl)) : -ENOMEM;
+}
+
+/* ---- common plumbing ----------------------------------------------------------------- */
+
+struct op {
+	struct smb_client *c;
+	void *cb;
+	void *arg;
+	int kind;
+};
+
+static struct smb_req *op_req(struct smb_client *c, void *cb, void *arg, struct op **out)
+{
+	struct smb_req *req = smb_client_req(c, NULL);
+	if (!req)
+		return NULL;
+	struct op *op = talloc_zero(req, struct op);
+	if (!op) {
+		smb_req_put(req);
+		return NULL;
+	}
+	op->c = c;
+	op->cb = cb;
+	op->arg = arg;
+	req->arg = op;
+	*out = op;
+	return req;
+}
+
+static int op_submit(struct smb_req *req, int err, void (*done)(struct smb_req *))
+{
+	if (!err) {
+		req->done = done;
+		err = smb_conn_submit(req->conn, req);
+	}
+	if (err)
+		smb_req_put(req);
+	return err;
+}
+
+/* First failing status along a compound (a failed CREATE fails what follows). */
+static uint32_t chain_status(const struct smb_req *req, int upto)
+{
+	for (int i = 0; i < upto && i < req->npdu; i++) {
+		uint32_t st = req->pdu[i].rsp_hdr.status;
+		if (st != STATUS_SUCCESS && st != STATUS_BUFFER_OVERFLOW)
+			return st;
+	}
+	return STATUS_SUCCESS;
+}
+
+static int decode_allinfo(const struct smb_pdu *p, struct smb_attr *a)
+{
+	struct smb2_query_info_rsp q;
+	struct smb2_file_all_info fa;
+	if (smb2_query_info_rsp_decode(p->rsp, p->rsp_len, &q) < 0 ||
+	    smb2_file_all_info_decode(q.buffer, q.buffer_len, &fa) < 0)
+		return -EIO;
+	memset(a, 0, sizeof(*a));
+	a->file_id = fa.index_number;
+	a->creation_time = fa.basic.creation_time;
+	a->last_access_time = fa.basic.last_access_time;
+	a->last_write_time = fa.basic.last_write_time;
+	a->change_time = fa.basic.change_time;
+	a->file_attributes = fa.basic.file_attributes;
+	a->end_of_file = fa.standard.end_of_file;
+	a->allocation_size = fa.standard.allocation_size;
+	a->nlink = fa.standard.number_of_links;
+	return 0;
+}
+
+static void log_malformed(struct smb_client *c, const char *what)
+{
+	smb_err("%s: malformed %s response from the server; failing the call with EIO", c->host,
+		what);
+}
+
+/* ---- stat / open / mkdir: CREATE + QUERY_INFO(all) [+ CLOSE] -------------------------- */
+
+static void attr_chain_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_attr_cb cb = (smb_attr_cb)op->cb;
+	struct smb_attr a;
+	if (req->err) {
+		cb(op->arg, req->err, 0, NULL);
+	} else {
+		uint32_t st = chain_status(req, 2);
+		if (st != STATUS_SUCCESS)
+			cb(op->arg, 0, st, NULL);
+		else if (decode_allinfo(&req->pdu[1], &a) < 0) {
+			log_malformed(op->c, "QUERY_INFO");
+			cb(op->arg, -EIO, 0, NULL);
+		} else
+			cb(op->arg, 0, STATUS_SUCCESS, &a);
+	}
+	smb_req_put(req);
+}
+
+static int attr_chain(struct smb_client *c, const char *path, const struct smb_open_args *oa,
+		      smb_attr_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	int err = add_create(req, path, oa);
+	if (!err)
+		err = add_query_info(req, SMB2_FILEID_RELATED, SMB2_0_INFO_FILE, FileAllInformation,
+				     ALLINFO_OUT);
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, attr_chain_done);
+}
+
+int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
+{
+	struct smb_open_args oa = {
+		.desired_access = FILE_READ_ATTRIBUTES,
+		.create_disposition = FILE_OPEN,
+	};
+	return attr_chain(c, path, &oa, cb, arg);
+}
+
+int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
+{
+	struct smb_open_args oa = {
+		.desired_access = FILE_READ_ATTRIBUTES,
+		.create_disposition = FILE_CREATE,
+		.create_options = FILE_DIRECTORY_FILE,
+		.file_attributes = FILE_ATTRIBUTE_DIRECTORY,
+	};
+	return attr_chain(c, path, &oa, cb, arg);
+}
+
+static void open_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_open_cb cb = (smb_open_cb)op->cb;
+	struct smb2_fileid none = {0, 0};
+	struct smb_attr a;
+	struct smb2_create_rsp cr;
+
+	if (req->err) {
+		cb(op->arg, req->err, 0, none, NULL);
+		/* If the CREATE got through, the handle would leak: close it. */
+		if (req->pdu[0].have_rsp && req->pdu[0].rsp_hdr.status == STATUS_SUCCESS &&
+		    smb2_create_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &cr) == 0)
+			smb_close(op->c, cr.fileid, NULL, NULL);
+		smb_req_put(req);
+		return;
+	}
+	uint32_t st = req->pdu[0].rsp_hdr.status;
+	if (st != STATUS_SUCCESS) {
+		cb(op->arg, 0, st, none, NULL);
+	} else if (smb2_create_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &cr) < 0) {
+		log_malformed(op->c, "CREATE");
+		cb(op->arg, -EIO, 0, none, NULL);
+	} else if (req->pdu[1].rsp_hdr.status != STATUS_SUCCESS &&
+		   req->pdu[1].rsp_hdr.status != STATUS_BUFFER_OVERFLOW) {
+		/* Opened, but no attributes: report what CREATE told us. */
+		memset(&a, 0, sizeof(a));
+		a.creation_time = cr.creation_time;
+		a.last_access_time = cr.last_access_time;
+		a.last_write_time = cr.last_write_time;
+		a.change_time = cr.change_time;
+		a.end_of_file = cr.end_of_file;
+		a.allocation_size = cr.allocation_size;
+		a.file_attributes = cr.file_attributes;
+		cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
+	} else if (decode_allinfo(&req->pdu[1], &a) < 0) {
+		log_malformed(op->c, "QUERY_INFO");
+		cb(op->arg, -EIO, 0, none, NULL);
+		smb_close(op->c, cr.fileid, NULL, NULL);
+	} else {
+		cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
+	}
+	smb_req_put(req);
+}
+
+int smb_open(struct smb_client *c, const char *path, const struct smb_open_args *args,
+	     smb_open_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	struct smb_open_args oa = *args;
+	oa.desired_access |= FILE_READ_ATTRIBUTES;
+	int err = add_create(req, path, &oa);
+	if (!err)
+		err = add_query_info(req, SMB2_FILEID_RELATED, SMB2_0_INFO_FILE, FileAllInformation,
+				     ALLINFO_OUT);
+	return op_submit(req, err, open_done);
+}
+
+/* ---- status-only chains: close, unlink, rename, flush ------------------------------ */
+
+static void status_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_status_cb cb = (smb_status_cb)op->cb;
+	if (cb) {
+		if (req->err)
+			cb(op->arg, req->err, 0);
+		else
+			cb(op->arg, 0, chain_status(req, op->kind ? op->kind : req->npdu));
+	}
+	smb_req_put(req);
+}
+
+int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	return op_submit(req, add_close(req, fid), status_done);
+}
+
+int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	struct smb_open_args oa = {
+		.desired_access = DELETE_ACCESS | FILE_READ_ATTRIBUTES,
+		.create_disposition = FILE_OPEN,
+		.create_options = FILE_DELETE_ON_CLOSE |
+				  (is_dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE),
+	};
+	int err = add_create(req, path, &oa);
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, status_done);
+}
+
+int smb_rename(struct smb_client *c, const char *from, const char *to, bool replace,
+	       smb_status_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	op->kind = 2; /* the close's status does not matter */
+	struct smb_open_args oa = {
+		.desired_access = DELETE_ACCESS | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+		.create_disposition = FILE_OPEN,
+	};
+	size_t cap = 24 + 2 * strlen(to) + 8;
+	uint8_t *info = talloc_size(req, cap);
+	ssize_t ilen = info ? smb2_file_rename_info_encode(info, cap, replace, to) : -ENOMEM;
+	int err = ilen < 0 ? (int)ilen : add_create(req, from, &oa);
+	if (!err)
+		err = add_set_info(req, SMB2_FILEID_RELATED, FileRenameInformation, info,
+				   (size_t)ilen);
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, status_done);
+}
+
+int smb_flush(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_FLUSH, 24);
+	int err = body ? smb_req_end_pdu(req, smb2_flush_req_encode(body, 24, &fid)) : -ENOMEM;
+	return op_submit(req, err, status_done);
+}
+
+/* ---- setattr ------------------------------------------------------------------------ */
+
+static void setattr_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_attr_cb cb = (smb_attr_cb)op->cb;
+	struct smb_attr a;
+	int q = op->kind; /* index of the QUERY_INFO */
+	if (req->err) {
+		cb(op->arg, req->err, 0, NULL);
+	} else {
+		uint32_t st = chain_status(req, q + 1);
+		if (st != STATUS_SUCCESS)
+			cb(op->arg, 0, st, NULL);
+		else if (decode_allinfo(&req->pdu[q], &a) < 0) {
+			log_malformed(op->c, "QUERY_INFO");
+			cb(op->arg, -EIO, 0, NULL);
+		} else
+			cb(op->arg, 0, STATUS_SUCCESS, &a);
+	}
+	smb_req_put(req);
+}
+
+int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid *fid,
+		const struct smb_setattr_args *args, smb_attr_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	struct smb2_fileid f = fid ? *fid : SMB2_FILEID_RELATED;
+	int err = 0;
+	if (!fid) {
+		req->related = true;
+		struct smb_open_args oa = {
+			.desired_access = FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES |
+					  ((args->which & SMB_SET_SIZE) ? FILE_WRITE_DATA : 0),
+			.create_disposition = FILE_OPEN,
+		};
+		err = add_create(req, path, &oa);
+	}
+	if (!err && (args->which & SMB_SET_SIZE)) {
+		uint8_t *b = talloc_size(req, 8);
+		ssize_t l = b ? smb2_file_eof_info_encode(b, 8, args->size) : -ENOMEM;
+		err = l < 0 ? (int)l : add_set_info(req, f, FileEndOfFileInformation, b, (size_t)l);
+	}
+	if (!err && (args->which & (SMB_SET_ATIME | SMB_SET_MTIME | SMB_SET_CTIME |
+				    SMB_SET_ATTRIBUTES))) {
+		struct smb2_file_basic_info bi = {0};
+		if (args->which & SMB_SET_ATIME)
+			bi.last_access_time = args->atime;
+		if (args->which & SMB_SET_MTIME)
+			bi.last_write_time = args->mtime;
+		if (args->which & SMB_SET_CTIME)
+			bi.change_time = args->ctime;
+		if (args->which & SMB_SET_ATTRIBUTES)
+			bi.file_attributes = args->file_attributes ? args->file_attributes
+								   : FILE_ATTRIBUTE_NORMAL;
+		uint8_t *b = talloc_size(req, 48);
+		ssize_t l = b ? smb2_file_basic_info_encode(b, 48, &bi) : -ENOMEM;
+		err = l < 0 ? (int)l : add_set_info(req, f, FileBasicInformation, b, (size_t)l);
+	}
+	if (!err) {
+		op->kind = req->npdu;
+		err = add_query_info(req, f, SMB2_0_INFO_FILE, FileAllInformation, ALLINFO_OUT);
+	}
+	if (!err && !fid)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, setattr_done);
+}
+
+/* ---- statfs / fstat ------------------------------------------------------------------ */
+
+static void statfs_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_fsinfo_cb cb = (smb_fsinfo_cb)op->cb;
+	if (req->err) {
+		cb(op->arg, req->err, 0, NULL);
+	} else {
+		uint32_t st = chain_status(req, 2);
+		struct smb2_query_info_rsp q;
+		struct smb2_fs_full_size_info fs;
+		if (st != STATUS_SUCCESS) {
+			cb(op->arg, 0, st, NULL);
+		} else if (smb2_query_info_rsp_decode(req->pdu[1].rsp, req->pdu[1].rsp_len, &q) <
+				   0 ||
+			   smb2_fs_full_size_info_decode(q.buffer, q.buffer_len, &fs) < 0) {
+			log_malformed(op->c, "QUERY_INFO (file system)");
+			cb(op->arg, -EIO, 0, NULL);
+		} else {
+			struct smb_fsinfo out = {
+				.total_units = fs.total_allocation_units,
+				.avail_units = fs.caller_available_allocation_units,
+				.free_units = fs.actual_available_allocation_units,
+				.bytes_per_unit = fs.sectors_per_allocation_unit * fs.bytes_per_sector,
+			};
+			cb(op->arg, 0, STATUS_SUCCESS, &out);
+		}
+	}
+	smb_req_put(req);
+}
+
+int smb_statfs(struct smb_client *c, smb_fsinfo_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	struct smb_open_args oa = {
+		.desired_access = FILE_READ_ATTRIBUTES,
+		.create_disposition = FILE_OPEN,
+		.create_options = FILE_DIRECTORY_FILE,
+	};
+	int err = add_create(req, "", &oa);
+	if (!err)
+		err = add_query_info(req, SMB2_FILEID_RELATED, SMB2_0_INFO_FILESYSTEM,
+				     FileFsFullSizeInformation, 64);
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, statfs_done);
+}
+
+static void fstat_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_attr_cb cb = (smb_attr_cb)op->cb;
+	struct smb_attr a;
+	if (req->err)
+		cb(op->arg, req->err, 0, NULL);
+	else if (chain_status(req, 1) != STATUS_SUCCESS)
+		cb(op->arg, 0, chain_status(req, 1), NULL);
+	else if (decode_allinfo(&req->pdu[0], &a) < 0) {
+		log_malformed(op->c, "QUERY_INFO");
+		cb(op->arg, -EIO, 0, NULL);
+	} else
+		cb(op->arg, 0, STATUS_SUCCESS, &a);
+	smb_req_put(req);
+}
+
+int smb_fstat(struct smb_client *c, struct smb2_fileid fid, smb_attr_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	int err = add_query_info(req, fid, SMB2_0_INFO_FILE, FileAllInformation, ALLINFO_OUT);
+	return op_submit(req, err, fstat_done);
+}
+
+/* ---- READ --------------------------------------------------------------------------- */
+
+/* A read split into pieces: the pieces land in one buffer and the caller hears once. */
+struct read_join {
+	struct smb_client *c;
+	smb_read_cb cb;
+	void *arg;
+	uint8_t *buf;
+	size_t len;
+	size_t chunk;
+	int npieces, left;
+	size_t *got;		/* per piece */
+	int err, submit_err;
+	uint32_t status;
+};
+
+struct read_piece {
+	struct read_join *join;	/* NULL: a single, unsplit read */
+	int index;
+	struct smb_client *c;
+	smb_read_cb cb;
+	void *arg;
+};
+
+static void read_join_release(struct read_join *j);
+
+static void read_join_piece(struct read_join *j, int index, int err, uint32_t st,
+			    const void *data, size_t len)
+{
+	if (err && !j->err)
+		j->err = err;
+	else if (!err && st != STATUS_SUCCESS && st != STATUS_END_OF_FILE && !j->status)
+		j->status = st;
+	if (!err && st == STATUS_SUCCESS) {
+		size_t room = j->len - (size_t)index * j->chunk;
+		if (len > room)
+			len = room;
+		memcpy(j->buf + (size_t)index * j->chunk, data, len);
+		j->got[index] = len;
+	}
+	read_join_release(j);
+}
+
+static void read_join_release(struct read_join *j)
+{
+	/* Pieces finish on the loop thread while the submitter may still hold
+	 * its reference on another thread: the count is atomic, and the
+	 * submitter's error lives in its own field until here. */
+	if (__atomic_sub_fetch(&j->left, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (j->submit_err && !j->err)
+		j->err = j->submit_err;
+	if (j->err) {
+		j->cb(j->arg, j->err, 0, NULL, 0);
+	} else if (j->status) {
+		j->cb(j->arg, 0, j->status, NULL, 0);
+	} else {
+		/* Contiguous bytes from the start: stop at the first short piece. */
+		size_t total = 0;
+		for (int i = 0; i < j->npieces; i++) {
+			total += j->got[i];
+			size_t want = i == j->npieces - 1 ? j->len - (size_t)i * j->chunk : j->chunk;
+			if (j->got[i] < want)
+				break;
+		}
+		j->cb(j->arg, 0, STATUS_SUCCESS, j->buf, total);
+	}
+	talloc_free(j);
+}
+
+static void read_done(struct smb_req *req)
+{
+	struct read_piece *rp = req->arg;
+	int err = req->err;
+	uint32_t st = 0;
+	struct smb2_read_rsp rr = {0};
+	const void *data = NULL;
+	size_t len = 0;
+
+	if (!err) {
+		st = req->pdu[0].rsp_hdr.status;
+		if (st == STATUS_SUCCESS || st == STATUS_BUFFER_OVERFLOW) {
+			if (smb2_read_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &rr) < 0) {
+				log_malformed(rp->c, "READ");
+				err = -EIO;
+			} else {
+				data = rr.data;
+				len = rr.data_length;
+				st = STATUS_SUCCESS;
+			}
+		} else if (st == STATUS_END_OF_FILE) {
+			st = STATUS_SUCCESS;
+		}
+	}
+	if (rp->join) {
+		read_join_piece(rp->join, rp->index, err, st, data, len);
+	} else if (err) {
+		rp->cb(rp->arg, err, 0, NULL, 0);
+	} else {
+		rp->cb(rp->arg, 0, st, data, len);
+	}
+	smb_req_put(req);
+}
+
+static int read_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t off, size_t len,
+		       struct read_piece *tmpl)
+{
+	struct smb_req *req = smb_client_req(c, NULL);
+	if (!req)
+		return -ENOMEM;
+	struct read_piece *rp = talloc(req, struct read_piece);
+	if (!rp) {
+		smb_req_put(req);
+		return -ENOMEM;
+	}
+	*rp = *tmpl;
+	req->arg = rp;
+	struct smb2_read_req r = {
+		.length = (uint32_t)len,
+		.offset = off,
+		.fileid = fid,
+	};
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_READ, 56);
+	int err = body ? smb_req_end_pdu(req, smb2_read_req_encode(body, 56, &r)) : -ENOMEM;
+	if (!err)
+		req->pdu[0].credit_charge = smb_credit_charge(c->conn, len);
+	return op_submit(req, err, read_done);
+}
+
+int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
+	     smb_read_cb cb, void *arg)
+{
+	struct read_piece tmpl = {.c = c, .cb = cb, .arg = arg};
+	if (len <= c->max_read)
+		return read_submit(c, fid, offset, len, &tmpl);
+
+	struct read_join *j = talloc_zero(NULL, struct read_join);
+	if (!j)
+		return -ENOMEM;
+	j->c = c;
+	j->cb = cb;
+	j->arg = arg;
+	j->len = len;
+	j->chunk = c->max_read;
+	j->npieces = (int)((len + j->chunk - 1) / j->chunk);
+	j->buf = talloc_size(j, len);
+	j->got = talloc_zero_array(j, size_t, (size_t)j->npieces);
+	if (!j->buf || !j->got) {
+		talloc_free(j);
+		return -ENOMEM;
+	}
+	/* One extra reference so a failing submit cannot finish the join early. */
+	j->left = j->npieces + 1;
+	int submitted = 0, err = 0;
+	for (int i = 0; i < j->npieces; i++) {
+		size_t off = (size_t)i * j->chunk;
+		size_t l = len - off < j->chunk ? len - off : j->chunk;
+		tmpl.join = j;
+		tmpl.index = i;
+		err = read_submit(c, fid, offset + off, l, &tmpl);
+		if (err) {
+			__atomic_sub_fetch(&j->left, j->npieces - i, __ATOMIC_ACQ_REL);
+			break;
+		}
+		submitted++;
+	}
+	if (!submitted) {
+		talloc_free(j);
+		return err;
+	}
+	j->submit_err = err;
+	read_join_release(j); /* drop the extra reference */
+	return 0;
+}
+
+/* ---- WRITE -------------------------------------------------------------------------- */
+
+struct write_join {
+	smb_write_cb cb;
+	void *arg;
+	int left;
+	int err, submit_err;
+	uint32_t status;
+	size_t written;
+	bool short_write;
+};
+
+struct write_piece {
+	struct write_join *join;
+	struct smb_client *c;
+	size_t want;
+};
+
+static void write_join_release(struct write_join *j);
+
+static void write_join_piece(struct write_join *j, int err, uint32_t st, size_t n, size_t want)
+{
+	if (err && !j->err)
+		j->err = err;
+	else if (!err && st != STATUS_SUCCESS && !j->status)
+		j->status = st;
+	if (!err && st == STATUS_SUCCESS) {
+		j->written += n;
+		if (n < want)
+			j->short_write = true;
+	}
+	write_join_release(j);
+}
+
+static void write_join_release(struct write_join *j)
+{
+	/* Pieces finish on the loop thread while the submitter may still hold
+	 * its reference on another thread: the count is atomic, and the
+	 * submitter's error lives in its own field until here. */
+	if (__atomic_sub_fetch(&j->left, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (j->submit_err && !j->err)
+		j->err = j->submit_err;
+	if (j->err)
+		j->cb(j->arg, j->err, 0, 0);
+	else if (j->status)
+		j->cb(j->arg, 0, j->status, 0);
+	else
+		j->cb(j->arg, 0, STATUS_SUCCESS, j->written);
+	talloc_free(j);
+}
+
+static void write_done(struct smb_req *req)
+{
+	struct write_piece *wp = req->arg;
+	int err = req->err;
+	uint32_t st = 0;
+	size_t n = 0;
+	if (!err) {
+		st = req->pdu[0].rsp_hdr.status;
+		struct smb2_write_rsp wr;
+		if (st == STATUS_SUCCESS) {
+			if (smb2_write_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &wr) < 0) {
+				log_malformed(wp->c, "WRITE");
+				err = -EIO;
+			} else {
+				n = wr.count > wp->want ? wp->want : wr.count;
+			}
+		}
+	}
+	write_join_piece(wp->join, err, st, n, wp->want);
+	smb_req_put(req);
+}
+
+int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
+	      size_t len, smb_write_cb cb, void *arg)
+{
+	struct write_join *j = talloc_zero(NULL, struct write_join);
+	if (!j)
+		return -ENOMEM;
+	j->cb = cb;
+	j->arg = arg;
+	size_t chunk = c->max_write;
+	int npieces = len ? (int)((len + chunk - 1) / chunk) : 1;
+	j->left = npieces + 1;
+	int submitted = 0, err = 0;
+	for (int i = 0; i < npieces; i++) {
+		size_t off = (size_t)i * chunk;
+		size_t l = len - off < chunk ? len - off : chunk;
+		struct smb_req *req = smb_client_req(c, NULL);
+		struct write_piece *wp = req ? talloc(req, struct write_piece) : NULL;
+		void *copy = wp ? talloc_memdup(req, (const uint8_t *)data + off, l ? l : 1) : NULL;
+		if (!copy) {
+			if (req)
+				smb_req_put(req);
+			err = -ENOMEM;
+		} else {
+			wp->join = j;
+			wp->c = c;
+			wp->want = l;
+			req->arg = wp;
+			struct smb2_write_req w = {
+				.data_length = (uint32_t)l,
+				.offset = offset + off,
+				.fileid = fid,
+			};
+			uint8_t *body = smb_req_begin_pdu(req, SMB2_WRITE, 56);
+			err = body ? smb_req_end_pdu(req, smb2_write_req_encode(body, 56, &w))
+				   : -ENOMEM;
+			if (!err)
+				smb_req_set_payload(req, 0, copy, l, smb_credit_charge(c->conn, l));
+			err = op_submit(req, err, write_done);
+		}
+		if (err) {
+			__atomic_sub_fetch(&j->left, npieces - i, __ATOMIC_ACQ_REL);
+			break;
+		}
+		submitted++;
+	}
+	if (!submitted) {
+		talloc_free(j);
+		return err;
+	}
+	j->submit_err = err;
+	write_join_release(j); /* drop the extra reference */
+	return 0;
+}
+
+/* ---- QUERY_DIRECTORY ---------------------------------------------------------------- */
+
+static void readdir_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_dir_cb cb = (smb_dir_cb)op->cb;
+	if (req->err) {
+		cb(op->arg, req->err, 0, NULL, 0);
+		smb_req_put(req);
+		return;
+	}
+	uint32_t st = req->pdu[0].rsp_hdr.status;
+	if (st != STATUS_SUCCESS) {
+		cb(op->arg, 0, st, NULL, 0);
+		smb_req_put(req);
+		return;
+	}
+	struct smb2_query_directory_rsp qr;
+	if (smb2_query_directory_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &qr) < 0) {
+		log_malformed(op->c, "QUERY_DIRECTORY");
+		cb(op->arg, -EIO, 0, NULL, 0);
+		smb_req_put(req);
+		return;
+	}
+	/* Count, then convert. */
+	size_t n = 0;
+	uint32_t off = 0;
+	struct smb2_dirent e;
+	int rc;
+	while ((rc = smb2_dirent_next(FileIdBothDirectoryInformation, qr.buffer, qr.buffer_len,
+				      &off, &e)) == 1)
+		n++;
+	if (rc < 0) {
+		log_malformed(op->c, "QUERY_DIRECTORY entry list");
+		cb(op->arg, -EIO, 0, NULL, 0);
+		smb_req_put(req);
+		return;
+	}
+	struct smb_dirent *ents = talloc_zero_array(req, struct smb_dirent, n ? n : 1);
+	size_t k = 0;
+	off = 0;
+	while (ents && k < n &&
+	       smb2_dirent_next(FileIdBothDirectoryInformation, qr.buffer, qr.buffer_len, &off,
+				&e) == 1) {
+		size_t cap = (size_t)e.name16_len * 2 + 1;
+		char *name = talloc_size(ents, cap);
+		if (!name || smb_utf16le_to_utf8(e.name16, e.name16_len, name, cap) < 0) {
+			smb_warn("%s: skipping a directory entry whose name is not valid UTF-16",
+				 op->c->host);
+			continue;
+		}
+		struct smb_attr *a = &ents[k].attr;
+		ents[k].name = name;
+		a->file_id = e.file_id;
+		a->creation_time = e.creation_time;
+		a->last_access_time = e.last_access_time;
+		a->last_write_time = e.last_write_time;
+		a->change_time = e.change_time;
+		a->end_of_file = e.end_of_file;
+		a->allocation_size = e.allocation_size;
+		a->file_attributes = e.file_attributes;
+		k++;
+	}
+	if (!ents)
+		cb(op->arg, -ENOMEM, 0, NULL, 0);
+	else
+		cb(op->arg, 0, STATUS_SUCCESS, ents, k);
+	smb_req_put(req);
+}
+
+int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_dir_cb cb,
+		void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	uint32_t outlen = c->max_transact < DIR_OUT ? c->max_transact : DIR_OUT;
+	struct smb2_query_directory_req q = {
+		.info_class = FileIdBothDirectoryInformation,
+		.flags = restart ? SMB2_RESTART_SCANS : 0,
+		.fileid = fid,
+		.pattern = "*",
+		.output_buffer_length = outlen,
+	};
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_QUERY_DIRECTORY, 48);
+	int err = body ? smb_req_end_pdu(req, smb2_query_directory_req_encode(body, 48, &q))
+		       : -ENOMEM;
+	if (!err)
+		req->pdu[0].credit_charge = smb_credit_charge(c->conn, outlen);
+	return op_submit(req, err, readdir_done);
+}

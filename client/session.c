@@ -1,1 +1,616 @@
-/* client/session.c — being written */
+/* client/session.c — bringing a mount up: resolve, connect, NEGOTIATE,
+ * SESSION_SETUP (SPNEGO through auth/), key derivation and signing set-up,
+ * TREE_CONNECT; and taking it down.  Everything here runs on the mounting
+ * thread and waits for each reply; the file operations live in ops.c.
+ */
+#include "auth/auth.h"
+#include "client/client_int.h"
+#include "client/crypto.h"
+#include "common/evloop.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <talloc.h>
+#include <unistd.h>
+
+static const uint16_t all_dialects[] = {SMB2_DIALECT_0202, SMB2_DIALECT_0210, SMB2_DIALECT_0300,
+					SMB2_DIALECT_0302, SMB2_DIALECT_0311};
+
+static const char *dialect_str(uint16_t d)
+{
+	switch (d) {
+	case SMB2_DIALECT_0202:
+		return "2.0.2";
+	case SMB2_DIALECT_0210:
+		return "2.1";
+	case SMB2_DIALECT_0300:
+		return "3.0";
+	case SMB2_DIALECT_0302:
+		return "3.0.2";
+	case SMB2_DIALECT_0311:
+		return "3.1.1";
+	}
+	return "?";
+}
+
+static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	if (!errbuf || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(errbuf, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- synchronous submission ------------------------------------------------------ */
+
+struct sync_wait {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool done;
+};
+
+static void sync_done(struct smb_req *req)
+{
+	struct sync_wait *w = req->priv;
+	pthread_mutex_lock(&w->m);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->m);
+}
+
+int smb_client_submit_sync(struct smb_client *c, struct smb_req *req)
+{
+	struct sync_wait w = {.m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	req->done = sync_done;
+	req->priv = &w;
+	int err = smb_conn_submit(c->conn, req);
+	if (err)
+		return err;
+	pthread_mutex_lock(&w.m);
+	while (!w.done)
+		pthread_cond_wait(&w.cv, &w.m);
+	pthread_mutex_unlock(&w.m);
+	return req->err;
+}
+
+struct smb_req *smb_client_req(struct smb_client *c, void *talloc_parent)
+{
+	struct smb_req *req = smb_req_new(c->conn, talloc_parent);
+	if (req) {
+		req->session_id = c->session_id;
+		req->tree_id = c->tree_id;
+	}
+	return req;
+}
+
+static int preauth_update(uint8_t hash[64], const uint8_t *msg, size_t len)
+{
+	struct iovec iov[2] = {{hash, 64}, {(void *)msg, len}};
+	uint8_t out[64];
+	int err = smb_sha512(iov, 2, out);
+	if (!err)
+		memcpy(hash, out, 64);
+	return err;
+}
+
+/* ---- NEGOTIATE -------------------------------------------------------------------- */
+
+static ssize_t enc_negotiate(uint8_t *b, size_t cap, const struct smb2_negotiate_req *r)
+{
+	return smb2_negotiate_req_encode(b, cap, r);
+}
+
+static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, bool sign,
+			uint8_t **sec_blob, size_t *sec_len, void *mem, char *errbuf, size_t errlen)
+{
+	struct smb2_negotiate_req nr = {0};
+	uint16_t lo = o->min_dialect ? o->min_dialect : SMB2_DIALECT_0202;
+	uint16_t hi = o->max_dialect ? o->max_dialect : SMB2_DIALECT_0311;
+	for (size_t i = 0; i < sizeof(all_dialects) / sizeof(all_dialects[0]); i++)
+		if (all_dialects[i] >= lo && all_dialects[i] <= hi)
+			nr.dialects[nr.dialect_count++] = all_dialects[i];
+	if (!nr.dialect_count) {
+		set_err(errbuf, errlen, "no SMB dialect in the requested range");
+		return -EINVAL;
+	}
+	nr.security_mode = SMB2_NEGOTIATE_SIGNING_ENABLED | (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0);
+	nr.capabilities = SMB2_GLOBAL_CAP_LARGE_MTU;
+	smb_random_bytes(nr.client_guid, sizeof(nr.client_guid));
+	smb_random_bytes(nr.preauth_salt, sizeof(nr.preauth_salt));
+	nr.signing_algs[0] = SMB2_SIGNING_AES_GMAC;
+	nr.signing_algs[1] = SMB2_SIGNING_AES_CMAC;
+	nr.signing_algs[2] = SMB2_SIGNING_HMAC_SHA256;
+	nr.signing_alg_count = 3;
+
+	struct smb_req *req = smb_client_req(c, mem);
+	if (!req)
+		return -ENOMEM;
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_NEGOTIATE, 512);
+	int err = body ? smb_req_end_pdu(req, enc_negotiate(body, 512, &nr)) : -ENOMEM;
+	if (err) {
+		smb_req_put(req);
+		return err;
+	}
+	err = smb_client_submit_sync(c, req);
+	if (err) {
+		set_err(errbuf, errlen, "no NEGOTIATE answer from %s port %u: %s", c->host, c->port,
+			strerror(-err));
+		smb_req_put(req);
+		return err;
+	}
+	struct smb_pdu *p = &req->pdu[0];
+	struct smb2_negotiate_rsp rsp;
+	if (p->rsp_hdr.status != STATUS_SUCCESS) {
+		set_err(errbuf, errlen, "%s refused every dialect offered (%s..%s): %s", c->host,
+			dialect_str(nr.dialects[0]), dialect_str(nr.dialects[nr.dialect_count - 1]),
+			smb2_status_str(p->rsp_hdr.status));
+		smb_req_put(req);
+		return -EPROTONOSUPPORT;
+	}
+	if (smb2_negotiate_rsp_decode(p->rsp, p->rsp_len, &rsp) < 0) {
+		set_err(errbuf, errlen, "malformed NEGOTIATE response from %s", c->host);
+		smb_req_put(req);
+		return -EBADMSG;
+	}
+	bool offered = false;
+	for (int i = 0; i < nr.dialect_count; i++)
+		offered |= nr.dialects[i] == rsp.dialect;
+	if (!offered) {
+		set_err(errbuf, errlen, "%s chose dialect 0x%04x, which was not offered", c->host,
+			rsp.dialect);
+		smb_req_put(req);
+		return -EPROTO;
+	}
+	c->dialect = rsp.dialect;
+	c->server_security_mode = rsp.security_mode;
+	c->server_caps = rsp.capabilities;
+	c->max_read = rsp.max_read_size;
+	c->max_write = rsp.max_write_size;
+	c->max_transact = rsp.max_transact_size;
+	if (!(rsp.capabilities & SMB2_GLOBAL_CAP_LARGE_MTU) || c->dialect == SMB2_DIALECT_0202) {
+		c->max_read = c->max_read > 65536 ? 65536 : c->max_read;
+		c->max_write = c->max_write > 65536 ? 65536 : c->max_write;
+		c->max_transact = c->max_transact > 65536 ? 65536 : c->max_transact;
+	} else {
+		c->conn->large_mtu = true;
+	}
+	if (c->max_read > (8u << 20))
+		c->max_read = 8u << 20;
+	if (c->max_write > (8u << 20))
+		c->max_write = 8u << 20;
+	if (c->max_read < 4096 || c->max_write < 4096) {
+		set_err(errbuf, errlen, "%s offers unusable read/write sizes (%u/%u)", c->host,
+			c->max_read, c->max_write);
+		smb_req_put(req);
+		return -EPROTO;
+	}
+	c->signing.alg = c->dialect >= SMB2_DIALECT_0300 ? SMB2_SIGNING_AES_CMAC
+							 : SMB2_SIGNING_HMAC_SHA256;
+	if (c->dialect == SMB2_DIALECT_0311) {
+		if (!rsp.preauth_seen || rsp.preauth_hash_alg != SMB2_PREAUTH_INTEGRITY_SHA512) {
+			set_err(errbuf, errlen, "%s negotiated SMB 3.1.1 without SHA-512 preauth integrity",
+				c->host);
+			smb_req_put(req);
+			return -EPROTO;
+		}
+		if (rsp.signing_seen)
+			c->signing.alg = rsp.signing_alg;
+		memset(c->preauth, 0, sizeof(c->preauth));
+		preauth_update(c->preauth, p->buf, p->len);
+		preauth_update(c->preauth, p->rsp, p->rsp_len);
+	}
+	*sec_len = rsp.security_buffer_len;
+	*sec_blob = *sec_len ? talloc_memdup(mem, rsp.security_buffer, *sec_len) : NULL;
+	smb_info("%s: negotiated SMB %s, max read %u write %u, signing %s by server", c->host,
+		 dialect_str(c->dialect), c->max_read, c->max_write,
+		 rsp.security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED ? "required" : "optional");
+	smb_req_put(req);
+	return 0;
+}
+
+/* ---- SESSION_SETUP ---------------------------------------------------------------- */
+
+static ssize_t enc_session_setup(uint8_t *b, size_t cap, const struct smb2_session_setup_req *r)
+{
+	return smb2_session_setup_req_encode(b, cap, r);
+}
+
+static int derive_signing_key(struct smb_client *c, const uint8_t *skey, size_t skey_len)
+{
+	uint8_t key16[16] = {0};
+	memcpy(key16, skey, skey_len < 16 ? skey_len : 16);
+	if (c->dialect < SMB2_DIALECT_0300) {
+		memcpy(c->signing.key, key16, 16);
+		return 0;
+	}
+	if (c->dialect == SMB2_DIALECT_0311) {
+		static const uint8_t label[] = "SMBSigningKey";
+		return smb_kdf(key16, 16, label, sizeof(label), c->preauth, 64, c->signing.key, 16);
+	}
+	static const uint8_t label[] = "SMB2AESCMAC";
+	static const uint8_t ctx[] = "SmbSign";
+	return smb_kdf(key16, 16, label, sizeof(label), ctx, sizeof(ctx), c->signing.key, 16);
+}
+
+static const char *logon_hint(uint32_t st)
+{
+	switch (st) {
+	case STATUS_LOGON_FAILURE:
+	case STATUS_WRONG_PASSWORD:
+	case STATUS_NO_SUCH_USER:
+		return "logon failure: wrong user name or password";
+	case STATUS_ACCOUNT_DISABLED:
+		return "logon failure: the account is disabled";
+	case STATUS_ACCOUNT_LOCKED_OUT:
+		return "logon failure: the account is locked out";
+	case STATUS_PASSWORD_EXPIRED:
+	case STATUS_PASSWORD_MUST_CHANGE:
+		return "logon failure: the password has expired";
+	case STATUS_ACCOUNT_RESTRICTION:
+	case STATUS_INVALID_LOGON_HOURS:
+		return "logon failure: account restriction";
+	default:
+		return "session setup failed";
+	}
+}
+
+static int do_session_setup(struct smb_client *c, const struct smb_client_opts *o, bool sign,
+			    const uint8_t *blob, size_t blob_len, void *mem, char *errbuf,
+			    size_t errlen)
+{
+	struct smb_auth *auth;
+	struct smb_auth_creds creds = {
+		.user = o->user ? o->user : "",
+		.password = o->password ? o->password : "",
+		.domain = o->domain ? o->domain : "",
+		.workstation = "",
+		.server_name = c->host,
+	};
+	int err = smb_auth_ntlmssp_new(mem, &creds, &auth);
+	if (err) {
+		set_err(errbuf, errlen, "cannot start NTLMSSP: %s", strerror(-err));
+		return err;
+	}
+	uint8_t hash[64];
+	memcpy(hash, c->preauth, 64);
+	const uint8_t *in = blob;
+	size_t inlen = blob_len;
+	bool key_ready = false;
+
+	for (int round = 0; round < 8; round++) {
+		const uint8_t *out;
+		size_t outlen;
+		int step = smb_auth_step(auth, in, inlen, &out, &outlen);
+		if (step < 0) {
+			set_err(errbuf, errlen, "%s for user '%s' on %s (%s: %s)", logon_hint(0),
+				creds.user, c->host, smb_auth_mech_name(auth), strerror(-step));
+			smb_auth_free(auth);
+			return step == -EACCES ? -EACCES : step;
+		}
+		if (step == SMB_AUTH_DONE && outlen == 0 && key_ready)
+			break;
+		struct smb2_session_setup_req sr = {
+			.security_mode = (uint8_t)(SMB2_NEGOTIATE_SIGNING_ENABLED |
+						   (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0)),
+			.security_buffer = out,
+			.security_buffer_len = (uint16_t)outlen,
+		};
+		struct smb_req *req = smb_client_req(c, mem);
+		if (!req) {
+			smb_auth_free(auth);
+			return -ENOMEM;
+		}
+		req->no_sign = true;
+		req->no_verify = true;
+		uint8_t *body = smb_req_begin_pdu(req, SMB2_SESSION_SETUP, 64 + outlen);
+		err = body ? smb_req_end_pdu(req, enc_session_setup(body, 64 + outlen, &sr))
+			   : -ENOMEM;
+		if (err) {
+			smb_req_put(req);
+			smb_auth_free(auth);
+			return err;
+		}
+		err = smb_client_submit_sync(c, req);
+		if (err) {
+			set_err(errbuf, errlen, "no SESSION_SETUP answer from %s: %s", c->host,
+				strerror(-err));
+			smb_req_put(req);
+			smb_auth_free(auth);
+			return err;
+		}
+		struct smb_pdu *p = &req->pdu[0];
+		uint32_t st = p->rsp_hdr.status;
+		if (c->dialect == SMB2_DIALECT_0311)
+			preauth_update(hash, p->buf, p->len);
+		if (st != STATUS_SUCCESS && st != STATUS_MORE_PROCESSING_REQUIRED) {
+			set_err(errbuf, errlen, "%s (%s) for user '%s%s%s' on %s", logon_hint(st),
+				smb2_status_str(st), creds.domain[0] ? creds.domain : "",
+				creds.domain[0] ? "\\" : "", creds.user, c->host);
+			smb_req_put(req);
+			smb_auth_free(auth);
+			return st == STATUS_LOGON_FAILURE || st == STATUS_WRONG_PASSWORD ? -EACCES : -EPERM;
+		}
+		struct smb2_session_setup_rsp ssr;
+		if (smb2_session_setup_rsp_decode(p->rsp, p->rsp_len, &ssr) < 0) {
+			set_err(errbuf, errlen, "malformed SESSION_SETUP response from %s", c->host);
+			smb_req_put(req);
+			smb_auth_free(auth);
+			return -EBADMSG;
+		}
+		c->session_id = p->rsp_hdr.session_id;
+		if (st == STATUS_MORE_PROCESSING_REQUIRED) {
+			if (c->dialect == SMB2_DIALECT_0311)
+				preauth_update(hash, p->rsp, p->rsp_len);
+			in = talloc_memdup(mem, ssr.security_buffer, ssr.security_buffer_len);
+			inlen = ssr.security_buffer_len;
+			smb_req_put(req);
+			continue;
+		}
+		/* STATUS_SUCCESS: let the mechanism check the final token (mechListMIC). */
+		if (ssr.security_buffer_len) {
+			const uint8_t *o2;
+			size_t o2len;
+			int fin = smb_auth_step(auth, ssr.security_buffer, ssr.security_buffer_len,
+						&o2, &o2len);
+			if (fin < 0) {
+				set_err(errbuf, errlen, "%s's final authentication token is invalid (%s)",
+					c->host, strerror(-fin));
+				smb_req_put(req);
+				smb_auth_free(auth);
+				return -EACCES;
+			}
+		}
+		bool guest = ssr.session_flags & (SMB2_SESSION_FLAG_IS_GUEST | SMB2_SESSION_FLAG_IS_NULL);
+		uint8_t skey[64];
+		size_t skey_len = sizeof(skey);
+		err = smb_auth_session_key(auth, skey, &skey_len);
+		if (!err && !guest) {
+			memcpy(c->preauth, hash, 64);
+			err = derive_signing_key(c, skey, skey_len);
+			memset(skey, 0, sizeof(skey));
+		}
+		bool must_sign = sign || (c->server_security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
+		if (!err && !guest &&
+		    (must_sign || (p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
+			if (!(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) && c->dialect >= SMB2_DIALECT_0300) {
+				set_err(errbuf, errlen, "%s did not sign the final SESSION_SETUP response",
+					c->host);
+				err = -EIO;
+			} else if ((p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) &&
+				   smb_verify_pdu(&c->signing, p->rsp, p->rsp_len) < 0) {
+				set_err(errbuf, errlen,
+					"the final SESSION_SETUP response from %s has a bad signature (wrong password, or tampering)",
+					c->host);
+				err = -EIO;
+			}
+		}
+		if (!err && must_sign) {
+			if (guest) {
+				set_err(errbuf, errlen,
+					"%s logged us on as guest, and guest sessions cannot be signed",
+					c->host);
+				err = -EACCES;
+			} else {
+				c->signing.active = true;
+			}
+		}
+		smb_req_put(req);
+		smb_auth_free(auth);
+		if (err)
+			return err;
+		smb_info("%s: session 0x%llx set up for '%s' (%s), signing %s", c->host,
+			 (unsigned long long)c->session_id, creds.user, guest ? "guest" : "user",
+			 c->signing.active ? "on" : "off");
+		return 0;
+	}
+	smb_auth_free(auth);
+	set_err(errbuf, errlen, "authentication with %s did not finish", c->host);
+	return -EPROTO;
+}
+
+/* ---- TREE_CONNECT ----------------------------------------------------------------- */
+
+static ssize_t enc_tree_connect(uint8_t *b, size_t cap, const struct smb2_tree_connect_req *r)
+{
+	return smb2_tree_connect_req_encode(b, cap, r);
+}
+
+static int do_tree_connect(struct smb_client *c, void *mem, char *errbuf, size_t errlen)
+{
+	struct smb2_tree_connect_req tr = {.path = c->unc};
+	struct smb_req *req = smb_client_req(c, mem);
+	if (!req)
+		return -ENOMEM;
+	size_t cap = 16 + 4 * strlen(c->unc) + 8;
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_TREE_CONNECT, cap);
+	int err = body ? smb_req_end_pdu(req, enc_tree_connect(body, cap, &tr)) : -ENOMEM;
+	if (!err)
+		err = smb_client_submit_sync(c, req);
+	if (err) {
+		set_err(errbuf, errlen, "TREE_CONNECT to %s failed: %s", c->unc, strerror(-err));
+		smb_req_put(req);
+		return err;
+	}
+	struct smb_pdu *p = &req->pdu[0];
+	uint32_t st = p->rsp_hdr.status;
+	if (st != STATUS_SUCCESS) {
+		if (st == STATUS_BAD_NETWORK_NAME)
+			set_err(errbuf, errlen, "share '%s' does not exist on %s (%s)", c->share,
+				c->host, smb2_status_str(st));
+		else if (st == STATUS_ACCESS_DENIED || st == STATUS_NETWORK_ACCESS_DENIED)
+			set_err(errbuf, errlen, "access to share '%s' on %s denied for this user (%s)",
+				c->share, c->host, smb2_status_str(st));
+		else
+			set_err(errbuf, errlen, "cannot connect to share '%s' on %s: %s", c->share,
+				c->host, smb2_status_str(st));
+		smb_req_put(req);
+		return st == STATUS_BAD_NETWORK_NAME ? -ENOENT : -EACCES;
+	}
+	struct smb2_tree_connect_rsp trs;
+	if (smb2_tree_connect_rsp_decode(p->rsp, p->rsp_len, &trs) < 0) {
+		set_err(errbuf, errlen, "malformed TREE_CONNECT response from %s", c->host);
+		smb_req_put(req);
+		return -EBADMSG;
+	}
+	c->tree_id = p->rsp_hdr.tree_id;
+	c->share_type = trs.share_type;
+	smb_req_put(req);
+	if (trs.share_type != SMB2_SHARE_TYPE_DISK) {
+		set_err(errbuf, errlen, "share '%s' on %s is not a disk share", c->share, c->host);
+		return -ENOTDIR;
+	}
+	if (trs.share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA) {
+		set_err(errbuf, errlen,
+			"share '%s' on %s requires encryption, which this build cannot do yet",
+			c->share, c->host);
+		return -EPROTONOSUPPORT;
+	}
+	return 0;
+}
+
+/* ---- connect / destroy ------------------------------------------------------------- */
+
+static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *errbuf,
+			       size_t errlen)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
+	struct addrinfo *res = NULL;
+	char portstr[8];
+	snprintf(portstr, sizeof(portstr), "%u", c->port);
+	const char *host = c->host;
+	char bare[256];
+	size_t hl = strlen(host);
+	if (hl > 2 && host[0] == '[' && host[hl - 1] == ']' && hl < sizeof(bare)) {
+		memcpy(bare, host + 1, hl - 2);
+		bare[hl - 2] = 0;
+		host = bare;
+	}
+	int gai = getaddrinfo(host, portstr, &hints, &res);
+	if (gai) {
+		set_err(errbuf, errlen, "cannot resolve host name '%s': %s", c->host,
+			gai_strerror(gai));
+		return -EHOSTUNREACH;
+	}
+	int err = -EHOSTUNREACH;
+	char peer[300];
+	snprintf(peer, sizeof(peer), "%s port %u", c->host, c->port);
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		err = smb_conn_open(c->loop, "tcp", ai->ai_addr, ai->ai_addrlen, peer, ctimeout,
+				    c->timeout_ms, &c->conn);
+		if (!err)
+			break;
+	}
+	freeaddrinfo(res);
+	if (err == -ECONNREFUSED)
+		set_err(errbuf, errlen, "connection refused by %s port %u (is the SMB server running?)",
+			c->host, c->port);
+	else if (err == -ETIMEDOUT)
+		set_err(errbuf, errlen, "no answer from %s port %u within %u s", c->host, c->port,
+			ctimeout / 1000);
+	else if (err)
+		set_err(errbuf, errlen, "cannot connect to %s port %u: %s", c->host, c->port,
+			strerror(-err));
+	return err;
+}
+
+int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out, char *errbuf,
+		       size_t errlen)
+{
+	int err = smb_crypto_init();
+	if (err) {
+		set_err(errbuf, errlen, "cannot initialise OpenSSL (legacy provider missing?)");
+		return err;
+	}
+	if (!o->host || !*o->host || !o->share || !*o->share) {
+		set_err(errbuf, errlen, "no server or share given");
+		return -EINVAL;
+	}
+	struct smb_client *c = talloc_zero(NULL, struct smb_client);
+	if (!c)
+		return -ENOMEM;
+	void *mem = talloc_new(c);
+	c->host = talloc_strdup(c, o->host);
+	c->share = talloc_strdup(c, o->share);
+	c->user = talloc_strdup(c, o->user ? o->user : "");
+	c->domain = talloc_strdup(c, o->domain ? o->domain : "");
+	c->unc = talloc_asprintf(c, "\\\\%s\\%s", o->host, o->share);
+	c->port = o->port ? o->port : 445;
+	c->timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
+	unsigned ctimeout = o->connect_timeout_ms ? o->connect_timeout_ms : 15000;
+	uint8_t *blob = NULL;
+	size_t blob_len = 0;
+
+	err = ev_loop_new(&c->loop);
+	if (err) {
+		set_err(errbuf, errlen, "cannot start the event loop: %s", strerror(-err));
+		goto fail;
+	}
+	err = resolve_and_connect(c, ctimeout, errbuf, errlen);
+	if (err)
+		goto fail;
+	/* Session set-up has its own, shorter patience: a server that accepts
+	 * and never answers must not hold the mount for a minute per step. */
+	err = do_negotiate(c, o, o->require_signing, &blob, &blob_len, mem, errbuf, errlen);
+	if (err)
+		goto fail;
+	c->conn->signing = &c->signing;
+	err = do_session_setup(c, o, o->require_signing, blob, blob_len, mem, errbuf, errlen);
+	if (err)
+		goto fail;
+	err = do_tree_connect(c, mem, errbuf, errlen);
+	if (err)
+		goto fail;
+	talloc_free(mem);
+	smb_info("mounted %s (SMB %s, signing %s)", c->unc, dialect_str(c->dialect),
+		 c->signing.active ? "on" : "off");
+	*out = c;
+	return 0;
+fail:
+	smb_client_destroy(c);
+	return err;
+}
+
+void smb_client_destroy(struct smb_client *c)
+{
+	if (!c)
+		return;
+	if (c->conn) {
+		if (c->session_id && c->loop) {
+			/* Best effort: tell the server we are leaving. */
+			struct smb_req *req = smb_client_req(c, c);
+			uint8_t *body = req ? smb_req_begin_pdu(req, SMB2_LOGOFF, 8) : NULL;
+			if (body && smb_req_end_pdu(req, smb2_logoff_req_encode(body, 8)) == 0) {
+				req->deadline_ms = ev_now_ms() + 2000;
+				smb_client_submit_sync(c, req);
+			}
+			if (req)
+				smb_req_put(req);
+		}
+		smb_conn_close(c->conn);
+		c->conn = NULL;
+	}
+	if (c->loop)
+		ev_loop_free(c->loop);
+	memset(&c->signing, 0, sizeof(c->signing));
+	talloc_free(c);
+}
+
+void smb_client_get_info(struct smb_client *c, struct smb_client_info *out)
+{
+	out->dialect = c->dialect;
+	out->signing = c->signing.active;
+	out->signing_alg = c->signing.alg;
+	out->max_read = c->max_read;
+	out->max_write = c->max_write;
+	out->share_type = c->share_type;
+}

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/epoll.h> /* EPOLLIN, EPOLLOUT for the events masks */
 
 struct ev_loop;
 struct ev_fd;

@@ -1,0 +1,150 @@
+/* client/conn.h — internal to client/: one channel and the requests on it.
+ *
+ * A struct smb_conn owns one transport.  A struct smb_req is one message we
+ * send: one PDU, or a compound chain of up to SMB_REQ_MAX_PDU PDUs, plus the
+ * responses that come back for it.
+ *
+ * Request life:  smb_req_new() -> smb_req_add_pdu()... -> smb_conn_submit()
+ *   submit either fails (returns -errno; nothing is called back; the caller
+ *   still owns the req and frees it with smb_req_put()) or returns 0, after
+ *   which req->done(req) is called exactly once on the loop thread, with
+ *   req->err = 0 and every pdu[i].rsp filled, or req->err < 0.  done() must end
+ *   with smb_req_put(req) (or hand the req on and put it later).
+ *
+ * Locks: conn->lock guards the credit counters, next_msgid, the pending hash,
+ *   the wait queue and state.  Never held while calling back, signing, or
+ *   calling into the transport.  Lock order: conn->lock is a leaf.
+ *
+ * Credits ([MS-SMB2] 3.2.4.1.5 / 3.2.5.1.4): a PDU with CreditCharge n uses n
+ *   credits and n MessageIds; requests wait in FIFO order for credits; every
+ *   response's CreditResponse is added back.
+ */
+#ifndef SMBRDMA_CLIENT_CONN_H
+#define SMBRDMA_CLIENT_CONN_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client/proto/smb2.h"
+#include "client/transport.h"
+
+struct ev_loop;
+struct ev_timer;
+
+#define SMB_REQ_MAX_PDU 6
+
+/* Signing state shared by the requests of one session on one channel. */
+struct smb_signing {
+	bool active;			/* sign requests, verify responses */
+	uint16_t alg;			/* SMB2_SIGNING_* */
+	uint8_t key[16];
+};
+
+struct smb_pdu {
+	uint8_t *buf;			/* header + body (+ pad), owned by the req */
+	size_t len;
+	size_t cap;
+	const void *payload;		/* sent right after buf (WRITE data) */
+	size_t payload_len;
+	uint16_t command;
+	uint16_t credit_charge;		/* as on the wire (0 before 2.1) */
+	uint64_t msgid;
+	bool async;
+	uint64_t async_id;
+	struct smb_req *req;
+	struct smb_pdu *hnext;		/* pending hash chain, conn->lock */
+	/* response */
+	bool have_rsp;
+	struct smb2_hdr rsp_hdr;
+	const uint8_t *rsp;		/* this PDU's bytes, header first */
+	size_t rsp_len;
+};
+
+struct smb_req {
+	struct smb_conn *conn;
+	int npdu;
+	struct smb_pdu pdu[SMB_REQ_MAX_PDU];
+	bool related;			/* PDUs 2..n carry SMB2_FLAGS_RELATED_OPERATIONS */
+	bool no_sign;			/* session setup: never sign this request */
+	bool no_verify;			/* caller verifies response signatures itself */
+	uint64_t session_id;
+	uint32_t tree_id;
+	uint64_t deadline_ms;		/* 0: none */
+	int err;
+	int received;
+	void (*done)(struct smb_req *req);
+	void *arg;			/* the submitter's */
+	void *priv;			/* the submitter's */
+	int refs;			/* atomic */
+	struct smb_txbuf tx;
+	struct smb_req *wnext;		/* credit wait queue, conn->lock */
+	struct smb_req *dnext;		/* completion list, loop thread */
+	const void *last_rx;		/* receive buffer last referenced, loop thread */
+};
+
+enum smb_conn_state {
+	SMB_CONN_NEW = 0,
+	SMB_CONN_UP,
+	SMB_CONN_DEAD,
+};
+const char *smb_conn_state_str(enum smb_conn_state s);
+
+#define SMB_PENDING_BUCKETS 1024
+
+struct smb_conn {
+	struct ev_loop *loop;
+	struct smb_transport *transport;
+	char *peer;			/* "host port N", for log lines */
+	unsigned timeout_ms;
+	bool large_mtu;			/* dialect >= 2.1 with LARGE_MTU: credit charges */
+	struct smb_signing *signing;	/* the session's; NULL before session setup */
+	void (*on_dead)(void *arg, int err);	/* optional, loop thread */
+	void *on_dead_arg;
+
+	pthread_mutex_t lock;
+	/* under lock: */
+	enum smb_conn_state state;
+	int dead_err;
+	uint64_t next_msgid;
+	uint32_t credits;		/* granted and unused */
+	uint32_t outstanding;		/* credits of requests awaiting a response */
+	struct smb_pdu *pending[SMB_PENDING_BUCKETS];
+	unsigned npending;
+	struct smb_req *wait_head, *wait_tail;
+	struct ev_timer *tick;
+	bool closing;
+
+	/* statistics (atomic) */
+	uint64_t st_requests, st_bytes_sent, st_bytes_received;
+};
+
+/* Allocate a conn and connect its transport (blocking, not on the loop). */
+int smb_conn_open(struct ev_loop *loop, const char *kind, const struct sockaddr *addr,
+		  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
+		  unsigned timeout_ms, struct smb_conn **out);
+/* Fail everything pending with -ECONNABORTED, shut the transport down, wait
+ * for its death report, free.  Not on the loop thread. */
+void smb_conn_close(struct smb_conn *c);
+
+struct smb_req *smb_req_new(struct smb_conn *c, void *talloc_parent);
+/* Append a PDU: smb_req_begin_pdu() returns where its body goes (body_cap
+ * bytes available, right after the 64-byte header); encode into it and call
+ * smb_req_end_pdu() with the encoder's result (a negative result is passed
+ * back).  Returns NULL / -errno when out of memory or PDUs. */
+uint8_t *smb_req_begin_pdu(struct smb_req *req, uint16_t command, size_t body_cap);
+int smb_req_end_pdu(struct smb_req *req, ssize_t body_len);
+void smb_req_set_payload(struct smb_req *req, int i, const void *data, size_t len,
+			 uint16_t credit_charge);
+int smb_conn_submit(struct smb_conn *c, struct smb_req *req);
+void smb_req_get(struct smb_req *req);
+void smb_req_put(struct smb_req *req);
+
+/* Credit charge for a READ/WRITE of len bytes ([MS-SMB2] 3.1.5.2). */
+uint16_t smb_credit_charge(const struct smb_conn *c, size_t len);
+
+/* Verify the signature of one received PDU with the given signing state:
+ * 0, or -EIO (logged). */
+int smb_verify_pdu(const struct smb_signing *s, const uint8_t *pdu, size_t len);
+
+#endif

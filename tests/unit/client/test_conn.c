@@ -1,0 +1,399 @@
+/* tests/unit/client/test_conn.c — the channel layer (client/conn.c) against a
+ * scripted fake transport: credits, compounds, interim responses, signature
+ * failures, timeouts, and death failing everything exactly once.  This is a
+ * fault-injection peer for what a real server will not do on demand; the real
+ * server tests are in tests/integration. */
+#include "client/conn.h"
+#include "client/crypto.h"
+#include "common/evloop.h"
+#include "common/log.h"
+#include "tests/unit/check.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <talloc.h>
+#include <unistd.h>
+
+/* ---- the fake transport --------------------------------------------------------- */
+
+#define MAX_SENT 64
+struct fake {
+	struct smb_transport base;
+	pthread_mutex_t m;
+	struct smb2_hdr sent[MAX_SENT]; /* headers of every PDU sent */
+	int nsent;
+	bool dead;
+};
+
+static int fake_connect(struct smb_transport *t, const struct sockaddr *a, socklen_t l,
+			unsigned ms)
+{
+	return 0;
+}
+
+static int fake_send(struct smb_transport *t, struct smb_txbuf *b)
+{
+	struct fake *f = (struct fake *)t;
+	pthread_mutex_lock(&f->m);
+	if (f->dead) {
+		pthread_mutex_unlock(&f->m);
+		return -ECONNABORTED;
+	}
+	/* Record each PDU header of the chain (they sit in the odd iovs or first). */
+	for (int i = 0; i < b->iovcnt; i++) {
+		const uint8_t *p = b->iov[i].iov_base;
+		size_t off = 0;
+		while (b->iov[i].iov_len - off >= 64 && smb_le32(p + off) == SMB2_PROTOCOL_ID &&
+		       f->nsent < MAX_SENT) {
+			smb2_hdr_decode(p + off, b->iov[i].iov_len - off, &f->sent[f->nsent++]);
+			uint32_t next = smb_le32(p + off + 20);
+			if (!next)
+				break;
+			off += next;
+		}
+	}
+	pthread_mutex_unlock(&f->m);
+	b->done(b, 0);
+	return 0;
+}
+
+static void fake_shutdown(struct smb_transport *t);
+static void fake_destroy(struct smb_transport *t)
+{
+	free(t);
+}
+static void fake_info(struct smb_transport *t, struct smb_transport_info *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->kind = "fake";
+}
+static const struct smb_transport_ops fake_ops = {
+	.name = "fake",
+	.connect = fake_connect,
+	.send = fake_send,
+	.reg_buf = transport_default_reg_buf,
+	.dereg_buf = transport_default_dereg_buf,
+	.shutdown = fake_shutdown,
+	.destroy = fake_destroy,
+	.info = fake_info,
+};
+
+static void fake_dead_cb(void *arg)
+{
+	struct fake *f = arg;
+	f->base.up.dead(f->base.up.arg, -ECONNRESET);
+}
+
+static void fake_shutdown(struct smb_transport *t)
+{
+	struct fake *f = (struct fake *)t;
+	pthread_mutex_lock(&f->m);
+	bool was = f->dead;
+	f->dead = true;
+	pthread_mutex_unlock(&f->m);
+	if (!was)
+		ev_call(t->loop, fake_dead_cb, f);
+}
+
+static struct fake *the_fake;
+
+/* conn.c builds its transport through these constructors; the test links its
+ * own instead of transport_tcp.c. */
+int smb_transport_tcp_new(struct ev_loop *loop, const struct smb_transport_up *up,
+			  struct smb_transport **out)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	f->base.ops = &fake_ops;
+	f->base.loop = loop;
+	f->base.up = *up;
+	pthread_mutex_init(&f->m, NULL);
+	the_fake = f;
+	*out = &f->base;
+	return 0;
+}
+
+int smb_transport_rdma_new(struct ev_loop *loop, const struct smb_transport_up *up,
+			   struct smb_transport **out)
+{
+	return -EOPNOTSUPP;
+}
+
+/* Deliver a message to conn on the loop thread. */
+struct delivery {
+	struct fake *f;
+	uint8_t *msg;
+	size_t len;
+};
+static void deliver_cb(void *arg)
+{
+	struct delivery *d = arg;
+	d->f->base.up.recv(d->f->base.up.arg, d->msg, d->len);
+	free(d);
+}
+static void deliver(struct ev_loop *loop, const uint8_t *bytes, size_t len)
+{
+	struct delivery *d = malloc(sizeof(*d));
+	d->f = the_fake;
+	d->msg = talloc_memdup(NULL, bytes, len);
+	d->len = len;
+	ev_call(loop, deliver_cb, d);
+}
+
+/* A response PDU: header + a 4-byte generic body (StructureSize 4). */
+static size_t make_rsp(uint8_t *out, uint16_t cmd, uint64_t msgid, uint32_t status,
+		       uint16_t credits, uint32_t flags, uint32_t next, uint64_t async_id)
+{
+	struct smb2_hdr h = {.command = cmd, .message_id = msgid, .status = status,
+			     .credits = credits, .flags = flags | SMB2_FLAGS_SERVER_TO_REDIR,
+			     .next_command = next, .async_id = async_id};
+	smb2_hdr_encode(out, 64, &h);
+	memset(out + 64, 0, 8);
+	smb_put_le16(out + 64, 4);
+	return 72;
+}
+
+/* ---- request plumbing ------------------------------------------------------------ */
+
+struct result {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	int calls;
+	int err;
+	uint32_t status[SMB_REQ_MAX_PDU];
+};
+
+static void on_done(struct smb_req *req)
+{
+	struct result *r = req->arg;
+	pthread_mutex_lock(&r->m);
+	r->calls++;
+	r->err = req->err;
+	for (int i = 0; i < req->npdu; i++)
+		r->status[i] = req->pdu[i].have_rsp ? req->pdu[i].rsp_hdr.status : 0xFFFFFFFFu;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->m);
+	smb_req_put(req);
+}
+
+static void result_init(struct result *r)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->m, NULL);
+	pthread_cond_init(&r->cv, NULL);
+}
+
+static bool wait_calls(struct result *r, int n, int ms)
+{
+	for (int i = 0; i < ms / 5; i++) {
+		pthread_mutex_lock(&r->m);
+		int c = r->calls;
+		pthread_mutex_unlock(&r->m);
+		if (c >= n)
+			return true;
+		usleep(5000);
+	}
+	return false;
+}
+
+static int sent_count(void)
+{
+	pthread_mutex_lock(&the_fake->m);
+	int n = the_fake->nsent;
+	pthread_mutex_unlock(&the_fake->m);
+	return n;
+}
+
+static struct smb_req *echo_req(struct smb_conn *c, struct result *r, int npdu)
+{
+	struct smb_req *req = smb_req_new(c, NULL);
+	for (int i = 0; i < npdu; i++) {
+		uint8_t *b = smb_req_begin_pdu(req, SMB2_ECHO, 8);
+		smb_req_end_pdu(req, smb2_echo_req_encode(b, 8));
+	}
+	req->arg = r;
+	req->done = on_done;
+	req->session_id = 1;
+	return req;
+}
+
+static struct ev_loop *loop;
+
+static struct smb_conn *open_conn(unsigned timeout_ms)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct smb_conn *c;
+	int err = smb_conn_open(loop, "tcp", (struct sockaddr *)&sa, sizeof(sa), "fake", 1000,
+				timeout_ms, &c);
+	CHECK_EQ(err, 0);
+	return c;
+}
+
+/* ---- tests ------------------------------------------------------------------------ */
+
+static void test_simple_roundtrip(void)
+{
+	struct smb_conn *c = open_conn(0);
+	struct result r;
+	result_init(&r);
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r, 1)), 0);
+	CHECK_EQ(sent_count(), 1);
+	uint8_t m[128];
+	size_t l = make_rsp(m, SMB2_ECHO, the_fake->sent[0].message_id, 0, 10, 0, 0, 0);
+	deliver(loop, m, l);
+	CHECK(wait_calls(&r, 1, 2000));
+	CHECK_EQ(r.err, 0);
+	CHECK_EQ(r.status[0], 0);
+	smb_conn_close(c);
+	CHECK_EQ(r.calls, 1);
+}
+
+static void test_credit_wait(void)
+{
+	struct smb_conn *c = open_conn(0); /* starts with 1 credit */
+	struct result r[3];
+	for (int i = 0; i < 3; i++) {
+		result_init(&r[i]);
+		CHECK_EQ(smb_conn_submit(c, echo_req(c, &r[i], 1)), 0);
+	}
+	CHECK_EQ(sent_count(), 1); /* the others wait for credits */
+	CHECK_EQ(the_fake->sent[0].message_id, 0);
+	uint8_t m[128];
+	/* The answer grants 2 credits: both waiting requests go out. */
+	size_t l = make_rsp(m, SMB2_ECHO, 0, 0, 2, 0, 0, 0);
+	deliver(loop, m, l);
+	CHECK(wait_calls(&r[0], 1, 2000));
+	for (int i = 0; i < 200 && sent_count() < 3; i++)
+		usleep(5000);
+	CHECK_EQ(sent_count(), 3);
+	CHECK_EQ(the_fake->sent[1].message_id, 1);
+	CHECK_EQ(the_fake->sent[2].message_id, 2);
+	smb_conn_close(c);
+	CHECK_EQ(r[1].calls, 1);
+	CHECK_EQ(r[1].err, -ECONNABORTED);
+	CHECK_EQ(r[2].err, -ECONNABORTED);
+}
+
+static void test_compound_and_interim(void)
+{
+	struct smb_conn *c = open_conn(0);
+	struct result r1, r2;
+	result_init(&r1);
+	result_init(&r2);
+	uint8_t m[512];
+	/* Grant enough credits first. */
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r1, 1)), 0);
+	size_t l = make_rsp(m, SMB2_ECHO, 0, 0, 20, 0, 0, 0);
+	deliver(loop, m, l);
+	CHECK(wait_calls(&r1, 1, 2000));
+
+	struct smb_req *req = echo_req(c, &r2, 3);
+	req->related = true;
+	CHECK_EQ(smb_conn_submit(c, req), 0);
+	CHECK_EQ(sent_count(), 4);
+	CHECK(the_fake->sent[2].flags & SMB2_FLAGS_RELATED_OPERATIONS);
+	CHECK_EQ(the_fake->sent[1].next_command, 72);
+	/* Interim STATUS_PENDING for the first, then one compound answer for all. */
+	l = make_rsp(m, SMB2_ECHO, 1, STATUS_PENDING, 1, SMB2_FLAGS_ASYNC_COMMAND, 0, 77);
+	deliver(loop, m, l);
+	usleep(20000);
+	CHECK_EQ(r2.calls, 0);
+	l = make_rsp(m, SMB2_ECHO, 1, 0, 1, 0, 72, 0);
+	l += make_rsp(m + l, SMB2_ECHO, 2, STATUS_ACCESS_DENIED, 1, 0, 72, 0);
+	l += make_rsp(m + l, SMB2_ECHO, 3, 0, 1, 0, 0, 0);
+	deliver(loop, m, l);
+	CHECK(wait_calls(&r2, 1, 2000));
+	CHECK_EQ(r2.err, 0);
+	CHECK_EQ(r2.status[1], STATUS_ACCESS_DENIED);
+	/* A duplicate answer is ignored, not a crash. */
+	deliver(loop, m, l);
+	usleep(20000);
+	CHECK_EQ(r2.calls, 1);
+	smb_conn_close(c);
+}
+
+static void test_bad_signature(void)
+{
+	struct smb_conn *c = open_conn(0);
+	struct smb_signing s = {.active = true, .alg = SMB2_SIGNING_HMAC_SHA256};
+	memset(s.key, 0x42, 16);
+	c->signing = &s;
+	struct result r1, r2;
+	result_init(&r1);
+	result_init(&r2);
+	uint8_t m[128];
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r1, 1)), 0);
+	CHECK(the_fake->sent[0].flags & SMB2_FLAGS_SIGNED);
+	/* Correctly signed answer. */
+	size_t l = make_rsp(m, SMB2_ECHO, 0, 0, 5, SMB2_FLAGS_SIGNED, 0, 0);
+	struct iovec iov = {m, l};
+	smb_sign_pdu(s.alg, s.key, &iov, 1, m + 48);
+	deliver(loop, m, l);
+	CHECK(wait_calls(&r1, 1, 2000));
+	CHECK_EQ(r1.err, 0);
+	/* Corrupted signature: the request fails with EIO. */
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r2, 1)), 0);
+	l = make_rsp(m, SMB2_ECHO, 1, 0, 5, SMB2_FLAGS_SIGNED, 0, 0);
+	smb_sign_pdu(s.alg, s.key, &iov, 1, m + 48);
+	m[50] ^= 1;
+	deliver(loop, m, l);
+	CHECK(wait_calls(&r2, 1, 2000));
+	CHECK_EQ(r2.err, -EIO);
+	smb_conn_close(c);
+}
+
+static void test_timeout_and_death(void)
+{
+	struct smb_conn *c = open_conn(300);
+	struct result r1, r2;
+	result_init(&r1);
+	result_init(&r2);
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r1, 1)), 0);
+	CHECK(wait_calls(&r1, 1, 3000));
+	CHECK_EQ(r1.err, -ETIMEDOUT);
+	/* The lost request's credit never comes back, so the next one waits; a
+	 * dead transport must fail it exactly once. */
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r2, 1)), 0);
+	smb_transport_shutdown(the_fake ? &the_fake->base : NULL);
+	CHECK(wait_calls(&r2, 1, 3000));
+	CHECK(r2.err == -ECONNABORTED || r2.err == -EIO);
+	struct result r3;
+	result_init(&r3);
+	struct smb_req *req = echo_req(c, &r3, 1);
+	CHECK(smb_conn_submit(c, req) < 0); /* fails synchronously, no callback */
+	smb_req_put(req);
+	smb_conn_close(c);
+	CHECK_EQ(r2.calls, 1);
+	CHECK_EQ(r3.calls, 0);
+}
+
+static void test_malformed_message(void)
+{
+	struct smb_conn *c = open_conn(0);
+	struct result r;
+	result_init(&r);
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r, 1)), 0);
+	uint8_t m[128];
+	size_t l = make_rsp(m, SMB2_ECHO, 0, 0, 1, 0, 13 /* bad NextCommand */, 0);
+	deliver(loop, m, l);
+	CHECK(wait_calls(&r, 1, 2000));
+	CHECK_EQ(r.err, -ECONNABORTED);
+	smb_conn_close(c);
+}
+
+int main(void)
+{
+	smb_log_init("test_conn", false, LOG_ERR);
+	CHECK_EQ(smb_crypto_init(), 0);
+	CHECK_EQ(ev_loop_new(&loop), 0);
+	RUN(test_simple_roundtrip);
+	RUN(test_credit_wait);
+	RUN(test_compound_and_interim);
+	RUN(test_bad_signature);
+	RUN(test_timeout_and_death);
+	RUN(test_malformed_message);
+	ev_loop_free(loop);
+	return check_report();
+}
