@@ -16,9 +16,9 @@
 #include <string.h>
 #include <talloc.h>
 
-#define CONN_TICK_MS	     1000
-#define CONN_CREDIT_TARGET   512	/* credits we try to keep available */
-#define CONN_CREDIT_MAX	     8192	/* never believe more than this */
+#define CONN_TICK_MS       1000
+#define CONN_CREDIT_TARGET 512  /* credits we try to keep available */
+#define CONN_CREDIT_MAX    8192 /* never believe more than this */
 
 const char *smb_conn_state_str(enum smb_conn_state s)
 {
@@ -111,7 +111,7 @@ int smb_req_end_pdu(struct smb_req *req, ssize_t body_len)
 }
 
 void smb_req_set_payload(struct smb_req *req, int i, const void *data, size_t len,
-			 uint16_t credit_charge)
+                         uint16_t credit_charge)
 {
 	req->pdu[i].payload = data;
 	req->pdu[i].payload_len = len;
@@ -185,13 +185,13 @@ static void req_prepare_locked(struct smb_conn *c, struct smb_req *req)
 		if (have < CONN_CREDIT_TARGET)
 			ask = (uint16_t)(n + 64);
 		struct smb2_hdr h = {
-			.credit_charge = p->credit_charge,
-			.command = p->command,
-			.credits = ask,
-			.message_id = p->msgid,
-			.process_id = 0xFEFF,
-			.tree_id = req->tree_id,
-			.session_id = req->session_id,
+		    .credit_charge = p->credit_charge,
+		    .command = p->command,
+		    .credits = ask,
+		    .message_id = p->msgid,
+		    .process_id = 0xFEFF,
+		    .tree_id = req->tree_id,
+		    .session_id = req->session_id,
 		};
 		if (req->related && i > 0)
 			h.flags |= SMB2_FLAGS_RELATED_OPERATIONS;
@@ -207,10 +207,18 @@ static void req_prepare_locked(struct smb_conn *c, struct smb_req *req)
 	}
 }
 
+/* Does this request go out signed (and must its answer be)? */
+static bool req_signed(const struct smb_conn *c, const struct smb_req *req)
+{
+	const struct smb_signing *s = c->signing;
+	return s && s->have_key && !req->no_sign && req->session_id &&
+	       (s->active || req->force_sign);
+}
+
 static int req_sign(struct smb_conn *c, struct smb_req *req)
 {
 	struct smb_signing *s = c->signing;
-	if (!s || !s->active || req->no_sign || req->session_id == 0)
+	if (!req_signed(c, req))
 		return 0;
 	for (int i = 0; i < req->npdu; i++) {
 		struct smb_pdu *p = &req->pdu[i];
@@ -219,7 +227,7 @@ static int req_sign(struct smb_conn *c, struct smb_req *req)
 		memset(p->buf + SMB2_HDR_SIGNATURE_OFF, 0, 16);
 		struct iovec iov[2] = {{p->buf, p->len}, {(void *)p->payload, p->payload_len}};
 		int err = smb_sign_pdu(s->alg, s->key, iov, p->payload_len ? 2 : 1,
-				       p->buf + SMB2_HDR_SIGNATURE_OFF);
+		                       p->buf + SMB2_HDR_SIGNATURE_OFF);
 		if (err)
 			return err;
 	}
@@ -291,8 +299,9 @@ static void conn_kick(struct smb_conn *c)
 				if (!c->wait_head)
 					c->wait_tail = NULL;
 				pthread_mutex_unlock(&c->lock);
-				smb_err("%s: server granted %u credits, a request needs %u: failing it",
-					c->peer, c->credits, need);
+				smb_err(
+				    "%s: server granted %u credits, a request needs %u: failing it",
+				    c->peer, c->credits, need);
 				req->err = -EIO;
 				req_complete(req);
 				continue;
@@ -415,9 +424,9 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 			}
 			p = NULL;
 			pthread_mutex_unlock(&c->lock);
-			smb_err("%s: response MessageId %llu has command %s, expected another; ignored",
-				c->peer, (unsigned long long)h.message_id,
-				smb2_command_str(h.command));
+			smb_err(
+			    "%s: response MessageId %llu has command %s, expected another; ignored",
+			    c->peer, (unsigned long long)h.message_id, smb2_command_str(h.command));
 			continue;
 		}
 		if (p && interim) {
@@ -428,7 +437,7 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 		pthread_mutex_unlock(&c->lock);
 		if (!p) {
 			smb_warn("%s: response to unknown MessageId %llu (%s) ignored", c->peer,
-				 (unsigned long long)h.message_id, smb2_command_str(h.command));
+			         (unsigned long long)h.message_id, smb2_command_str(h.command));
 			continue;
 		}
 		if (interim)
@@ -436,17 +445,19 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 
 		struct smb_req *req = p->req;
 		const struct smb_signing *s = c->signing;
-		bool was_signed = s && s->active && !req->no_sign && req->session_id;
+		bool was_signed = req_signed(c, req);
 		if (was_signed && !req->no_verify) {
 			if (!(h.flags & SMB2_FLAGS_SIGNED)) {
-				smb_err("%s: %s response (MessageId %llu) is not signed on a signed session; failing the request with EIO",
-					c->peer, smb2_command_str(h.command),
-					(unsigned long long)h.message_id);
+				smb_err("%s: %s response (MessageId %llu) is not signed on a "
+				        "signed session; failing the request with EIO",
+				        c->peer, smb2_command_str(h.command),
+				        (unsigned long long)h.message_id);
 				req->err = -EIO;
 			} else if (smb_verify_pdu(s, pdu_bytes, (size_t)plen) < 0) {
-				smb_err("%s: bad signature on %s response (MessageId %llu); failing the request with EIO",
-					c->peer, smb2_command_str(h.command),
-					(unsigned long long)h.message_id);
+				smb_err("%s: bad signature on %s response (MessageId %llu); "
+				        "failing the request with EIO",
+				        c->peer, smb2_command_str(h.command),
+				        (unsigned long long)h.message_id);
 				req->err = -EIO;
 			}
 		}
@@ -532,7 +543,7 @@ static void conn_dead(void *arg, int err)
 	pthread_mutex_unlock(&c->lock);
 	if (!closing)
 		smb_err("%s: connection lost (%s); failing %s requests in flight", c->peer,
-			strerror(-err), list ? "the" : "no");
+		        strerror(-err), list ? "the" : "no");
 	else
 		smb_debug("%s: connection closed", c->peer);
 	fail_list(list, -ECONNABORTED);
@@ -582,17 +593,18 @@ static void conn_tick(void *arg)
 	ev_timer_add(c->loop, CONN_TICK_MS, conn_tick, c, &c->tick);
 	pthread_mutex_unlock(&c->lock);
 	for (struct smb_req *r = list; r; r = r->wnext)
-		smb_err("%s: %s request (MessageId %llu) got no answer in %u ms; failing it with ETIMEDOUT",
-			c->peer, smb2_command_str(r->pdu[0].command),
-			(unsigned long long)r->pdu[0].msgid, c->timeout_ms);
+		smb_err("%s: %s request (MessageId %llu) got no answer in %u ms; failing it with "
+		        "ETIMEDOUT",
+		        c->peer, smb2_command_str(r->pdu[0].command),
+		        (unsigned long long)r->pdu[0].msgid, c->timeout_ms);
 	fail_list(list, -ETIMEDOUT);
 }
 
 /* ---- open / close -------------------------------------------------------------- */
 
 int smb_conn_open(struct ev_loop *loop, const char *kind, const struct sockaddr *addr,
-		  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
-		  unsigned timeout_ms, struct smb_conn **out)
+                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
+                  unsigned timeout_ms, struct smb_conn **out)
 {
 	struct smb_conn *c = calloc(1, sizeof(*c));
 	if (!c)

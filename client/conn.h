@@ -36,28 +36,29 @@ struct ev_timer;
 
 /* Signing state shared by the requests of one session on one channel. */
 struct smb_signing {
-	bool active;			/* sign requests, verify responses */
-	uint16_t alg;			/* SMB2_SIGNING_* */
+	bool active;   /* sign every request, verify responses */
+	bool have_key; /* key is valid (requests with force_sign) */
+	uint16_t alg;  /* SMB2_SIGNING_* */
 	uint8_t key[16];
 };
 
 struct smb_pdu {
-	uint8_t *buf;			/* header + body (+ pad), owned by the req */
+	uint8_t *buf; /* header + body (+ pad), owned by the req */
 	size_t len;
 	size_t cap;
-	const void *payload;		/* sent right after buf (WRITE data) */
+	const void *payload; /* sent right after buf (WRITE data) */
 	size_t payload_len;
 	uint16_t command;
-	uint16_t credit_charge;		/* as on the wire (0 before 2.1) */
+	uint16_t credit_charge; /* as on the wire (0 before 2.1) */
 	uint64_t msgid;
 	bool async;
 	uint64_t async_id;
 	struct smb_req *req;
-	struct smb_pdu *hnext;		/* pending hash chain, conn->lock */
+	struct smb_pdu *hnext; /* pending hash chain, conn->lock */
 	/* response */
 	bool have_rsp;
 	struct smb2_hdr rsp_hdr;
-	const uint8_t *rsp;		/* this PDU's bytes, header first */
+	const uint8_t *rsp; /* this PDU's bytes, header first */
 	size_t rsp_len;
 };
 
@@ -65,22 +66,23 @@ struct smb_req {
 	struct smb_conn *conn;
 	int npdu;
 	struct smb_pdu pdu[SMB_REQ_MAX_PDU];
-	bool related;			/* PDUs 2..n carry SMB2_FLAGS_RELATED_OPERATIONS */
-	bool no_sign;			/* session setup: never sign this request */
-	bool no_verify;			/* caller verifies response signatures itself */
+	bool related;    /* PDUs 2..n carry SMB2_FLAGS_RELATED_OPERATIONS */
+	bool no_sign;    /* session setup: never sign this request */
+	bool force_sign; /* sign even when signing is not active (3.1.1 TREE_CONNECT) */
+	bool no_verify;  /* caller verifies response signatures itself */
 	uint64_t session_id;
 	uint32_t tree_id;
-	uint64_t deadline_ms;		/* 0: none */
+	uint64_t deadline_ms; /* 0: none */
 	int err;
 	int received;
 	void (*done)(struct smb_req *req);
-	void *arg;			/* the submitter's */
-	void *priv;			/* the submitter's */
-	int refs;			/* atomic */
+	void *arg;  /* the submitter's */
+	void *priv; /* the submitter's */
+	int refs;   /* atomic */
 	struct smb_txbuf tx;
-	struct smb_req *wnext;		/* credit wait queue, conn->lock */
-	struct smb_req *dnext;		/* completion list, loop thread */
-	const void *last_rx;		/* receive buffer last referenced, loop thread */
+	struct smb_req *wnext; /* credit wait queue, conn->lock */
+	struct smb_req *dnext; /* completion list, loop thread */
+	const void *last_rx;   /* receive buffer last referenced, loop thread */
 };
 
 enum smb_conn_state {
@@ -95,11 +97,11 @@ const char *smb_conn_state_str(enum smb_conn_state s);
 struct smb_conn {
 	struct ev_loop *loop;
 	struct smb_transport *transport;
-	char *peer;			/* "host port N", for log lines */
+	char *peer; /* "host port N", for log lines */
 	unsigned timeout_ms;
-	bool large_mtu;			/* dialect >= 2.1 with LARGE_MTU: credit charges */
-	struct smb_signing *signing;	/* the session's; NULL before session setup */
-	void (*on_dead)(void *arg, int err);	/* optional, loop thread */
+	bool large_mtu;                      /* dialect >= 2.1 with LARGE_MTU: credit charges */
+	struct smb_signing *signing;         /* the session's; NULL before session setup */
+	void (*on_dead)(void *arg, int err); /* optional, loop thread */
 	void *on_dead_arg;
 
 	pthread_mutex_t lock;
@@ -107,8 +109,8 @@ struct smb_conn {
 	enum smb_conn_state state;
 	int dead_err;
 	uint64_t next_msgid;
-	uint32_t credits;		/* granted and unused */
-	uint32_t outstanding;		/* credits of requests awaiting a response */
+	uint32_t credits;     /* granted and unused */
+	uint32_t outstanding; /* credits of requests awaiting a response */
 	struct smb_pdu *pending[SMB_PENDING_BUCKETS];
 	unsigned npending;
 	struct smb_req *wait_head, *wait_tail;
@@ -121,8 +123,8 @@ struct smb_conn {
 
 /* Allocate a conn and connect its transport (blocking, not on the loop). */
 int smb_conn_open(struct ev_loop *loop, const char *kind, const struct sockaddr *addr,
-		  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
-		  unsigned timeout_ms, struct smb_conn **out);
+                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
+                  unsigned timeout_ms, struct smb_conn **out);
 /* Fail everything pending with -ECONNABORTED, shut the transport down, wait
  * for its death report, free.  Not on the loop thread. */
 void smb_conn_close(struct smb_conn *c);
@@ -135,7 +137,7 @@ struct smb_req *smb_req_new(struct smb_conn *c, void *talloc_parent);
 uint8_t *smb_req_begin_pdu(struct smb_req *req, uint16_t command, size_t body_cap);
 int smb_req_end_pdu(struct smb_req *req, ssize_t body_len);
 void smb_req_set_payload(struct smb_req *req, int i, const void *data, size_t len,
-			 uint16_t credit_charge);
+                         uint16_t credit_charge);
 int smb_conn_submit(struct smb_conn *c, struct smb_req *req);
 void smb_req_get(struct smb_req *req);
 void smb_req_put(struct smb_req *req);

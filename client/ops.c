@@ -15,50 +15,50 @@
 #include <string.h>
 #include <talloc.h>
 
-#define ALLINFO_OUT	 8192
-#define DIR_OUT		 65536
+#define ALLINFO_OUT 8192
+#define DIR_OUT     65536
 
 /* ---- PDU builders ------------------------------------------------------------------ */
 
 static int add_create(struct smb_req *req, const char *path, const struct smb_open_args *a)
 {
 	struct smb2_create_req cr = {
-		.requested_oplock_level = SMB2_OPLOCK_LEVEL_NONE,
-		.impersonation_level = SMB2_IMPERSONATION_IMPERSONATION,
-		.desired_access = a->desired_access,
-		.file_attributes = a->file_attributes,
-		.share_access = a->share_access ? a->share_access : FILE_SHARE_ALL,
-		.create_disposition = a->create_disposition,
-		.create_options = a->create_options,
-		.name = path,
+	    .requested_oplock_level = SMB2_OPLOCK_LEVEL_NONE,
+	    .impersonation_level = SMB2_IMPERSONATION_IMPERSONATION,
+	    .desired_access = a->desired_access,
+	    .file_attributes = a->file_attributes,
+	    .share_access = a->share_access ? a->share_access : FILE_SHARE_ALL,
+	    .create_disposition = a->create_disposition,
+	    .create_options = a->create_options,
+	    .name = path,
 	};
 	size_t cap = 64 + 2 * strlen(path) + 16;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_CREATE, cap);
 	return body ? smb_req_end_pdu(req, smb2_create_req_encode(body, cap, &cr)) : -ENOMEM;
 }
 
-static int add_query_info(struct smb_req *req, struct smb2_fileid fid, uint8_t type,
-			  uint8_t cls, uint32_t outlen)
+static int add_query_info(struct smb_req *req, struct smb2_fileid fid, uint8_t type, uint8_t cls,
+                          uint32_t outlen)
 {
 	struct smb2_query_info_req q = {
-		.info_type = type,
-		.file_info_class = cls,
-		.output_buffer_length = outlen,
-		.fileid = fid,
+	    .info_type = type,
+	    .file_info_class = cls,
+	    .output_buffer_length = outlen,
+	    .fileid = fid,
 	};
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_QUERY_INFO, 48);
 	return body ? smb_req_end_pdu(req, smb2_query_info_req_encode(body, 48, &q)) : -ENOMEM;
 }
 
 static int add_set_info(struct smb_req *req, struct smb2_fileid fid, uint8_t cls,
-			const uint8_t *buf, size_t len)
+                        const uint8_t *buf, size_t len)
 {
 	struct smb2_set_info_req s = {
-		.info_type = SMB2_0_INFO_FILE,
-		.file_info_class = cls,
-		.buffer = buf,
-		.buffer_len = (uint32_t)len,
-		.fileid = fid,
+	    .info_type = SMB2_0_INFO_FILE,
+	    .file_info_class = cls,
+	    .buffer = buf,
+	    .buffer_len = (uint32_t)len,
+	    .fileid = fid,
 	};
 	size_t cap = 40 + len + 8;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_SET_INFO, cap);
@@ -144,7 +144,7 @@ static int decode_allinfo(const struct smb_pdu *p, struct smb_attr *a)
 static void log_malformed(struct smb_client *c, const char *what)
 {
 	smb_err("%s: malformed %s response from the server; failing the call with EIO", c->host,
-		what);
+	        what);
 }
 
 /* ---- stat / open / mkdir: CREATE + QUERY_INFO(all) [+ CLOSE] -------------------------- */
@@ -170,7 +170,7 @@ static void attr_chain_done(struct smb_req *req)
 }
 
 static int attr_chain(struct smb_client *c, const char *path, const struct smb_open_args *oa,
-		      smb_attr_cb cb, void *arg)
+                      smb_attr_cb cb, void *arg)
 {
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
@@ -180,7 +180,7 @@ static int attr_chain(struct smb_client *c, const char *path, const struct smb_o
 	int err = add_create(req, path, oa);
 	if (!err)
 		err = add_query_info(req, SMB2_FILEID_RELATED, SMB2_0_INFO_FILE, FileAllInformation,
-				     ALLINFO_OUT);
+		                     ALLINFO_OUT);
 	if (!err)
 		err = add_close(req, SMB2_FILEID_RELATED);
 	return op_submit(req, err, attr_chain_done);
@@ -189,8 +189,8 @@ static int attr_chain(struct smb_client *c, const char *path, const struct smb_o
 int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 {
 	struct smb_open_args oa = {
-		.desired_access = FILE_READ_ATTRIBUTES,
-		.create_disposition = FILE_OPEN,
+	    .desired_access = FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_OPEN,
 	};
 	return attr_chain(c, path, &oa, cb, arg);
 }
@@ -198,10 +198,10 @@ int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 {
 	struct smb_open_args oa = {
-		.desired_access = FILE_READ_ATTRIBUTES,
-		.create_disposition = FILE_CREATE,
-		.create_options = FILE_DIRECTORY_FILE,
-		.file_attributes = FILE_ATTRIBUTE_DIRECTORY,
+	    .desired_access = FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_CREATE,
+	    .create_options = FILE_DIRECTORY_FILE,
+	    .file_attributes = FILE_ATTRIBUTE_DIRECTORY,
 	};
 	return attr_chain(c, path, &oa, cb, arg);
 }
@@ -230,7 +230,7 @@ static void open_done(struct smb_req *req)
 		log_malformed(op->c, "CREATE");
 		cb(op->arg, -EIO, 0, none, NULL);
 	} else if (req->pdu[1].rsp_hdr.status != STATUS_SUCCESS &&
-		   req->pdu[1].rsp_hdr.status != STATUS_BUFFER_OVERFLOW) {
+	           req->pdu[1].rsp_hdr.status != STATUS_BUFFER_OVERFLOW) {
 		/* Opened, but no attributes: report what CREATE told us. */
 		memset(&a, 0, sizeof(a));
 		a.creation_time = cr.creation_time;
@@ -252,7 +252,7 @@ static void open_done(struct smb_req *req)
 }
 
 int smb_open(struct smb_client *c, const char *path, const struct smb_open_args *args,
-	     smb_open_cb cb, void *arg)
+             smb_open_cb cb, void *arg)
 {
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
@@ -264,7 +264,7 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 	int err = add_create(req, path, &oa);
 	if (!err)
 		err = add_query_info(req, SMB2_FILEID_RELATED, SMB2_0_INFO_FILE, FileAllInformation,
-				     ALLINFO_OUT);
+		                     ALLINFO_OUT);
 	return op_submit(req, err, open_done);
 }
 
@@ -300,10 +300,10 @@ int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_c
 		return -ENOMEM;
 	req->related = true;
 	struct smb_open_args oa = {
-		.desired_access = DELETE_ACCESS | FILE_READ_ATTRIBUTES,
-		.create_disposition = FILE_OPEN,
-		.create_options = FILE_DELETE_ON_CLOSE |
-				  (is_dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE),
+	    .desired_access = DELETE_ACCESS | FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_OPEN,
+	    .create_options =
+	        FILE_DELETE_ON_CLOSE | (is_dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE),
 	};
 	int err = add_create(req, path, &oa);
 	if (!err)
@@ -312,7 +312,7 @@ int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_c
 }
 
 int smb_rename(struct smb_client *c, const char *from, const char *to, bool replace,
-	       smb_status_cb cb, void *arg)
+               smb_status_cb cb, void *arg)
 {
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
@@ -321,8 +321,8 @@ int smb_rename(struct smb_client *c, const char *from, const char *to, bool repl
 	req->related = true;
 	op->kind = 2; /* the close's status does not matter */
 	struct smb_open_args oa = {
-		.desired_access = DELETE_ACCESS | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
-		.create_disposition = FILE_OPEN,
+	    .desired_access = DELETE_ACCESS | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+	    .create_disposition = FILE_OPEN,
 	};
 	size_t cap = 24 + 2 * strlen(to) + 8;
 	uint8_t *info = talloc_size(req, cap);
@@ -330,7 +330,7 @@ int smb_rename(struct smb_client *c, const char *from, const char *to, bool repl
 	int err = ilen < 0 ? (int)ilen : add_create(req, from, &oa);
 	if (!err)
 		err = add_set_info(req, SMB2_FILEID_RELATED, FileRenameInformation, info,
-				   (size_t)ilen);
+		                   (size_t)ilen);
 	if (!err)
 		err = add_close(req, SMB2_FILEID_RELATED);
 	return op_submit(req, err, status_done);
@@ -371,7 +371,7 @@ static void setattr_done(struct smb_req *req)
 }
 
 int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid *fid,
-		const struct smb_setattr_args *args, smb_attr_cb cb, void *arg)
+                const struct smb_setattr_args *args, smb_attr_cb cb, void *arg)
 {
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
@@ -382,9 +382,9 @@ int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid
 	if (!fid) {
 		req->related = true;
 		struct smb_open_args oa = {
-			.desired_access = FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES |
-					  ((args->which & SMB_SET_SIZE) ? FILE_WRITE_DATA : 0),
-			.create_disposition = FILE_OPEN,
+		    .desired_access = FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES |
+		                      ((args->which & SMB_SET_SIZE) ? FILE_WRITE_DATA : 0),
+		    .create_disposition = FILE_OPEN,
 		};
 		err = add_create(req, path, &oa);
 	}
@@ -393,8 +393,8 @@ int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid
 		ssize_t l = b ? smb2_file_eof_info_encode(b, 8, args->size) : -ENOMEM;
 		err = l < 0 ? (int)l : add_set_info(req, f, FileEndOfFileInformation, b, (size_t)l);
 	}
-	if (!err && (args->which & (SMB_SET_ATIME | SMB_SET_MTIME | SMB_SET_CTIME |
-				    SMB_SET_ATTRIBUTES))) {
+	if (!err &&
+	    (args->which & (SMB_SET_ATIME | SMB_SET_MTIME | SMB_SET_CTIME | SMB_SET_ATTRIBUTES))) {
 		struct smb2_file_basic_info bi = {0};
 		if (args->which & SMB_SET_ATIME)
 			bi.last_access_time = args->atime;
@@ -403,8 +403,8 @@ int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid
 		if (args->which & SMB_SET_CTIME)
 			bi.change_time = args->ctime;
 		if (args->which & SMB_SET_ATTRIBUTES)
-			bi.file_attributes = args->file_attributes ? args->file_attributes
-								   : FILE_ATTRIBUTE_NORMAL;
+			bi.file_attributes =
+			    args->file_attributes ? args->file_attributes : FILE_ATTRIBUTE_NORMAL;
 		uint8_t *b = talloc_size(req, 48);
 		ssize_t l = b ? smb2_file_basic_info_encode(b, 48, &bi) : -ENOMEM;
 		err = l < 0 ? (int)l : add_set_info(req, f, FileBasicInformation, b, (size_t)l);
@@ -433,16 +433,16 @@ static void statfs_done(struct smb_req *req)
 		if (st != STATUS_SUCCESS) {
 			cb(op->arg, 0, st, NULL);
 		} else if (smb2_query_info_rsp_decode(req->pdu[1].rsp, req->pdu[1].rsp_len, &q) <
-				   0 ||
-			   smb2_fs_full_size_info_decode(q.buffer, q.buffer_len, &fs) < 0) {
+		               0 ||
+		           smb2_fs_full_size_info_decode(q.buffer, q.buffer_len, &fs) < 0) {
 			log_malformed(op->c, "QUERY_INFO (file system)");
 			cb(op->arg, -EIO, 0, NULL);
 		} else {
 			struct smb_fsinfo out = {
-				.total_units = fs.total_allocation_units,
-				.avail_units = fs.caller_available_allocation_units,
-				.free_units = fs.actual_available_allocation_units,
-				.bytes_per_unit = fs.sectors_per_allocation_unit * fs.bytes_per_sector,
+			    .total_units = fs.total_allocation_units,
+			    .avail_units = fs.caller_available_allocation_units,
+			    .free_units = fs.actual_available_allocation_units,
+			    .bytes_per_unit = fs.sectors_per_allocation_unit * fs.bytes_per_sector,
 			};
 			cb(op->arg, 0, STATUS_SUCCESS, &out);
 		}
@@ -458,14 +458,14 @@ int smb_statfs(struct smb_client *c, smb_fsinfo_cb cb, void *arg)
 		return -ENOMEM;
 	req->related = true;
 	struct smb_open_args oa = {
-		.desired_access = FILE_READ_ATTRIBUTES,
-		.create_disposition = FILE_OPEN,
-		.create_options = FILE_DIRECTORY_FILE,
+	    .desired_access = FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_OPEN,
+	    .create_options = FILE_DIRECTORY_FILE,
 	};
 	int err = add_create(req, "", &oa);
 	if (!err)
 		err = add_query_info(req, SMB2_FILEID_RELATED, SMB2_0_INFO_FILESYSTEM,
-				     FileFsFullSizeInformation, 64);
+		                     FileFsFullSizeInformation, 64);
 	if (!err)
 		err = add_close(req, SMB2_FILEID_RELATED);
 	return op_submit(req, err, statfs_done);
@@ -509,13 +509,13 @@ struct read_join {
 	size_t len;
 	size_t chunk;
 	int npieces, left;
-	size_t *got;		/* per piece */
+	size_t *got; /* per piece */
 	int err, submit_err;
 	uint32_t status;
 };
 
 struct read_piece {
-	struct read_join *join;	/* NULL: a single, unsplit read */
+	struct read_join *join; /* NULL: a single, unsplit read */
 	int index;
 	struct smb_client *c;
 	smb_read_cb cb;
@@ -524,8 +524,8 @@ struct read_piece {
 
 static void read_join_release(struct read_join *j);
 
-static void read_join_piece(struct read_join *j, int index, int err, uint32_t st,
-			    const void *data, size_t len)
+static void read_join_piece(struct read_join *j, int index, int err, uint32_t st, const void *data,
+                            size_t len)
 {
 	if (err && !j->err)
 		j->err = err;
@@ -559,7 +559,8 @@ static void read_join_release(struct read_join *j)
 		size_t total = 0;
 		for (int i = 0; i < j->npieces; i++) {
 			total += j->got[i];
-			size_t want = i == j->npieces - 1 ? j->len - (size_t)i * j->chunk : j->chunk;
+			size_t want =
+			    i == j->npieces - 1 ? j->len - (size_t)i * j->chunk : j->chunk;
 			if (j->got[i] < want)
 				break;
 		}
@@ -603,7 +604,7 @@ static void read_done(struct smb_req *req)
 }
 
 static int read_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t off, size_t len,
-		       struct read_piece *tmpl)
+                       struct read_piece *tmpl)
 {
 	struct smb_req *req = smb_client_req(c, NULL);
 	if (!req)
@@ -616,9 +617,9 @@ static int read_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t of
 	*rp = *tmpl;
 	req->arg = rp;
 	struct smb2_read_req r = {
-		.length = (uint32_t)len,
-		.offset = off,
-		.fileid = fid,
+	    .length = (uint32_t)len,
+	    .offset = off,
+	    .fileid = fid,
 	};
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_READ, 56);
 	int err = body ? smb_req_end_pdu(req, smb2_read_req_encode(body, 56, &r)) : -ENOMEM;
@@ -628,7 +629,7 @@ static int read_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t of
 }
 
 int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
-	     smb_read_cb cb, void *arg)
+             smb_read_cb cb, void *arg)
 {
 	struct read_piece tmpl = {.c = c, .cb = cb, .arg = arg};
 	if (len <= c->max_read)
@@ -748,7 +749,7 @@ static void write_done(struct smb_req *req)
 }
 
 int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
-	      size_t len, smb_write_cb cb, void *arg)
+              size_t len, smb_write_cb cb, void *arg)
 {
 	struct write_join *j = talloc_zero(NULL, struct write_join);
 	if (!j)
@@ -775,13 +776,13 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 			wp->want = l;
 			req->arg = wp;
 			struct smb2_write_req w = {
-				.data_length = (uint32_t)l,
-				.offset = offset + off,
-				.fileid = fid,
+			    .data_length = (uint32_t)l,
+			    .offset = offset + off,
+			    .fileid = fid,
 			};
 			uint8_t *body = smb_req_begin_pdu(req, SMB2_WRITE, 56);
 			err = body ? smb_req_end_pdu(req, smb2_write_req_encode(body, 56, &w))
-				   : -ENOMEM;
+			           : -ENOMEM;
 			if (!err)
 				smb_req_set_payload(req, 0, copy, l, smb_credit_charge(c->conn, l));
 			err = op_submit(req, err, write_done);
@@ -831,7 +832,7 @@ static void readdir_done(struct smb_req *req)
 	struct smb2_dirent e;
 	int rc;
 	while ((rc = smb2_dirent_next(FileIdBothDirectoryInformation, qr.buffer, qr.buffer_len,
-				      &off, &e)) == 1)
+	                              &off, &e)) == 1)
 		n++;
 	if (rc < 0) {
 		log_malformed(op->c, "QUERY_DIRECTORY entry list");
@@ -844,12 +845,12 @@ static void readdir_done(struct smb_req *req)
 	off = 0;
 	while (ents && k < n &&
 	       smb2_dirent_next(FileIdBothDirectoryInformation, qr.buffer, qr.buffer_len, &off,
-				&e) == 1) {
+	                        &e) == 1) {
 		size_t cap = (size_t)e.name16_len * 2 + 1;
 		char *name = talloc_size(ents, cap);
 		if (!name || smb_utf16le_to_utf8(e.name16, e.name16_len, name, cap) < 0) {
 			smb_warn("%s: skipping a directory entry whose name is not valid UTF-16",
-				 op->c->host);
+			         op->c->host);
 			continue;
 		}
 		struct smb_attr *a = &ents[k].attr;
@@ -872,7 +873,7 @@ static void readdir_done(struct smb_req *req)
 }
 
 int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_dir_cb cb,
-		void *arg)
+                void *arg)
 {
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
@@ -880,15 +881,15 @@ int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_
 		return -ENOMEM;
 	uint32_t outlen = c->max_transact < DIR_OUT ? c->max_transact : DIR_OUT;
 	struct smb2_query_directory_req q = {
-		.info_class = FileIdBothDirectoryInformation,
-		.flags = restart ? SMB2_RESTART_SCANS : 0,
-		.fileid = fid,
-		.pattern = "*",
-		.output_buffer_length = outlen,
+	    .info_class = FileIdBothDirectoryInformation,
+	    .flags = restart ? SMB2_RESTART_SCANS : 0,
+	    .fileid = fid,
+	    .pattern = "*",
+	    .output_buffer_length = outlen,
 	};
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_QUERY_DIRECTORY, 48);
-	int err = body ? smb_req_end_pdu(req, smb2_query_directory_req_encode(body, 48, &q))
-		       : -ENOMEM;
+	int err =
+	    body ? smb_req_end_pdu(req, smb2_query_directory_req_encode(body, 48, &q)) : -ENOMEM;
 	if (!err)
 		req->pdu[0].credit_charge = smb_credit_charge(c->conn, outlen);
 	return op_submit(req, err, readdir_done);

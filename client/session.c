@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 static const uint16_t all_dialects[] = {SMB2_DIALECT_0202, SMB2_DIALECT_0210, SMB2_DIALECT_0300,
-					SMB2_DIALECT_0302, SMB2_DIALECT_0311};
+                                        SMB2_DIALECT_0302, SMB2_DIALECT_0311};
 
 static const char *dialect_str(uint16_t d)
 {
@@ -40,7 +40,7 @@ static const char *dialect_str(uint16_t d)
 }
 
 static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -111,7 +111,7 @@ static ssize_t enc_negotiate(uint8_t *b, size_t cap, const struct smb2_negotiate
 }
 
 static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, bool sign,
-			uint8_t **sec_blob, size_t *sec_len, void *mem, char *errbuf, size_t errlen)
+                        uint8_t **sec_blob, size_t *sec_len, void *mem, char *errbuf, size_t errlen)
 {
 	struct smb2_negotiate_req nr = {0};
 	uint16_t lo = o->min_dialect ? o->min_dialect : SMB2_DIALECT_0202;
@@ -123,7 +123,8 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 		set_err(errbuf, errlen, "no SMB dialect in the requested range");
 		return -EINVAL;
 	}
-	nr.security_mode = SMB2_NEGOTIATE_SIGNING_ENABLED | (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0);
+	nr.security_mode =
+	    SMB2_NEGOTIATE_SIGNING_ENABLED | (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0);
 	nr.capabilities = SMB2_GLOBAL_CAP_LARGE_MTU;
 	smb_random_bytes(nr.client_guid, sizeof(nr.client_guid));
 	smb_random_bytes(nr.preauth_salt, sizeof(nr.preauth_salt));
@@ -144,7 +145,7 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 	err = smb_client_submit_sync(c, req);
 	if (err) {
 		set_err(errbuf, errlen, "no NEGOTIATE answer from %s port %u: %s", c->host, c->port,
-			strerror(-err));
+		        strerror(-err));
 		smb_req_put(req);
 		return err;
 	}
@@ -152,8 +153,8 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 	struct smb2_negotiate_rsp rsp;
 	if (p->rsp_hdr.status != STATUS_SUCCESS) {
 		set_err(errbuf, errlen, "%s refused every dialect offered (%s..%s): %s", c->host,
-			dialect_str(nr.dialects[0]), dialect_str(nr.dialects[nr.dialect_count - 1]),
-			smb2_status_str(p->rsp_hdr.status));
+		        dialect_str(nr.dialects[0]), dialect_str(nr.dialects[nr.dialect_count - 1]),
+		        smb2_status_str(p->rsp_hdr.status));
 		smb_req_put(req);
 		return -EPROTONOSUPPORT;
 	}
@@ -167,7 +168,7 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 		offered |= nr.dialects[i] == rsp.dialect;
 	if (!offered) {
 		set_err(errbuf, errlen, "%s chose dialect 0x%04x, which was not offered", c->host,
-			rsp.dialect);
+		        rsp.dialect);
 		smb_req_put(req);
 		return -EPROTO;
 	}
@@ -190,16 +191,17 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 		c->max_write = 8u << 20;
 	if (c->max_read < 4096 || c->max_write < 4096) {
 		set_err(errbuf, errlen, "%s offers unusable read/write sizes (%u/%u)", c->host,
-			c->max_read, c->max_write);
+		        c->max_read, c->max_write);
 		smb_req_put(req);
 		return -EPROTO;
 	}
-	c->signing.alg = c->dialect >= SMB2_DIALECT_0300 ? SMB2_SIGNING_AES_CMAC
-							 : SMB2_SIGNING_HMAC_SHA256;
+	c->signing.alg =
+	    c->dialect >= SMB2_DIALECT_0300 ? SMB2_SIGNING_AES_CMAC : SMB2_SIGNING_HMAC_SHA256;
 	if (c->dialect == SMB2_DIALECT_0311) {
 		if (!rsp.preauth_seen || rsp.preauth_hash_alg != SMB2_PREAUTH_INTEGRITY_SHA512) {
-			set_err(errbuf, errlen, "%s negotiated SMB 3.1.1 without SHA-512 preauth integrity",
-				c->host);
+			set_err(errbuf, errlen,
+			        "%s negotiated SMB 3.1.1 without SHA-512 preauth integrity",
+			        c->host);
 			smb_req_put(req);
 			return -EPROTO;
 		}
@@ -212,8 +214,8 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 	*sec_len = rsp.security_buffer_len;
 	*sec_blob = *sec_len ? talloc_memdup(mem, rsp.security_buffer, *sec_len) : NULL;
 	smb_info("%s: negotiated SMB %s, max read %u write %u, signing %s by server", c->host,
-		 dialect_str(c->dialect), c->max_read, c->max_write,
-		 rsp.security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED ? "required" : "optional");
+	         dialect_str(c->dialect), c->max_read, c->max_write,
+	         rsp.security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED ? "required" : "optional");
 	smb_req_put(req);
 	return 0;
 }
@@ -265,16 +267,16 @@ static const char *logon_hint(uint32_t st)
 }
 
 static int do_session_setup(struct smb_client *c, const struct smb_client_opts *o, bool sign,
-			    const uint8_t *blob, size_t blob_len, void *mem, char *errbuf,
-			    size_t errlen)
+                            const uint8_t *blob, size_t blob_len, void *mem, char *errbuf,
+                            size_t errlen)
 {
 	struct smb_auth *auth;
 	struct smb_auth_creds creds = {
-		.user = o->user ? o->user : "",
-		.password = o->password ? o->password : "",
-		.domain = o->domain ? o->domain : "",
-		.workstation = "",
-		.server_name = c->host,
+	    .user = o->user ? o->user : "",
+	    .password = o->password ? o->password : "",
+	    .domain = o->domain ? o->domain : "",
+	    .workstation = "",
+	    .server_name = c->host,
 	};
 	int err = smb_auth_ntlmssp_new(mem, &creds, &auth);
 	if (err) {
@@ -293,17 +295,17 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 		int step = smb_auth_step(auth, in, inlen, &out, &outlen);
 		if (step < 0) {
 			set_err(errbuf, errlen, "%s for user '%s' on %s (%s: %s)", logon_hint(0),
-				creds.user, c->host, smb_auth_mech_name(auth), strerror(-step));
+			        creds.user, c->host, smb_auth_mech_name(auth), strerror(-step));
 			smb_auth_free(auth);
 			return step == -EACCES ? -EACCES : step;
 		}
 		if (step == SMB_AUTH_DONE && outlen == 0 && key_ready)
 			break;
 		struct smb2_session_setup_req sr = {
-			.security_mode = (uint8_t)(SMB2_NEGOTIATE_SIGNING_ENABLED |
-						   (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0)),
-			.security_buffer = out,
-			.security_buffer_len = (uint16_t)outlen,
+		    .security_mode = (uint8_t)(SMB2_NEGOTIATE_SIGNING_ENABLED |
+		                               (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0)),
+		    .security_buffer = out,
+		    .security_buffer_len = (uint16_t)outlen,
 		};
 		struct smb_req *req = smb_client_req(c, mem);
 		if (!req) {
@@ -314,7 +316,7 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 		req->no_verify = true;
 		uint8_t *body = smb_req_begin_pdu(req, SMB2_SESSION_SETUP, 64 + outlen);
 		err = body ? smb_req_end_pdu(req, enc_session_setup(body, 64 + outlen, &sr))
-			   : -ENOMEM;
+		           : -ENOMEM;
 		if (err) {
 			smb_req_put(req);
 			smb_auth_free(auth);
@@ -323,7 +325,7 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 		err = smb_client_submit_sync(c, req);
 		if (err) {
 			set_err(errbuf, errlen, "no SESSION_SETUP answer from %s: %s", c->host,
-				strerror(-err));
+			        strerror(-err));
 			smb_req_put(req);
 			smb_auth_free(auth);
 			return err;
@@ -334,15 +336,17 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 			preauth_update(hash, p->buf, p->len);
 		if (st != STATUS_SUCCESS && st != STATUS_MORE_PROCESSING_REQUIRED) {
 			set_err(errbuf, errlen, "%s (%s) for user '%s%s%s' on %s", logon_hint(st),
-				smb2_status_str(st), creds.domain[0] ? creds.domain : "",
-				creds.domain[0] ? "\\" : "", creds.user, c->host);
+			        smb2_status_str(st), creds.domain[0] ? creds.domain : "",
+			        creds.domain[0] ? "\\" : "", creds.user, c->host);
 			smb_req_put(req);
 			smb_auth_free(auth);
-			return st == STATUS_LOGON_FAILURE || st == STATUS_WRONG_PASSWORD ? -EACCES : -EPERM;
+			return st == STATUS_LOGON_FAILURE || st == STATUS_WRONG_PASSWORD ? -EACCES
+			                                                                 : -EPERM;
 		}
 		struct smb2_session_setup_rsp ssr;
 		if (smb2_session_setup_rsp_decode(p->rsp, p->rsp_len, &ssr) < 0) {
-			set_err(errbuf, errlen, "malformed SESSION_SETUP response from %s", c->host);
+			set_err(errbuf, errlen, "malformed SESSION_SETUP response from %s",
+			        c->host);
 			smb_req_put(req);
 			smb_auth_free(auth);
 			return -EBADMSG;
@@ -361,44 +365,51 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 			const uint8_t *o2;
 			size_t o2len;
 			int fin = smb_auth_step(auth, ssr.security_buffer, ssr.security_buffer_len,
-						&o2, &o2len);
+			                        &o2, &o2len);
 			if (fin < 0) {
-				set_err(errbuf, errlen, "%s's final authentication token is invalid (%s)",
-					c->host, strerror(-fin));
+				set_err(errbuf, errlen,
+				        "%s's final authentication token is invalid (%s)", c->host,
+				        strerror(-fin));
 				smb_req_put(req);
 				smb_auth_free(auth);
 				return -EACCES;
 			}
 		}
-		bool guest = ssr.session_flags & (SMB2_SESSION_FLAG_IS_GUEST | SMB2_SESSION_FLAG_IS_NULL);
+		bool guest =
+		    ssr.session_flags & (SMB2_SESSION_FLAG_IS_GUEST | SMB2_SESSION_FLAG_IS_NULL);
 		uint8_t skey[64];
 		size_t skey_len = sizeof(skey);
 		err = smb_auth_session_key(auth, skey, &skey_len);
 		if (!err && !guest) {
 			memcpy(c->preauth, hash, 64);
 			err = derive_signing_key(c, skey, skey_len);
+			c->signing.have_key = !err;
 			memset(skey, 0, sizeof(skey));
 		}
-		bool must_sign = sign || (c->server_security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
-		if (!err && !guest &&
-		    (must_sign || (p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
-			if (!(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) && c->dialect >= SMB2_DIALECT_0300) {
-				set_err(errbuf, errlen, "%s did not sign the final SESSION_SETUP response",
-					c->host);
+		bool must_sign =
+		    sign || (c->server_security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
+		if (!err && !guest && (must_sign || (p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
+			if (!(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) &&
+			    c->dialect >= SMB2_DIALECT_0300) {
+				set_err(errbuf, errlen,
+				        "%s did not sign the final SESSION_SETUP response",
+				        c->host);
 				err = -EIO;
 			} else if ((p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) &&
-				   smb_verify_pdu(&c->signing, p->rsp, p->rsp_len) < 0) {
+			           smb_verify_pdu(&c->signing, p->rsp, p->rsp_len) < 0) {
 				set_err(errbuf, errlen,
-					"the final SESSION_SETUP response from %s has a bad signature (wrong password, or tampering)",
-					c->host);
+				        "the final SESSION_SETUP response from %s has a bad "
+				        "signature (wrong password, or tampering)",
+				        c->host);
 				err = -EIO;
 			}
 		}
 		if (!err && must_sign) {
 			if (guest) {
-				set_err(errbuf, errlen,
-					"%s logged us on as guest, and guest sessions cannot be signed",
-					c->host);
+				set_err(
+				    errbuf, errlen,
+				    "%s logged us on as guest, and guest sessions cannot be signed",
+				    c->host);
 				err = -EACCES;
 			} else {
 				c->signing.active = true;
@@ -409,8 +420,8 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 		if (err)
 			return err;
 		smb_info("%s: session 0x%llx set up for '%s' (%s), signing %s", c->host,
-			 (unsigned long long)c->session_id, creds.user, guest ? "guest" : "user",
-			 c->signing.active ? "on" : "off");
+		         (unsigned long long)c->session_id, creds.user, guest ? "guest" : "user",
+		         c->signing.active ? "on" : "off");
 		return 0;
 	}
 	smb_auth_free(auth);
@@ -431,6 +442,8 @@ static int do_tree_connect(struct smb_client *c, void *mem, char *errbuf, size_t
 	struct smb_req *req = smb_client_req(c, mem);
 	if (!req)
 		return -ENOMEM;
+	/* [MS-SMB2] 3.2.4.1.1: with 3.1.1, TREE_CONNECT is always signed. */
+	req->force_sign = c->dialect == SMB2_DIALECT_0311;
 	size_t cap = 16 + 4 * strlen(c->unc) + 8;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_TREE_CONNECT, cap);
 	int err = body ? smb_req_end_pdu(req, enc_tree_connect(body, cap, &tr)) : -ENOMEM;
@@ -446,13 +459,14 @@ static int do_tree_connect(struct smb_client *c, void *mem, char *errbuf, size_t
 	if (st != STATUS_SUCCESS) {
 		if (st == STATUS_BAD_NETWORK_NAME)
 			set_err(errbuf, errlen, "share '%s' does not exist on %s (%s)", c->share,
-				c->host, smb2_status_str(st));
+			        c->host, smb2_status_str(st));
 		else if (st == STATUS_ACCESS_DENIED || st == STATUS_NETWORK_ACCESS_DENIED)
-			set_err(errbuf, errlen, "access to share '%s' on %s denied for this user (%s)",
-				c->share, c->host, smb2_status_str(st));
+			set_err(errbuf, errlen,
+			        "access to share '%s' on %s denied for this user (%s)", c->share,
+			        c->host, smb2_status_str(st));
 		else
 			set_err(errbuf, errlen, "cannot connect to share '%s' on %s: %s", c->share,
-				c->host, smb2_status_str(st));
+			        c->host, smb2_status_str(st));
 		smb_req_put(req);
 		return st == STATUS_BAD_NETWORK_NAME ? -ENOENT : -EACCES;
 	}
@@ -471,8 +485,8 @@ static int do_tree_connect(struct smb_client *c, void *mem, char *errbuf, size_t
 	}
 	if (trs.share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA) {
 		set_err(errbuf, errlen,
-			"share '%s' on %s requires encryption, which this build cannot do yet",
-			c->share, c->host);
+		        "share '%s' on %s requires encryption, which this build cannot do yet",
+		        c->share, c->host);
 		return -EPROTONOSUPPORT;
 	}
 	return 0;
@@ -480,8 +494,7 @@ static int do_tree_connect(struct smb_client *c, void *mem, char *errbuf, size_t
 
 /* ---- connect / destroy ------------------------------------------------------------- */
 
-static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *errbuf,
-			       size_t errlen)
+static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *errbuf, size_t errlen)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
 	struct addrinfo *res = NULL;
@@ -498,7 +511,7 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 	int gai = getaddrinfo(host, portstr, &hints, &res);
 	if (gai) {
 		set_err(errbuf, errlen, "cannot resolve host name '%s': %s", c->host,
-			gai_strerror(gai));
+		        gai_strerror(gai));
 		return -EHOSTUNREACH;
 	}
 	int err = -EHOSTUNREACH;
@@ -506,25 +519,26 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 	snprintf(peer, sizeof(peer), "%s port %u", c->host, c->port);
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
 		err = smb_conn_open(c->loop, "tcp", ai->ai_addr, ai->ai_addrlen, peer, ctimeout,
-				    c->timeout_ms, &c->conn);
+		                    c->timeout_ms, &c->conn);
 		if (!err)
 			break;
 	}
 	freeaddrinfo(res);
 	if (err == -ECONNREFUSED)
-		set_err(errbuf, errlen, "connection refused by %s port %u (is the SMB server running?)",
-			c->host, c->port);
+		set_err(errbuf, errlen,
+		        "connection refused by %s port %u (is the SMB server running?)", c->host,
+		        c->port);
 	else if (err == -ETIMEDOUT)
 		set_err(errbuf, errlen, "no answer from %s port %u within %u s", c->host, c->port,
-			ctimeout / 1000);
+		        ctimeout / 1000);
 	else if (err)
 		set_err(errbuf, errlen, "cannot connect to %s port %u: %s", c->host, c->port,
-			strerror(-err));
+		        strerror(-err));
 	return err;
 }
 
 int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out, char *errbuf,
-		       size_t errlen)
+                       size_t errlen)
 {
 	int err = smb_crypto_init();
 	if (err) {
@@ -572,7 +586,7 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 		goto fail;
 	talloc_free(mem);
 	smb_info("mounted %s (SMB %s, signing %s)", c->unc, dialect_str(c->dialect),
-		 c->signing.active ? "on" : "off");
+	         c->signing.active ? "on" : "off");
 	*out = c;
 	return 0;
 fail:

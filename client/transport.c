@@ -4,7 +4,7 @@
 #include <errno.h>
 
 int transport_default_connect(struct smb_transport *t, const struct sockaddr *addr,
-			      socklen_t addrlen, unsigned timeout_ms)
+                              socklen_t addrlen, unsigned timeout_ms)
 {
 	return -EOPNOTSUPP;
 }
@@ -15,7 +15,7 @@ int transport_default_send(struct smb_transport *t, struct smb_txbuf *buf)
 }
 
 int transport_default_reg_buf(struct smb_transport *t, void *addr, size_t len, int access,
-			      struct smb_transport_mr **out)
+                              struct smb_transport_mr **out)
 {
 	return -EOPNOTSUPP;
 }

@@ -35,16 +35,16 @@ struct tcp_transport {
 	pthread_mutex_t lock;
 	/* under lock: */
 	struct smb_txbuf *q_head, *q_tail;
-	size_t head_sent;		/* bytes of q_head (incl. 4-byte prefix) written */
+	size_t head_sent; /* bytes of q_head (incl. 4-byte prefix) written */
 	bool want_out;
-	bool dead;			/* no more sends accepted */
+	bool dead; /* no more sends accepted */
 	int dead_err;
 
 	/* loop thread only: */
 	bool reported;
 	uint8_t *stage;
 	size_t stage_len, stage_off;
-	uint8_t *msg;			/* message being assembled (talloc) */
+	uint8_t *msg; /* message being assembled (talloc) */
 	size_t msg_len, msg_got;
 };
 
@@ -86,7 +86,7 @@ static int tcp_flush_locked(struct tcp_transport *tcp, struct smb_txbuf **done_l
 	while (tcp->q_head) {
 		struct smb_txbuf *b = tcp->q_head;
 		uint8_t prefix[4] = {0, (uint8_t)(b->len >> 16), (uint8_t)(b->len >> 8),
-				     (uint8_t)b->len};
+		                     (uint8_t)b->len};
 		struct iovec iov[SMB_TXBUF_MAX_IOV + 1];
 		int n = 0;
 		size_t skip = tcp->head_sent;
@@ -234,7 +234,7 @@ static int tcp_consume_stage(struct tcp_transport *tcp)
 		size_t len = ((size_t)p[1] << 16) | ((size_t)p[2] << 8) | p[3];
 		if (len < 4 || len > TCP_MAX_MSG) {
 			smb_err("tcp: server sent a message of %zu bytes (allowed 4..%u)", len,
-				TCP_MAX_MSG);
+			        TCP_MAX_MSG);
 			return -EBADMSG;
 		}
 		tcp->stage_off += 4;
@@ -262,7 +262,7 @@ static int tcp_read_ready(struct tcp_transport *tcp)
 		    tcp->stage_len == tcp->stage_off) {
 			/* Large remainder: read straight into the message. */
 			r = recv(tcp->fd, tcp->msg + tcp->msg_got, tcp->msg_len - tcp->msg_got,
-				 MSG_DONTWAIT);
+			         MSG_DONTWAIT);
 			if (r > 0) {
 				tcp->msg_got += (size_t)r;
 				if (tcp->msg_got == tcp->msg_len) {
@@ -274,8 +274,8 @@ static int tcp_read_ready(struct tcp_transport *tcp)
 				continue;
 			}
 		} else {
-			r = recv(tcp->fd, tcp->stage + tcp->stage_len, TCP_STAGE_CAP - tcp->stage_len,
-				 MSG_DONTWAIT);
+			r = recv(tcp->fd, tcp->stage + tcp->stage_len,
+			         TCP_STAGE_CAP - tcp->stage_len, MSG_DONTWAIT);
 			if (r > 0) {
 				tcp->stage_len += (size_t)r;
 				int err = tcp_consume_stage(tcp);
@@ -327,7 +327,7 @@ static void tcp_on_event(struct ev_fd *f, uint32_t events, void *arg)
 }
 
 static int tcp_connect(struct smb_transport *t, const struct sockaddr *addr, socklen_t addrlen,
-		       unsigned timeout_ms)
+                       unsigned timeout_ms)
 {
 	struct tcp_transport *tcp = to_tcp(t);
 	int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
@@ -399,18 +399,18 @@ static void tcp_info(struct smb_transport *t, struct smb_transport_info *out)
 }
 
 static const struct smb_transport_ops tcp_ops = {
-	.name = "tcp",
-	.connect = tcp_connect,
-	.send = tcp_send,
-	.reg_buf = transport_default_reg_buf,
-	.dereg_buf = transport_default_dereg_buf,
-	.shutdown = tcp_shutdown,
-	.destroy = tcp_destroy,
-	.info = tcp_info,
+    .name = "tcp",
+    .connect = tcp_connect,
+    .send = tcp_send,
+    .reg_buf = transport_default_reg_buf,
+    .dereg_buf = transport_default_dereg_buf,
+    .shutdown = tcp_shutdown,
+    .destroy = tcp_destroy,
+    .info = tcp_info,
 };
 
 int smb_transport_tcp_new(struct ev_loop *loop, const struct smb_transport_up *up,
-			  struct smb_transport **out)
+                          struct smb_transport **out)
 {
 	struct tcp_transport *tcp = calloc(1, sizeof(*tcp));
 	if (!tcp)

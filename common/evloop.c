@@ -218,7 +218,7 @@ void ev_loop_free(struct ev_loop *loop)
 }
 
 int ev_fd_add(struct ev_loop *loop, int fd, uint32_t events, ev_fd_fn fn, void *arg,
-	      struct ev_fd **out)
+              struct ev_fd **out)
 {
 	struct ev_fd *f = calloc(1, sizeof(*f));
 	if (!f)

@@ -32,7 +32,7 @@ bool ev_on_loop_thread(const struct ev_loop *loop);
  * ev_fd_del() returns on the loop thread, fn is not called again; from another
  * thread the removal takes effect before the loop's next wait. */
 int ev_fd_add(struct ev_loop *loop, int fd, uint32_t events, ev_fd_fn fn, void *arg,
-	      struct ev_fd **out);
+              struct ev_fd **out);
 int ev_fd_mod(struct ev_fd *f, uint32_t events);
 void ev_fd_del(struct ev_fd *f);
 

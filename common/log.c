@@ -62,5 +62,5 @@ void smb_log(int level, const char *fmt, ...)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
 	fprintf(stderr, "%02d:%02d:%02d.%03ld smbrdma %s: %s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
-		ts.tv_nsec / 1000000, level_str(level), line);
+	        ts.tv_nsec / 1000000, level_str(level), line);
 }

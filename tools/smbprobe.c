@@ -51,7 +51,7 @@ static int wait_for(struct waiter *w, int submit_rc, const char *what)
 	pthread_mutex_unlock(&w->m);
 	if (w->err || w->status) {
 		fprintf(stderr, "%s: err=%s status=%s\n", what, w->err ? strerror(-w->err) : "0",
-			smb2_status_str(w->status));
+		        smb2_status_str(w->status));
 		return -1;
 	}
 	printf("%s: ok\n", what);
@@ -72,7 +72,7 @@ static void attr_cb(void *arg, int err, uint32_t st, const struct smb_attr *a)
 }
 
 static void open_cb(void *arg, int err, uint32_t st, struct smb2_fileid fid,
-		    const struct smb_attr *a)
+                    const struct smb_attr *a)
 {
 	struct waiter *w = arg;
 	w->fid = fid;
@@ -123,9 +123,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct smb_client_opts o = {
-		.host = host, .port = (uint16_t)port, .share = share, .user = argv[2],
-		.password = argv[3],
+	    .host = host,
+	    .port = (uint16_t)port,
+	    .share = share,
+	    .user = argv[2],
+	    .password = argv[3],
 	};
+	const char *vers = getenv("SMBPROBE_DIALECT"); /* e.g. 0x0300 */
+	if (vers)
+		o.min_dialect = o.max_dialect = (uint16_t)strtoul(vers, NULL, 16);
 	char errbuf[512];
 	struct smb_client *c;
 	int err = smb_client_connect(&o, &c, errbuf, sizeof(errbuf));
@@ -142,8 +148,8 @@ int main(int argc, char **argv)
 
 	wait_init(&w);
 	struct smb_open_args da = {.desired_access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES,
-				   .create_disposition = FILE_OPEN,
-				   .create_options = FILE_DIRECTORY_FILE};
+	                           .create_disposition = FILE_OPEN,
+	                           .create_options = FILE_DIRECTORY_FILE};
 	rc |= wait_for(&w, smb_open(c, "", &da, open_cb, &w), "open root");
 	struct smb2_fileid dfid = w.fid;
 	do {
@@ -158,14 +164,14 @@ int main(int argc, char **argv)
 	wait_init(&w);
 	rc |= wait_for(&w, smb_close(c, dfid, st_cb, &w), "close root");
 
-	size_t len = 3u << 20;
+	size_t len = getenv("SMBPROBE_SIZE") ? strtoul(getenv("SMBPROBE_SIZE"), NULL, 0) : 3u << 20;
 	uint8_t *buf = malloc(len);
 	for (size_t i = 0; i < len; i++)
 		buf[i] = (uint8_t)(i * 7 + (i >> 12));
 	wait_init(&w);
 	struct smb_open_args fa = {.desired_access = GENERIC_READ | GENERIC_WRITE,
-				   .create_disposition = FILE_OVERWRITE_IF,
-				   .create_options = FILE_NON_DIRECTORY_FILE};
+	                           .create_disposition = FILE_OVERWRITE_IF,
+	                           .create_options = FILE_NON_DIRECTORY_FILE};
 	rc |= wait_for(&w, smb_open(c, "probe.dat", &fa, open_cb, &w), "create probe.dat");
 	struct smb2_fileid fid = w.fid;
 	wait_init(&w);
@@ -173,7 +179,8 @@ int main(int argc, char **argv)
 	printf("  wrote %zu\n", w.n);
 	wait_init(&w);
 	rc |= wait_for(&w, smb_read(c, fid, 0, len + 100, read_cb, &w), "read back");
-	printf("  read %zu, %s\n", w.n, w.n == len && !memcmp(w.data, buf, len) ? "equal" : "DIFFERENT");
+	printf("  read %zu, %s\n", w.n,
+	       w.n == len && !memcmp(w.data, buf, len) ? "equal" : "DIFFERENT");
 	if (w.n != len || memcmp(w.data, buf, len))
 		rc = 1;
 	free(w.data);
@@ -189,7 +196,7 @@ int main(int argc, char **argv)
 	rc |= wait_for(&w, smb_mkdir(c, "probedir", attr_cb, &w), "mkdir");
 	wait_init(&w);
 	rc |= wait_for(&w, smb_rename(c, "probe.dat", "probedir/moved.dat", false, st_cb, &w),
-		       "rename");
+	               "rename");
 	wait_init(&w);
 	rc |= wait_for(&w, smb_stat(c, "probedir/moved.dat", attr_cb, &w), "stat moved");
 	printf("  size %llu nlink %u id %llu\n", (unsigned long long)w.attr.end_of_file,

@@ -15,40 +15,40 @@
 static int check_failures;
 static int check_count;
 
-#define CHECK(cond)                                                                    \
-	do {                                                                           \
-		check_count++;                                                         \
-		if (!(cond)) {                                                         \
-			check_failures++;                                              \
+#define CHECK(cond)                                                                              \
+	do {                                                                                     \
+		check_count++;                                                                   \
+		if (!(cond)) {                                                                   \
+			check_failures++;                                                        \
 			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-		}                                                                      \
+		}                                                                                \
 	} while (0)
 
-#define CHECK_EQ(a, b)                                                                 \
-	do {                                                                           \
-		long long check_a_ = (long long)(a), check_b_ = (long long)(b);        \
-		check_count++;                                                         \
-		if (check_a_ != check_b_) {                                            \
-			check_failures++;                                              \
+#define CHECK_EQ(a, b)                                                                      \
+	do {                                                                                \
+		long long check_a_ = (long long)(a), check_b_ = (long long)(b);             \
+		check_count++;                                                              \
+		if (check_a_ != check_b_) {                                                 \
+			check_failures++;                                                   \
 			fprintf(stderr, "%s:%d: %s == %s failed: %lld != %lld\n", __FILE__, \
-				__LINE__, #a, #b, check_a_, check_b_);                 \
-		}                                                                      \
+			        __LINE__, #a, #b, check_a_, check_b_);                      \
+		}                                                                           \
 	} while (0)
 
-#define CHECK_MEM(a, b, n)                                                             \
-	do {                                                                           \
-		check_count++;                                                         \
-		if (memcmp((a), (b), (n)) != 0) {                                      \
-			check_failures++;                                              \
-			fprintf(stderr, "%s:%d: memcmp(%s, %s, %s) differs\n", __FILE__,  \
-				__LINE__, #a, #b, #n);                                 \
-		}                                                                      \
+#define CHECK_MEM(a, b, n)                                                                         \
+	do {                                                                                       \
+		check_count++;                                                                     \
+		if (memcmp((a), (b), (n)) != 0) {                                                  \
+			check_failures++;                                                          \
+			fprintf(stderr, "%s:%d: memcmp(%s, %s, %s) differs\n", __FILE__, __LINE__, \
+			        #a, #b, #n);                                                       \
+		}                                                                                  \
 	} while (0)
 
-#define RUN(fn)                                                                        \
-	do {                                                                           \
-		int before_ = check_failures;                                          \
-		fn();                                                                  \
+#define RUN(fn)                                                                               \
+	do {                                                                                  \
+		int before_ = check_failures;                                                 \
+		fn();                                                                         \
 		fprintf(stderr, "%s %s\n", check_failures == before_ ? "ok  " : "FAIL", #fn); \
 	} while (0)
 

@@ -28,8 +28,7 @@ struct fake {
 	bool dead;
 };
 
-static int fake_connect(struct smb_transport *t, const struct sockaddr *a, socklen_t l,
-			unsigned ms)
+static int fake_connect(struct smb_transport *t, const struct sockaddr *a, socklen_t l, unsigned ms)
 {
 	return 0;
 }
@@ -71,14 +70,14 @@ static void fake_info(struct smb_transport *t, struct smb_transport_info *o)
 	o->kind = "fake";
 }
 static const struct smb_transport_ops fake_ops = {
-	.name = "fake",
-	.connect = fake_connect,
-	.send = fake_send,
-	.reg_buf = transport_default_reg_buf,
-	.dereg_buf = transport_default_dereg_buf,
-	.shutdown = fake_shutdown,
-	.destroy = fake_destroy,
-	.info = fake_info,
+    .name = "fake",
+    .connect = fake_connect,
+    .send = fake_send,
+    .reg_buf = transport_default_reg_buf,
+    .dereg_buf = transport_default_dereg_buf,
+    .shutdown = fake_shutdown,
+    .destroy = fake_destroy,
+    .info = fake_info,
 };
 
 static void fake_dead_cb(void *arg)
@@ -103,7 +102,7 @@ static struct fake *the_fake;
 /* conn.c builds its transport through these constructors; the test links its
  * own instead of transport_tcp.c. */
 int smb_transport_tcp_new(struct ev_loop *loop, const struct smb_transport_up *up,
-			  struct smb_transport **out)
+                          struct smb_transport **out)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 	f->base.ops = &fake_ops;
@@ -116,7 +115,7 @@ int smb_transport_tcp_new(struct ev_loop *loop, const struct smb_transport_up *u
 }
 
 int smb_transport_rdma_new(struct ev_loop *loop, const struct smb_transport_up *up,
-			   struct smb_transport **out)
+                           struct smb_transport **out)
 {
 	return -EOPNOTSUPP;
 }
@@ -144,11 +143,15 @@ static void deliver(struct ev_loop *loop, const uint8_t *bytes, size_t len)
 
 /* A response PDU: header + a 4-byte generic body (StructureSize 4). */
 static size_t make_rsp(uint8_t *out, uint16_t cmd, uint64_t msgid, uint32_t status,
-		       uint16_t credits, uint32_t flags, uint32_t next, uint64_t async_id)
+                       uint16_t credits, uint32_t flags, uint32_t next, uint64_t async_id)
 {
-	struct smb2_hdr h = {.command = cmd, .message_id = msgid, .status = status,
-			     .credits = credits, .flags = flags | SMB2_FLAGS_SERVER_TO_REDIR,
-			     .next_command = next, .async_id = async_id};
+	struct smb2_hdr h = {.command = cmd,
+	                     .message_id = msgid,
+	                     .status = status,
+	                     .credits = credits,
+	                     .flags = flags | SMB2_FLAGS_SERVER_TO_REDIR,
+	                     .next_command = next,
+	                     .async_id = async_id};
 	smb2_hdr_encode(out, 64, &h);
 	memset(out + 64, 0, 8);
 	smb_put_le16(out + 64, 4);
@@ -226,7 +229,7 @@ static struct smb_conn *open_conn(unsigned timeout_ms)
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	struct smb_conn *c;
 	int err = smb_conn_open(loop, "tcp", (struct sockaddr *)&sa, sizeof(sa), "fake", 1000,
-				timeout_ms, &c);
+	                        timeout_ms, &c);
 	CHECK_EQ(err, 0);
 	return c;
 }
@@ -317,7 +320,7 @@ static void test_compound_and_interim(void)
 static void test_bad_signature(void)
 {
 	struct smb_conn *c = open_conn(0);
-	struct smb_signing s = {.active = true, .alg = SMB2_SIGNING_HMAC_SHA256};
+	struct smb_signing s = {.active = true, .have_key = true, .alg = SMB2_SIGNING_HMAC_SHA256};
 	memset(s.key, 0x42, 16);
 	c->signing = &s;
 	struct result r1, r2;
