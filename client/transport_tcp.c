@@ -218,7 +218,7 @@ static int tcp_consume_stage(struct tcp_transport *tcp)
 			tcp->msg_got += take;
 			tcp->stage_off += take;
 			if (tcp->msg_got < tcp->msg_len)
-				return 0;
+				break; /* stage drained; compact below */
 			uint8_t *m = tcp->msg;
 			size_t l = tcp->msg_len;
 			tcp->msg = NULL;
