@@ -78,6 +78,17 @@ enum smb2_command {
 #define SMB2_SIGNING_AES_CMAC		    0x0001
 #define SMB2_SIGNING_AES_GMAC		    0x0002
 
+/* SMB3 POSIX extensions: the GUID that is both the data of the
+ * SMB2_POSIX_EXTENSIONS_AVAILABLE negotiate context and the name of the
+ * POSIX create context (93AD2550-9CB4-11E7-B423-83DE968BCD7C, as bytes). */
+#define SMB2_POSIX_GUID_BYTES                                                           \
+	0x93, 0xAD, 0x25, 0x50, 0x9C, 0xB4, 0x11, 0xE7, 0xB4, 0x23, 0x83, 0xDE, 0x96, 0x8B, \
+		0xCD, 0x7C
+
+/* READ: header offset at which a READ response carries its data (64 + 16),
+ * sent as the request's Padding field. */
+#define SMB2_READ_RSP_DATA_OFF 80
+
 /* SESSION_SETUP */
 #define SMB2_SESSION_FLAG_BINDING	 0x01
 #define SMB2_SESSION_FLAG_IS_GUEST	 0x0001

@@ -1,0 +1,90 @@
+/* tests/fuzz/proto/fuzz_proto_common.h — shared bits of the codec fuzzers. */
+#ifndef SMBRDMA_FUZZ_PROTO_COMMON_H
+#define SMBRDMA_FUZZ_PROTO_COMMON_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "client/proto/smb2.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A decoder's output pointers must lie inside the input. */
+static inline void fuzz_in(const uint8_t *p, size_t n, const uint8_t *base, size_t len)
+{
+	if (!p)
+		return;
+	if (p < base || (size_t)(p - base) > len || n > len - (size_t)(p - base))
+		abort();
+}
+
+/* Touches every byte of [p, p+n) so ASan notices a bad range. */
+static inline uint8_t fuzz_touch(const uint8_t *p, size_t n)
+{
+	uint8_t x = 0;
+	for (size_t i = 0; p && i < n; i++)
+		x ^= p[i];
+	return x;
+}
+
+/* Walks a directory buffer with every class the iterator knows. */
+static inline void fuzz_dirents(const uint8_t *b, uint32_t len)
+{
+	static const uint8_t classes[] = {1, 2, 3, 37, 38};
+	char name[1024];
+	for (size_t c = 0; c < sizeof(classes); c++) {
+		uint32_t off = 0, prev = 0;
+		struct smb2_dirent e;
+		int rc, steps = 0;
+		while ((rc = smb2_dirent_next(classes[c], b, len, &off, &e)) == 1) {
+			fuzz_in(e.name16, e.name16_len, b, len);
+			(void)smb_utf16le_to_utf8(e.name16, e.name16_len, name, sizeof(name));
+			if (off <= prev && steps > 0)
+				abort(); /* must always advance */
+			prev = off;
+			if (++steps > (int)len)
+				abort();
+		}
+	}
+}
+
+/* Runs every info-class decoder on a QUERY_INFO buffer. */
+static inline void fuzz_infos(const uint8_t *b, size_t len)
+{
+	struct smb2_file_basic_info bi;
+	struct smb2_file_standard_info si;
+	struct smb2_file_all_info ai;
+	struct smb2_file_network_open_info ni;
+	struct smb2_fs_full_size_info fi;
+	uint64_t ino;
+	(void)smb2_file_basic_info_decode(b, len, &bi);
+	(void)smb2_file_standard_info_decode(b, len, &si);
+	(void)smb2_file_internal_info_decode(b, len, &ino);
+	(void)smb2_file_all_info_decode(b, len, &ai);
+	(void)smb2_file_network_open_info_decode(b, len, &ni);
+	(void)smb2_fs_full_size_info_decode(b, len, &fi);
+}
+
+/* Walks a create-context chain both ways. */
+static inline void fuzz_create_ctxs(const uint8_t *chain, uint32_t len)
+{
+	uint32_t off = 0;
+	char name[5];
+	const uint8_t *data, *rn;
+	uint32_t dlen;
+	uint16_t rnl;
+	int steps = 0;
+	while (smb2_create_ctx_next(chain, len, &off, name, &data, &dlen) == 1) {
+		fuzz_in(data, dlen, chain, len);
+		fuzz_touch(data, dlen);
+		if (++steps > (int)len)
+			abort();
+	}
+	off = 0;
+	while (smb2_create_ctx_next_raw(chain, len, &off, &rn, &rnl, &data, &dlen) == 1) {
+		fuzz_in(rn, rnl, chain, len);
+		fuzz_in(data, dlen, chain, len);
+	}
+}
+
+#endif

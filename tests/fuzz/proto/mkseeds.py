@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora for the codec fuzzers into tests/fuzz/corpus/.
+
+The seeds are small, plausible server responses built field by field from
+[MS-SMB2] / [MS-FSCC]; rerun this after changing it and commit the output.
+"""
+import os
+import struct
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'corpus')
+
+
+def hdr(cmd, status=0, next_cmd=0, mid=1, flags=1, tree=1, sess=0x1000000001):
+    return (b'\xfeSMB' + struct.pack('<HHIHHIIQIIQ', 64, 1, status, cmd, 32, flags,
+                                     next_cmd, mid, 0xfeff, tree, sess) + bytes(16))
+
+
+def utf16(s):
+    return s.encode('utf-16-le')
+
+
+def pad8(b):
+    return b + bytes(-len(b) % 8)
+
+
+def negotiate(dialect=0x0311):
+    blob = bytes.fromhex('604806062b0601050502a03e303ca00e300c060a2b06010401823702020a')
+    ctxs = b''
+    if dialect == 0x0311:
+        items = [
+            (1, struct.pack('<HHH', 1, 32, 1) + bytes(range(32))),
+            (2, struct.pack('<HH', 1, 2)),
+            (8, struct.pack('<HH', 1, 1)),
+            (0x100, bytes.fromhex('93ad25509cb411e7b42383de968bcd7c')),
+        ]
+        for i, (t, d) in enumerate(items):
+            c = struct.pack('<HHI', t, len(d), 0) + d
+            ctxs += pad8(c) if i < len(items) - 1 else c
+    sec_off = 64 + 64
+    ctx_off = (sec_off + len(blob) + 7) & ~7
+    body = struct.pack('<HHHH', 65, 1, dialect, 4 if ctxs else 0) + bytes(range(16))
+    body += struct.pack('<IIIIQQHHI', 0x2f, 0x800000, 0x800000, 0x800000,
+                        133000000000000000, 0, sec_off, len(blob), ctx_off if ctxs else 0)
+    msg = hdr(0) + body + blob
+    if ctxs:
+        msg = pad8(msg) + ctxs
+    return msg
+
+
+def session(status, blob, flags=0):
+    return hdr(1, status) + struct.pack('<HHHH', 9, flags, 72 if blob else 0, len(blob)) + blob
+
+
+def create(ctxs):
+    chain = b''
+    for i, (name, data) in enumerate(ctxs):
+        c = struct.pack('<IHHHHI', 0, 16, len(name), 0, 24 if data else 0, len(data))
+        c = pad8(c + name) + data
+        if i < len(ctxs) - 1:
+            c = pad8(c)
+            c = struct.pack('<I', len(c)) + c[4:]
+        chain += c
+    body = struct.pack('<HBBI', 89, 0, 0, 1) + struct.pack('<QQQQQQ', 1, 2, 3, 4, 4096, 5)
+    body += struct.pack('<II', 0x20, 0) + struct.pack('<QQ', 0x11, 0x22)
+    body += struct.pack('<II', 152 if chain else 0, len(chain))
+    return hdr(5) + body + chain
+
+
+def close_rsp():
+    return hdr(6) + struct.pack('<HHI', 60, 1, 0) + struct.pack('<QQQQQQI', 1, 2, 3, 4, 4096, 5,
+                                                                0x20)
+
+
+def read_rsp(data):
+    return hdr(8) + struct.pack('<HBBIII', 17, 80, 0, len(data), 0, 0) + data
+
+
+def write_rsp(n):
+    return hdr(9) + struct.pack('<HHIIHH', 17, 0, n, 0, 0, 0)
+
+
+def ioctl_rsp(out):
+    return (hdr(11) + struct.pack('<HHI', 49, 0, 0x140204) + b'\xff' * 16 +
+            struct.pack('<IIIIII', 112, 0, 112, len(out), 0, 0) + out)
+
+
+def query_info_rsp(buf):
+    return hdr(16) + struct.pack('<HHI', 9, 72, len(buf)) + buf
+
+
+def file_all_info():
+    b = struct.pack('<QQQQII', 1, 2, 3, 4, 0x10, 0)
+    b += struct.pack('<QQIBBH', 4096, 0, 2, 0, 1, 0)
+    b += struct.pack('<QIIQII', 0x123456789, 0, 0x1f01ff, 0, 0, 0)
+    name = utf16('\\dir')
+    return b + struct.pack('<I', len(name)) + name
+
+
+def dirent_idboth(name, fid, last):
+    n = utf16(name)
+    e = struct.pack('<IIQQQQQQII', 0, 0, 1, 2, 3, 4, 10, 4096, 0x20, len(n))
+    e += struct.pack('<IBB', 0, 0, 0) + bytes(24) + struct.pack('<HQ', 0, fid) + n
+    if not last:
+        e = pad8(e)
+        e = struct.pack('<I', len(e)) + e[4:]
+    return e
+
+
+def query_dir_rsp():
+    buf = dirent_idboth('.', 1, False) + dirent_idboth('..', 2, False) + \
+        dirent_idboth('file.txt', 3, True)
+    return hdr(14) + struct.pack('<HHI', 9, 72, len(buf)) + buf
+
+
+def error_rsp(cmd, status, data=b''):
+    return hdr(cmd, status) + struct.pack('<HBBI', 9, 0, 0, len(data)) + (data or b'\0')
+
+
+def compound(*msgs):
+    out = b''
+    for i, m in enumerate(msgs):
+        if i < len(msgs) - 1:
+            m = pad8(m)
+            m = m[:20] + struct.pack('<I', len(m)) + m[24:]
+        out += m
+    return out
+
+
+def main():
+    mxac = (b'MxAc', struct.pack('<II', 0, 0x1f01ff))
+    qfid = (b'QFid', bytes(range(32)))
+    lease = (b'RqLs', bytes(16) + struct.pack('<IIQ', 7, 0, 0))
+    seeds = {
+        'proto_hdr': {
+            'create_qinfo_close': compound(create([mxac]), query_info_rsp(file_all_info()),
+                                           close_rsp()),
+            'negotiate': negotiate(),
+            'error_pending': error_rsp(14, 0x103),
+            'read': read_rsp(b'hello'),
+            'querydir': query_dir_rsp(),
+        },
+        'proto_negotiate': {'smb311': negotiate(), 'smb302': negotiate(0x0302)},
+        'proto_session': {
+            'more_processing': session(0xC0000016, bytes.fromhex('a181b53081b2a0030a0101')),
+            'final': session(0, b'', 1),
+        },
+        'proto_create': {
+            'mxac_qfid': create([mxac, qfid]),
+            'lease': create([lease]),
+            'plain': create([]),
+        },
+        'proto_io': {
+            'read': read_rsp(b'0123456789abcdef'),
+            'write': write_rsp(65536),
+            'close': close_rsp(),
+            'ioctl': ioctl_rsp(struct.pack('<I', 0x2f) + bytes(16) + struct.pack('<HH', 1, 0x311)),
+            'qinfo_all': query_info_rsp(file_all_info()),
+            'qinfo_fsfull': query_info_rsp(struct.pack('<QQQII', 100, 50, 49, 8, 512)),
+            'querydir': query_dir_rsp(),
+        },
+        'proto_error': {
+            'not_found': error_rsp(5, 0xC0000034),
+            'too_small': error_rsp(16, 0xC0000023, struct.pack('<I', 40)),
+            'symlink': error_rsp(5, 0x8000002D, struct.pack('<II', 32, 0) + bytes(24)),
+        },
+        'proto_utf16': {
+            'ascii': utf16('file.txt'),
+            'bmp_astral': utf16('\u00e9t\u00e9 \u20ac \U0001F600'),
+            'nul_pad': utf16('share') + bytes(4),
+        },
+    }
+    for target, files in seeds.items():
+        d = os.path.join(ROOT, target)
+        os.makedirs(d, exist_ok=True)
+        for name, data in files.items():
+            with open(os.path.join(d, name), 'wb') as f:
+                f.write(data)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
