@@ -34,9 +34,100 @@ struct ntlmssp_challenge {
 };
 /* Decode a CHALLENGE_MESSAGE ([MS-NLMP] 2.2.1.2).  0 or -EBADMSG. */
 int ntlmssp_challenge_decode(const uint8_t *msg, size_t len, struct ntlmssp_challenge *c);
-/* Find an AV pair; returns 1 and sets *val/*vlen, 0 if absent, -EBADMSG if the
+/* Find an AV pair; returns 1 and sets *val and *vlen, 0 if absent, -EBADMSG if the
  * list is malformed (no MsvAvEOL inside len, or a length past the end). */
 int ntlmssp_av_find(const uint8_t *av, size_t len, uint16_t id, const uint8_t **val,
 		    uint16_t *vlen);
+
+/* ---- additions (auth/ntlmssp.c) ------------------------------------------ */
+
+#define NTLMSSP_NEGOTIATE_ANONYMOUS 0x00000800u
+
+/* [MS-NLMP] 2.2.2.1 AV_PAIR ids */
+enum ntlmssp_av_id {
+	MSV_AV_EOL = 0,
+	MSV_AV_NB_COMPUTER_NAME = 1,
+	MSV_AV_NB_DOMAIN_NAME = 2,
+	MSV_AV_DNS_COMPUTER_NAME = 3,
+	MSV_AV_DNS_DOMAIN_NAME = 4,
+	MSV_AV_DNS_TREE_NAME = 5,
+	MSV_AV_FLAGS = 6,
+	MSV_AV_TIMESTAMP = 7,
+	MSV_AV_SINGLE_HOST = 8,
+	MSV_AV_TARGET_NAME = 9,
+	MSV_AV_CHANNEL_BINDINGS = 10,
+};
+#define MSV_AV_FLAG_MIC_PRESENT 0x00000002u
+
+/* Walk an AV pair list: start with *off = 0; returns 1 with a pair, 0 at
+ * MsvAvEOL, -EBADMSG when the list runs past len without an EOL. */
+int ntlmssp_av_next(const uint8_t *av, size_t len, size_t *off, uint16_t *id, const uint8_t **val,
+                    uint16_t *vlen);
+
+/* UTF-8 to UTF-16LE (upper-cased when @upper: ASCII, Latin-1, Latin
+ * Extended-A, Greek and Cyrillic).  With out == NULL only measures.  Returns
+ * bytes, -EINVAL for invalid UTF-8, -ENOSPC when cap is too small. */
+ssize_t ntlmssp_utf16le(const char *s, bool upper, uint8_t *out, size_t cap);
+
+/* [MS-NLMP] 3.3.1 NTOWFv1 = MD4(UTF-16LE(password)); 3.3.2 NTOWFv2. */
+int ntlmssp_nt_hash(const char *password, uint8_t out[16]);
+int ntlmssp_ntowfv2(const uint8_t nt_hash[16], const char *user, const char *domain,
+                    uint8_t out[16]);
+/* [MS-NLMP] 3.3.2 NTLMv2 responses.  nt_resp gets NTProofStr || temp
+ * (16 + 28 + target_info_len + 4 bytes); lm_resp the LMv2 response. */
+int ntlmssp_v2_response(const uint8_t response_key[16], const uint8_t server_challenge[8],
+                        const uint8_t client_challenge[8], uint64_t timestamp,
+                        const uint8_t *target_info, size_t target_info_len, uint8_t *nt_resp,
+                        size_t nt_cap, size_t *nt_len, uint8_t lm_resp[24],
+                        uint8_t session_base_key[16]);
+
+/* [MS-NLMP] 3.4.5.2/3.4.5.3 keys, from the ExportedSessionKey and the
+ * negotiated flags (extended session security is assumed). */
+struct ntlmssp_keys {
+	uint8_t client_sign[16];
+	uint8_t server_sign[16];
+	uint8_t client_seal[16];
+	uint8_t server_seal[16];
+};
+int ntlmssp_derive_keys(const uint8_t exported_session_key[16], uint32_t flags,
+                        struct ntlmssp_keys *k);
+/* [MS-NLMP] 3.4.4.2 MAC with extended session security: version 1,
+ * HMAC-MD5(sign_key, seq || msg)[0..8] (RC4-sealed with a fresh handle on
+ * seal_key when key_exch), seq. */
+int ntlmssp_mac(const uint8_t sign_key[16], const uint8_t seal_key[16], bool key_exch, uint32_t seq,
+                const uint8_t *msg, size_t len, uint8_t out[16]);
+
+/* NEGOTIATE_MESSAGE ([MS-NLMP] 2.2.1.1), no domain or workstation. */
+#define NTLMSSP_NEGOTIATE_LEN 40
+ssize_t ntlmssp_negotiate_encode(uint8_t *buf, size_t cap, uint32_t flags);
+
+/* The client's side of CHALLENGE -> AUTHENTICATE.  The *_fixed members are
+ * for tests (known-answer vectors); leave them NULL to use the clock and the
+ * random generator. */
+struct ntlmssp_client_params {
+	const char *user;
+	const char *password;
+	const char *domain;
+	const char *workstation;
+	const char *server_name;                   /* adds MsvAvTargetName "cifs/<name>" */
+	const uint8_t *client_challenge_fixed;     /* 8 bytes */
+	const uint8_t *exported_session_key_fixed; /* 16 bytes */
+	const uint64_t *timestamp_fixed;           /* used when the server sends none */
+};
+struct ntlmssp_client_result {
+	uint32_t flags; /* negotiated, as sent in AUTHENTICATE */
+	bool mic_sent;
+	bool anonymous;
+	uint8_t session_base_key[16];
+	uint8_t exported_session_key[16];
+	struct ntlmssp_keys keys;
+};
+/* Builds the AUTHENTICATE_MESSAGE ([MS-NLMP] 2.2.1.3) into *auth, a talloc
+ * child of mem_ctx.  0, -EBADMSG (bad CHALLENGE), -EPROTONOSUPPORT (no
+ * Unicode or NTLM on offer), -EINVAL (bad UTF-8 in creds), -ENOMEM. */
+int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_params *p,
+                                const uint8_t *negotiate, size_t negotiate_len,
+                                const uint8_t *challenge, size_t challenge_len, uint8_t **auth,
+                                size_t *auth_len, struct ntlmssp_client_result *res);
 
 #endif

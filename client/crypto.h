@@ -24,14 +24,14 @@ int smb_random_bytes(void *buf, size_t len);
 int smb_md4(const void *data, size_t len, uint8_t out[16]);
 int smb_md5(const struct iovec *iov, int iovcnt, uint8_t out[16]);
 int smb_hmac_md5(const uint8_t *key, size_t keylen, const struct iovec *iov, int iovcnt,
-		 uint8_t out[16]);
+                 uint8_t out[16]);
 int smb_hmac_sha256(const uint8_t *key, size_t keylen, const struct iovec *iov, int iovcnt,
-		    uint8_t out[32]);
+                    uint8_t out[32]);
 int smb_sha512(const struct iovec *iov, int iovcnt, uint8_t out[64]);
 int smb_aes_cmac(const uint8_t key[16], const struct iovec *iov, int iovcnt, uint8_t out[16]);
 /* AES-128-GMAC: GCM with no plaintext, all of iov as AAD ([MS-SMB2] 3.1.4.1). */
 int smb_aes_gmac(const uint8_t key[16], const uint8_t nonce[12], const struct iovec *iov,
-		 int iovcnt, uint8_t out[16]);
+                 int iovcnt, uint8_t out[16]);
 /* RC4 (NTLM key exchange): out may equal in. */
 int smb_rc4(const uint8_t *key, size_t keylen, const uint8_t *in, uint8_t *out, size_t len);
 
@@ -39,7 +39,7 @@ int smb_rc4(const uint8_t *key, size_t keylen, const uint8_t *in, uint8_t *out, 
  * L = outlen*8.  Label and context are passed with their terminating NULs
  * where the spec says so (the caller includes them in the lengths). */
 int smb_kdf(const uint8_t *key, size_t keylen, const uint8_t *label, size_t label_len,
-	    const uint8_t *context, size_t context_len, uint8_t *out, size_t outlen);
+            const uint8_t *context, size_t context_len, uint8_t *out, size_t outlen);
 
 /* [MS-SMB2] 3.1.4.1 message signing.  @iov covers the whole PDU with its
  * Signature field already zeroed; the 16-byte result goes into Signature.
@@ -48,6 +48,6 @@ int smb_kdf(const uint8_t *key, size_t keylen, const uint8_t *label, size_t labe
  * SERVER_TO_REDIR and CANCEL bits), so the first iov must hold the 64-byte
  * header. */
 int smb_sign_pdu(uint16_t alg, const uint8_t key[16], const struct iovec *iov, int iovcnt,
-		 uint8_t sig[16]);
+                 uint8_t sig[16]);
 
 #endif

@@ -287,7 +287,6 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 	memcpy(hash, c->preauth, 64);
 	const uint8_t *in = blob;
 	size_t inlen = blob_len;
-	bool key_ready = false;
 
 	for (int round = 0; round < 8; round++) {
 		const uint8_t *out;
@@ -299,8 +298,13 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 			smb_auth_free(auth);
 			return step == -EACCES ? -EACCES : step;
 		}
-		if (step == SMB_AUTH_DONE && outlen == 0 && key_ready)
-			break;
+		if (step == SMB_AUTH_DONE && outlen == 0) {
+			/* Nothing left to send, yet the server has not accepted us. */
+			set_err(errbuf, errlen, "authentication with %s ended before the server accepted it",
+				c->host);
+			smb_auth_free(auth);
+			return -EPROTO;
+		}
 		struct smb2_session_setup_req sr = {
 		    .security_mode = (uint8_t)(SMB2_NEGOTIATE_SIGNING_ENABLED |
 		                               (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0)),
