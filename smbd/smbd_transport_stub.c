@@ -1,0 +1,27 @@
+/* smbd/smbd_transport_stub.c — built when rdma-core is absent: no SMB Direct. */
+#include "client/transport.h"
+#include "smbd/smbd_offload.h"
+
+#include <errno.h>
+
+int smb_transport_rdma_new(struct ev_loop *loop, const struct smb_transport_up *up,
+                           struct smb_transport **out)
+{
+	return -EOPNOTSUPP;
+}
+
+int smbd_offload_caps(struct smb_transport *t, struct smbd_offload_caps *out)
+{
+	return -EOPNOTSUPP;
+}
+
+int smbd_offload_desc(struct smb_transport *t, const struct smb_transport_mr *mr, const void *addr,
+                      size_t len, struct smbd_buffer_desc_v1 *out)
+{
+	return -EOPNOTSUPP;
+}
+
+int smbd_transport_get_stats(struct smb_transport *t, struct smbd_transport_stats *out)
+{
+	return -EOPNOTSUPP;
+}
