@@ -32,19 +32,20 @@
 #include "client/proto/smb2.h"
 
 struct smb_client;
+struct ev_loop;
 
 struct smb_client_opts {
-	const char *host;		/* name or address */
-	uint16_t port;			/* 0 = 445 */
+	const char *host; /* name or address */
+	uint16_t port;    /* 0 = 445 */
 	const char *share;
 	const char *user;
 	const char *password;
-	const char *domain;		/* NULL = "" */
-	uint16_t min_dialect;		/* 0 = 0x0202 */
-	uint16_t max_dialect;		/* 0 = 0x0311 */
-	bool require_signing;		/* sign even if the server does not demand it */
-	unsigned timeout_ms;		/* per request; 0 = 60000 */
-	unsigned connect_timeout_ms;	/* 0 = 15000 */
+	const char *domain;          /* NULL = "" */
+	uint16_t min_dialect;        /* 0 = 0x0202 */
+	uint16_t max_dialect;        /* 0 = 0x0311 */
+	bool require_signing;        /* sign even if the server does not demand it */
+	unsigned timeout_ms;         /* per request; 0 = 60000 */
+	unsigned connect_timeout_ms; /* 0 = 15000 */
 };
 
 /* Connect, negotiate, authenticate, tree connect.  On failure returns -errno
@@ -52,37 +53,43 @@ struct smb_client_opts {
  * (STATUS_LOGON_FAILURE): wrong user name or password for 127.0.0.1",
  * "connection refused by 127.0.0.1 port 445"). */
 int smb_client_connect(const struct smb_client_opts *opts, struct smb_client **out, char *errbuf,
-		       size_t errlen);
+                       size_t errlen);
 void smb_client_destroy(struct smb_client *c);
 
 struct smb_client_info {
 	uint16_t dialect;
 	bool signing;
 	uint16_t signing_alg;
-	uint32_t max_read, max_write;	/* bytes per READ/WRITE request */
+	uint32_t max_read, max_write; /* bytes per READ/WRITE request */
 	uint32_t share_type;
 };
 void smb_client_get_info(struct smb_client *c, struct smb_client_info *out);
 
+/* The event loop the client's callbacks run on.  Owned by the client (valid
+ * until smb_client_destroy()); a caller may add its own fds and calls to it
+ * (fuse/ serves /dev/fuse from it, so a request and its reply never change
+ * threads), under the rules of common/evloop.h. */
+struct ev_loop *smb_client_loop(struct smb_client *c);
+
 /* ---- attributes --------------------------------------------------------------- */
 struct smb_attr {
-	uint64_t file_id;		/* server's IndexNumber / FileId; 0 if unknown */
+	uint64_t file_id; /* server's IndexNumber / FileId; 0 if unknown */
 	uint64_t creation_time, last_access_time, last_write_time, change_time; /* NT time */
 	uint64_t end_of_file;
 	uint64_t allocation_size;
-	uint32_t file_attributes;	/* FILE_ATTRIBUTE_* */
-	uint32_t nlink;			/* 0 if unknown */
+	uint32_t file_attributes; /* FILE_ATTRIBUTE_* */
+	uint32_t nlink;           /* 0 if unknown */
 };
 
 struct smb_fsinfo {
 	uint64_t total_units, avail_units, free_units;
-	uint32_t bytes_per_unit;	/* sectors_per_unit * bytes_per_sector */
+	uint32_t bytes_per_unit; /* sectors_per_unit * bytes_per_sector */
 };
 
 typedef void (*smb_status_cb)(void *arg, int err, uint32_t status);
 typedef void (*smb_attr_cb)(void *arg, int err, uint32_t status, const struct smb_attr *attr);
 typedef void (*smb_open_cb)(void *arg, int err, uint32_t status, struct smb2_fileid fid,
-			    const struct smb_attr *attr);
+                            const struct smb_attr *attr);
 typedef void (*smb_read_cb)(void *arg, int err, uint32_t status, const void *data, size_t len);
 typedef void (*smb_write_cb)(void *arg, int err, uint32_t status, size_t written);
 typedef void (*smb_fsinfo_cb)(void *arg, int err, uint32_t status, const struct smb_fsinfo *fs);
@@ -95,7 +102,7 @@ struct smb_dirent {
 /* Called once per QUERY_DIRECTORY reply with all the entries in it (count may
  * be 0).  status STATUS_NO_MORE_FILES means the listing is complete. */
 typedef void (*smb_dir_cb)(void *arg, int err, uint32_t status, const struct smb_dirent *ents,
-			   size_t count);
+                           size_t count);
 
 /* ---- path operations (each one round trip, compounded inside) ------------------ */
 
@@ -103,16 +110,16 @@ typedef void (*smb_dir_cb)(void *arg, int err, uint32_t status, const struct smb
 int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg);
 
 struct smb_open_args {
-	uint32_t desired_access;	/* FILE_READ_DATA | ... or GENERIC_* */
-	uint32_t share_access;		/* 0 = FILE_SHARE_ALL */
-	uint32_t create_disposition;	/* FILE_OPEN, FILE_CREATE, FILE_OPEN_IF, FILE_OVERWRITE_IF */
-	uint32_t create_options;	/* FILE_DIRECTORY_FILE, FILE_NON_DIRECTORY_FILE, ... */
-	uint32_t file_attributes;	/* for new files; 0 = FILE_ATTRIBUTE_NORMAL */
+	uint32_t desired_access;     /* FILE_READ_DATA | ... or GENERIC_* */
+	uint32_t share_access;       /* 0 = FILE_SHARE_ALL */
+	uint32_t create_disposition; /* FILE_OPEN, FILE_CREATE, FILE_OPEN_IF, FILE_OVERWRITE_IF */
+	uint32_t create_options;     /* FILE_DIRECTORY_FILE, FILE_NON_DIRECTORY_FILE, ... */
+	uint32_t file_attributes;    /* for new files; 0 = FILE_ATTRIBUTE_NORMAL */
 };
 /* create (+ query FileAllInformation for the file id and link count), keeping
  * the handle open; close it with smb_close(). */
 int smb_open(struct smb_client *c, const char *path, const struct smb_open_args *args,
-	     smb_open_cb cb, void *arg);
+             smb_open_cb cb, void *arg);
 int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg);
 
 /* create directory (FILE_CREATE) + query + close. */
@@ -122,7 +129,7 @@ int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_cb cb, void *arg);
 /* create(DELETE) + set FileRenameInformation + close. */
 int smb_rename(struct smb_client *c, const char *from, const char *to, bool replace,
-	       smb_status_cb cb, void *arg);
+               smb_status_cb cb, void *arg);
 
 /* What to change in smb_setattr(); fields not flagged are ignored. */
 enum {
@@ -130,18 +137,18 @@ enum {
 	SMB_SET_ATIME = 1u << 1,
 	SMB_SET_MTIME = 1u << 2,
 	SMB_SET_CTIME = 1u << 3,
-	SMB_SET_ATTRIBUTES = 1u << 4,	/* file_attributes (e.g. READONLY) */
+	SMB_SET_ATTRIBUTES = 1u << 4, /* file_attributes (e.g. READONLY) */
 };
 struct smb_setattr_args {
 	unsigned which;
 	uint64_t size;
-	uint64_t atime, mtime, ctime;	/* NT time */
+	uint64_t atime, mtime, ctime; /* NT time */
 	uint32_t file_attributes;
 };
 /* On an open handle when fid != NULL (no create/close), else by path.
  * Replies with the attributes after the change. */
 int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid *fid,
-		const struct smb_setattr_args *args, smb_attr_cb cb, void *arg);
+                const struct smb_setattr_args *args, smb_attr_cb cb, void *arg);
 
 int smb_statfs(struct smb_client *c, smb_fsinfo_cb cb, void *arg);
 
@@ -154,19 +161,19 @@ int smb_fstat(struct smb_client *c, struct smb2_fileid fid, smb_attr_cb cb, void
  * calls back once with the whole result (short only at end of file; 0 bytes
  * and status STATUS_SUCCESS at or past EOF). */
 int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
-	     smb_read_cb cb, void *arg);
+             smb_read_cb cb, void *arg);
 /* Write len bytes; the engine copies what it needs before returning, so data
  * may be reused at once.  Split above max_write; calls back once with the
  * total written. */
 int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
-	      size_t len, smb_write_cb cb, void *arg);
+              size_t len, smb_write_cb cb, void *arg);
 int smb_flush(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg);
 
 /* List a directory opened with smb_open(FILE_DIRECTORY_FILE, FILE_LIST_DIRECTORY).
  * restart asks the server to start over.  Entries "." and ".." are passed on
  * as the server sends them. */
 int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_dir_cb cb,
-		void *arg);
+                void *arg);
 
 /* ---- time helpers ----------------------------------------------------------- */
 /* See smb_nttime_to_timespec() in client/proto/smb2.h. */

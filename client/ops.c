@@ -299,13 +299,22 @@ int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_c
 	if (!req)
 		return -ENOMEM;
 	req->related = true;
+	op->kind = 2; /* the disposition's status decides; the close's does not */
+	/* Set the disposition explicitly rather than FILE_DELETE_ON_CLOSE: only
+	 * SET_INFO reports STATUS_DIRECTORY_NOT_EMPTY for a non-empty directory
+	 * (a delete-on-close open of one succeeds and the delete quietly does not
+	 * happen). */
 	struct smb_open_args oa = {
 	    .desired_access = DELETE_ACCESS | FILE_READ_ATTRIBUTES,
 	    .create_disposition = FILE_OPEN,
-	    .create_options =
-	        FILE_DELETE_ON_CLOSE | (is_dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE),
+	    .create_options = is_dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE,
 	};
-	int err = add_create(req, path, &oa);
+	uint8_t *info = talloc_size(req, 8);
+	ssize_t ilen = info ? smb2_file_disposition_info_encode(info, 8, true) : -ENOMEM;
+	int err = ilen < 0 ? (int)ilen : add_create(req, path, &oa);
+	if (!err)
+		err = add_set_info(req, SMB2_FILEID_RELATED, FileDispositionInformation, info,
+		                   (size_t)ilen);
 	if (!err)
 		err = add_close(req, SMB2_FILEID_RELATED);
 	return op_submit(req, err, status_done);

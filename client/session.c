@@ -300,8 +300,9 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 		}
 		if (step == SMB_AUTH_DONE && outlen == 0) {
 			/* Nothing left to send, yet the server has not accepted us. */
-			set_err(errbuf, errlen, "authentication with %s ended before the server accepted it",
-				c->host);
+			set_err(errbuf, errlen,
+			        "authentication with %s ended before the server accepted it",
+			        c->host);
 			smb_auth_free(auth);
 			return -EPROTO;
 		}
@@ -621,6 +622,11 @@ void smb_client_destroy(struct smb_client *c)
 		ev_loop_free(c->loop);
 	memset(&c->signing, 0, sizeof(c->signing));
 	talloc_free(c);
+}
+
+struct ev_loop *smb_client_loop(struct smb_client *c)
+{
+	return c->loop;
 }
 
 void smb_client_get_info(struct smb_client *c, struct smb_client_info *out)
