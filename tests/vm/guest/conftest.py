@@ -1,0 +1,95 @@
+"""Shared fixtures for tests that run inside the test guest (tests/vm/run).
+
+The guest init (tests/vm/lib/guest-init) describes the lab in environment variables and in
+/run/smbrdma-vm/lab.env; the ``lab`` fixture exposes them. Helpers live in vmlab.py
+(``from vmlab import run, sha256_file``). Outside the guest every test here is
+skipped, so a plain ``pytest`` on the host does no harm.
+"""
+
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass
+
+import pytest
+
+LAB_ENV = "/run/smbrdma-vm/lab.env"
+
+
+def _read_lab_env():
+    env = {}
+    try:
+        with open(LAB_ENV) as f:
+            for line in f:
+                line = line.strip()
+                if "=" in line and not line.startswith("#"):
+                    key, _, value = line.partition("=")
+                    parts = shlex.split(value) if value else [""]
+                    env[key] = parts[0] if parts else ""
+    except FileNotFoundError:
+        pass
+    env.update({k: v for k, v in os.environ.items() if k.startswith("SMBRDMA_VM_")})
+    return env
+
+
+@dataclass(frozen=True)
+class Lab:
+    rxe_dev: str       # soft-RoCE device, e.g. rxe0
+    rxe_netdev: str    # its veth end
+    rxe_addr: str      # IPv4 address on that veth end (ksmbd is reachable there)
+    siw_dev: str       # soft-iWARP device, e.g. siw0
+    siw_netdev: str
+    siw_addr: str
+    share: str         # SMB share name served by ksmbd
+    share_path: str    # its directory (tmpfs) inside the guest
+    user: str
+    password: str
+    smbdirect_port: int  # ksmbd's SMB Direct listener (5445 when an iWARP device exists)
+    out: str           # output directory shared with the host (artifacts survive the VM)
+    errors: str        # problems the guest init met while building the lab ('' if none)
+
+    def unc(self, addr=None):
+        return f"//{addr or self.rxe_addr}/{self.share}"
+
+
+@pytest.fixture(scope="session")
+def lab():
+    env = _read_lab_env()
+    if env.get("SMBRDMA_VM") != "1":
+        pytest.skip("not inside the smbrdma test guest (run it with tests/vm/run)")
+    return Lab(
+        rxe_dev=env["SMBRDMA_VM_RXE_DEV"],
+        rxe_netdev=env["SMBRDMA_VM_RXE_NETDEV"],
+        rxe_addr=env["SMBRDMA_VM_RXE_ADDR"],
+        siw_dev=env["SMBRDMA_VM_SIW_DEV"],
+        siw_netdev=env["SMBRDMA_VM_SIW_NETDEV"],
+        siw_addr=env["SMBRDMA_VM_SIW_ADDR"],
+        share=env["SMBRDMA_VM_SMB_SHARE"],
+        share_path=env["SMBRDMA_VM_SMB_SHARE_PATH"],
+        user=env["SMBRDMA_VM_SMB_USER"],
+        password=env["SMBRDMA_VM_SMB_PASS"],
+        smbdirect_port=int(env.get("SMBRDMA_VM_SMBDIRECT_PORT", "445")),
+        out=env.get("SMBRDMA_VM_OUT", "/tmp"),
+        errors=env.get("SMBRDMA_VM_LAB_ERRORS", ""),
+    )
+
+
+@pytest.fixture
+def mountpoint(tmp_path):
+    """An empty directory; whatever is mounted on it is unmounted afterwards."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    yield mnt
+    if os.path.ismount(mnt):
+        subprocess.run(["umount", str(mnt)], timeout=60)
+        if os.path.ismount(mnt):
+            subprocess.run(["umount", "-l", str(mnt)], timeout=60)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the lab checks first: when they fail, the rest is explained by them."""
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def first(item):
+        return 0 if str(item.path) == os.path.join(here, "test_lab.py") else 1
+    items.sort(key=first)
