@@ -1,0 +1,86 @@
+/* fuse/inode.h — the table of inodes the kernel knows about.
+ *
+ * A FUSE nodeid is our own counter (1 = the root, never reused).  Each inode
+ * holds its parent and its name; a path is built by walking up, so a rename
+ * moves one node and its whole subtree follows.  A hash map finds
+ * (parent, name) -> inode.  nlookup counts exactly the entries handed to the
+ * kernel (lookup, create, mkdir, readdirplus) minus its forgets; an inode is
+ * freed when nlookup is 0 and no other inode names it as parent (the root
+ * is never freed).  An unlinked or replaced inode leaves the name map but
+ * keeps its parent and name until it is forgotten.
+ *
+ * Each inode also caches the server's attributes; they are "fresh" for
+ * attr_timeout after they were stored and kept (stale) after that, for
+ * callers that only need the file attributes or type.
+ *
+ * Locking: one mutex per table guards every field of every inode and both
+ * hash maps.  It is a leaf lock: nothing else is taken while it is held, and
+ * no callback or FUSE reply happens under it.  Callers may hold their own
+ * lock (e.g. a directory handle's) when they call in here.
+ */
+#ifndef SMBRDMA_FUSE_INODE_H
+#define SMBRDMA_FUSE_INODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client/client.h"
+
+#define SMB_ROOT_NODEID 1
+
+struct smb_inode_table;
+
+/* root_prefix is the path of the mount root inside the share ("" for the
+ * share root); attr_timeout_ns is how long stored attributes stay fresh. */
+struct smb_inode_table *smb_inode_table_new(const char *root_prefix, uint64_t attr_timeout_ns);
+void smb_inode_table_free(struct smb_inode_table *t);
+
+/* The inode named (parent, name), created if absent, with nlookup + 1 and
+ * the given attributes stored at time now_ns.  If the name maps to an inode
+ * whose server file id or type differs from attr, that inode is detached
+ * from the name (it is another file now) and a new one is made.  Returns 0
+ * and the nodeid and st_ino to hand to the kernel, or -ENOENT if parent is
+ * unknown, -ENOMEM. */
+int smb_inode_link(struct smb_inode_table *t, uint64_t parent, const char *name,
+                   const struct smb_attr *attr, uint64_t now_ns, uint64_t *nodeid,
+                   uint64_t *st_ino);
+
+/* nlookup -= n; frees the inode (and then any parent left unreferenced)
+ * when it drops to 0.  Unknown nodeids are ignored. */
+void smb_inode_forget(struct smb_inode_table *t, uint64_t nodeid, uint64_t n);
+
+/* Path of nodeid inside the share, with "/child" appended when child is not
+ * NULL; malloc'd into *path.  -ENOENT for an unknown nodeid, -ENOMEM,
+ * -ENAMETOOLONG past 32 KiB. */
+int smb_inode_path(struct smb_inode_table *t, uint64_t nodeid, const char *child, char **path);
+
+/* Cached attributes of nodeid.  Returns 0 with *fresh telling whether they
+ * are within attr_timeout, -ENODATA if none were ever stored, -ENOENT for an
+ * unknown nodeid.  st_ino may be NULL. */
+int smb_inode_get_attr(struct smb_inode_table *t, uint64_t nodeid, uint64_t now_ns,
+                       struct smb_attr *attr, bool *fresh, uint64_t *st_ino);
+void smb_inode_set_attr(struct smb_inode_table *t, uint64_t nodeid, const struct smb_attr *attr,
+                        uint64_t now_ns);
+/* Keep the attributes but mark them stale (after a write, a create in a
+ * directory, ...). */
+void smb_inode_invalidate_attr(struct smb_inode_table *t, uint64_t nodeid);
+
+/* st_ino for nodeid: the server's file id, or the nodeid when the server
+ * gave none.  0 for an unknown nodeid. */
+uint64_t smb_inode_st_ino(struct smb_inode_table *t, uint64_t nodeid);
+
+/* The name (parent, name) is gone on the server: detach its inode. */
+void smb_inode_unlink(struct smb_inode_table *t, uint64_t parent, const char *name);
+/* (oldparent, oldname) is now (newparent, newname); an inode that had the new
+ * name is detached.  Returns 0, or -ENOMEM (the table is then unchanged
+ * except that the target name is detached). */
+int smb_inode_rename(struct smb_inode_table *t, uint64_t oldparent, const char *oldname,
+                     uint64_t newparent, const char *newname);
+
+/* For tests and debug logs: nlookup of nodeid (0 if unknown), the nodeid
+ * bound to (parent, name) (0 if none), and the number of live inodes. */
+uint64_t smb_inode_nlookup(struct smb_inode_table *t, uint64_t nodeid);
+uint64_t smb_inode_find(struct smb_inode_table *t, uint64_t parent, const char *name);
+uint64_t smb_inode_count(struct smb_inode_table *t);
+
+#endif

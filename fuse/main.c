@@ -1,0 +1,484 @@
+/* fuse/main.c — mount.smbrdma: arguments, daemonizing, the FUSE session.
+ *
+ *   mount.smbrdma //HOST[:PORT]/SHARE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s] [-n] [-v]
+ *
+ * Start-up, in this order:
+ *   1. parse arguments and options (errors go straight to stderr, exit 1);
+ *   2. unless -f/-d: fork FIRST.  The engine's loop thread started by
+ *      smb_client_connect() and libfuse's threads would not survive a fork,
+ *      so the child does everything below and the parent only waits on a
+ *      pipe for "ok" or an error message, prints "mount error: ..." and exits
+ *      0 or 1;
+ *   3. connect (with SIGINT/SIGTERM/SIGHUP blocked, so that the engine's
+ *      thread inherits a mask that leaves them to this thread);
+ *   4. fuse_session_new + fuse_session_mount, then report "ok";
+ *   5. run the multi-threaded loop until unmount or a signal;
+ *   6. smb_client_destroy() (pending requests fail and are answered while
+ *      the session still exists), unmount, destroy the session.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "common/log.h"
+#include "fuse/options.h"
+#include "fuse/smbfs.h"
+#include "fuse/unc.h"
+
+#define PROG "mount.smbrdma"
+
+struct mount_args {
+	struct smb_unc unc;
+	struct smb_mount_opts opts;
+	char source[512]; /* //host/share as given, for messages and fsname */
+	char *mountpoint; /* absolute */
+	bool foreground;
+	bool fuse_debug;
+	bool verbose;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+	        "usage: " PROG " //HOST[:PORT]/SHARE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s] [-v]\n"
+	        "  -o OPTIONS  comma-separated: username=, password=, domain=, port=, vers=,\n"
+	        "              uid=, gid=, file_mode=, dir_mode=, ro, rw, actimeo=, debug\n"
+	        "  -f          stay in the foreground, log to stderr\n"
+	        "  -d          foreground with FUSE and engine debug output\n"
+	        "  -s          sloppy: ignore unknown options\n"
+	        "  -v          verbose\n"
+	        "  -n          accepted for mount(8), ignored\n"
+	        "See mount.smbrdma(8).\n");
+}
+
+/* ---- reporting to the waiting parent ----------------------------------------- */
+
+static int report_fd = -1; /* write end of the pipe; -1 in the foreground */
+
+static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void report(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (report_fd < 0) {
+		if (strcmp(msg, "ok") != 0)
+			fprintf(stderr, "mount error: %s\n", msg);
+		return;
+	}
+	if (strcmp(msg, "ok") != 0)
+		smb_err("%s", msg);
+	size_t len = strlen(msg), off = 0;
+	while (off < len) {
+		ssize_t n = write(report_fd, msg + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	close(report_fd);
+	report_fd = -1;
+}
+
+/* Parent side: wait for the child's verdict. */
+static int wait_for_child(pid_t pid, int fd)
+{
+	char msg[1024];
+	size_t len = 0;
+	int status;
+
+	for (;;) {
+		ssize_t n = read(fd, msg + len, sizeof(msg) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len == sizeof(msg) - 1)
+			break;
+	}
+	msg[len] = '\0';
+	close(fd);
+	if (strcmp(msg, "ok") == 0)
+		return 0;
+	if (len == 0) {
+		if (waitpid(pid, &status, 0) == pid && WIFSIGNALED(status))
+			fprintf(stderr, "mount error: " PROG " daemon was killed by signal %d\n",
+			        WTERMSIG(status));
+		else
+			fprintf(stderr,
+			        "mount error: " PROG " daemon exited before mounting (see the "
+			        "system log)\n");
+		return 1;
+	}
+	fprintf(stderr, "mount error: %s\n", msg);
+	/* Let the child finish its teardown, so that no daemon outlives the
+	 * failed command; do not wait forever on one that hangs. */
+	for (int i = 0; i < 100 && waitpid(pid, &status, WNOHANG) == 0; i++)
+		usleep(50 * 1000);
+	return 1;
+}
+
+/* ---- libfuse log lines into ours ------------------------------------------- */
+
+static char last_fuse_error[256];
+
+static void fuse_log_to_smb(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n && line[n - 1] == '\n')
+		line[--n] = '\0';
+	if (level <= FUSE_LOG_ERR)
+		snprintf(last_fuse_error, sizeof(last_fuse_error), "%s", line);
+	smb_log((int)level, "%s", line);
+}
+
+/* ---- arguments --------------------------------------------------------------- */
+
+static int parse_args(int argc, char **argv, struct mount_args *a)
+{
+	static const struct option longopts[] = {
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
+	};
+	char err[512];
+	char *optstrs[32];
+	size_t nopt = 0;
+	bool sloppy = false;
+	char resolved[PATH_MAX];
+	struct stat st;
+	int c, rc;
+
+	smb_mount_opts_init(&a->opts, getuid(), getgid());
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:fdsnvt:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (nopt == sizeof(optstrs) / sizeof(optstrs[0])) {
+				fprintf(stderr, "mount error: too many -o arguments\n");
+				return -1;
+			}
+			optstrs[nopt++] = optarg;
+			break;
+		case 'f':
+			a->foreground = true;
+			break;
+		case 'd':
+			a->foreground = true;
+			a->fuse_debug = true;
+			break;
+		case 's':
+			sloppy = true;
+			break;
+		case 'v':
+			a->verbose = true;
+			break;
+		case 'n': /* no mtab: there is none to write */
+		case 't': /* mount(8) may name the type */
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf(PROG " " SMBRDMA_VERSION "\n");
+			exit(0);
+		default:
+			fprintf(stderr, "mount error: unknown flag '%s'\n", argv[optind - 1]);
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (argc - optind != 2) {
+		usage(stderr);
+		return -1;
+	}
+	for (size_t i = 0; i < nopt; i++) {
+		rc = smb_mount_opts_parse(&a->opts, optstrs[i], sloppy, err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "mount error: %s\n",
+			        rc == -ENOMEM ? strerror(ENOMEM) : err);
+			return -1;
+		}
+		/* keep the password out of ps(1) and /proc/PID/cmdline */
+		smb_mount_opts_scrub(optstrs[i]);
+	}
+	if (!a->opts.password && getenv("PASSWD")) {
+		a->opts.password = strdup(getenv("PASSWD"));
+		if (!a->opts.password)
+			return -1;
+	}
+	rc = smb_unc_parse(argv[optind], &a->unc, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "mount error: %s\n", rc == -ENOMEM ? strerror(ENOMEM) : err);
+		return -1;
+	}
+	snprintf(a->source, sizeof(a->source), "//%s%s%s/%s%s%s",
+	         strchr(a->unc.host, ':') ? "[" : "", a->unc.host,
+	         strchr(a->unc.host, ':') ? "]" : "", a->unc.share, a->unc.prefix[0] ? "/" : "",
+	         a->unc.prefix);
+	if (!realpath(argv[optind + 1], resolved) || stat(resolved, &st) < 0) {
+		fprintf(stderr, "mount error: mount point %s: %s\n", argv[optind + 1],
+		        strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "mount error: mount point %s is not a directory\n",
+		        argv[optind + 1]);
+		return -1;
+	}
+	a->mountpoint = strdup(resolved);
+	return a->mountpoint ? 0 : -1;
+}
+
+/* "a,b\c" -> "a\,b\\c": a value inside libfuse's -o list. */
+static void opt_escape(char *out, size_t cap, const char *in)
+{
+	size_t n = 0;
+
+	for (; *in && n + 2 < cap; in++) {
+		if (*in == ',' || *in == '\\')
+			out[n++] = '\\';
+		out[n++] = *in;
+	}
+	out[n] = '\0';
+}
+
+/* The bdi of our mount, "/sys/class/bdi/MAJ:MIN/read_ahead_kb", found
+ * through /proc/self/mountinfo (no FUSE request involved).  "" if not found. */
+static void find_readahead_knob(const char *mountpoint, char *out, size_t cap)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096], dev[32] = "";
+	unsigned maj, min;
+
+	out[0] = '\0';
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char mnt[PATH_MAX], unesc[PATH_MAX];
+		size_t j = 0;
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3)
+			continue;
+		/* mountinfo writes ' ', '\t', '\n', '\\' as \ooo */
+		for (size_t i = 0; mnt[i] && j + 1 < sizeof(unesc); i++) {
+			if (mnt[i] == '\\' && mnt[i + 1] >= '0' && mnt[i + 1] <= '3' &&
+			    mnt[i + 2] && mnt[i + 3]) {
+				unesc[j++] = (char)(((mnt[i + 1] - '0') << 6) |
+				                    ((mnt[i + 2] - '0') << 3) | (mnt[i + 3] - '0'));
+				i += 3;
+			} else {
+				unesc[j++] = mnt[i];
+			}
+		}
+		unesc[j] = '\0';
+		if (strcmp(unesc, mountpoint) == 0)
+			snprintf(dev, sizeof(dev), "%u:%u", maj, min); /* last one wins */
+	}
+	fclose(f);
+	if (dev[0])
+		snprintf(out, cap, "/sys/class/bdi/%s/read_ahead_kb", dev);
+}
+
+static void detach_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (fd < 0)
+		return;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
+/* ---- the mount itself -------------------------------------------------------- */
+
+static int run(struct mount_args *a)
+{
+	struct smbfs fs = {0};
+	struct smb_client_opts copts = {0};
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *loop_cfg = NULL;
+	char errbuf[512] = "", fsname[1100], mntopts[1600];
+	sigset_t block, old;
+	int rc, ret = 1;
+
+	pthread_mutex_init(&fs.handles_lock, NULL);
+
+	copts.host = a->unc.host;
+	copts.port = a->opts.port ? a->opts.port : a->unc.port;
+	copts.share = a->unc.share;
+	copts.user = a->opts.user;
+	copts.password = a->opts.password;
+	copts.domain = a->opts.domain;
+	copts.min_dialect = a->opts.min_dialect;
+	copts.max_dialect = a->opts.max_dialect;
+	smb_info("connecting to %s port %u as '%s'%s%s, dialects 0x%04x-0x%04x", a->source,
+	         copts.port ? copts.port : 445, copts.user ? copts.user : "",
+	         copts.domain ? " domain " : "", copts.domain ? copts.domain : "",
+	         copts.min_dialect ? copts.min_dialect : SMB2_DIALECT_0202,
+	         copts.max_dialect ? copts.max_dialect : SMB2_DIALECT_0311);
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+
+	rc = smb_client_connect(&copts, &fs.client, errbuf, sizeof(errbuf));
+	if (rc < 0) {
+		report("could not mount %s: %s", a->source, errbuf[0] ? errbuf : strerror(-rc));
+		goto out;
+	}
+	fs.inodes = smb_inode_table_new(a->unc.prefix, (uint64_t)a->opts.actimeo * 1000000000u);
+	if (!fs.inodes) {
+		report("could not mount %s: %s", a->source, strerror(ENOMEM));
+		goto out;
+	}
+	fs.policy.uid = a->opts.uid;
+	fs.policy.gid = a->opts.gid;
+	fs.policy.file_mode = a->opts.file_mode;
+	fs.policy.dir_mode = a->opts.dir_mode;
+	fs.timeout = (double)a->opts.actimeo;
+	fs.ro = a->opts.ro;
+	snprintf(fs.source, sizeof(fs.source), "%s", a->source);
+
+	opt_escape(fsname, sizeof(fsname), a->source);
+	snprintf(mntopts, sizeof(mntopts),
+	         "fsname=%s,subtype=smbrdma,default_permissions,max_read=%u%s%s%s%s", fsname,
+	         SMBFS_MAX_IO, geteuid() == 0 ? ",allow_other" : "", a->opts.ro ? ",ro" : "",
+	         a->opts.kernel_flags[0] ? "," : "", a->opts.kernel_flags);
+	char *fargv[] = {PROG, "-o", mntopts, a->fuse_debug ? "-d" : NULL, NULL};
+	struct fuse_args fargs = FUSE_ARGS_INIT(a->fuse_debug ? 4 : 3, fargv);
+
+	last_fuse_error[0] = '\0';
+	se = fuse_session_new(&fargs, &smbfs_ops, sizeof(smbfs_ops), &fs);
+	fuse_opt_free_args(&fargs);
+	if (!se) {
+		report("could not mount %s: FUSE session: %s", a->source,
+		       last_fuse_error[0] ? last_fuse_error : "failed");
+		goto out;
+	}
+	if (fuse_set_signal_handlers(se) < 0) {
+		report("could not mount %s: cannot install signal handlers", a->source);
+		goto out;
+	}
+	if (fuse_session_mount(se, a->mountpoint) < 0) {
+		report("could not mount %s on %s: %s", a->source, a->mountpoint,
+		       last_fuse_error[0] ? last_fuse_error : "FUSE mount failed");
+		fuse_remove_signal_handlers(se);
+		goto out;
+	}
+	/* Read-ahead is raised after INIT (see smbfs_post_init()). */
+	if (geteuid() == 0)
+		find_readahead_knob(a->mountpoint, fs.readahead_knob, sizeof(fs.readahead_knob));
+	smb_log(LOG_NOTICE, "mounted %s on %s", a->source, a->mountpoint);
+	report("ok");
+	if (!a->foreground)
+		detach_stdio();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+	loop_cfg = fuse_loop_cfg_create();
+	if (loop_cfg)
+		fuse_loop_cfg_set_idle_threads(loop_cfg, 10);
+	rc = fuse_session_loop_mt(se, loop_cfg);
+	fuse_loop_cfg_destroy(loop_cfg);
+	/* 0: unmounted; > 0: the signal that stopped us; < 0: -errno */
+	ret = rc < 0 ? 1 : 0;
+	if (rc < 0)
+		smb_err("%s: FUSE loop failed: %s", a->source, strerror(-rc));
+	else if (rc > 0)
+		smb_log(LOG_NOTICE, "%s: %s, unmounting", a->source, strsignal(rc));
+
+	/* Fail what is still pending while the session can take replies. */
+	smb_client_destroy(fs.client);
+	fs.client = NULL;
+	smbfs_free_handles(&fs);
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+	smb_log(LOG_NOTICE, "unmounted %s from %s", a->source, a->mountpoint);
+out:
+	if (se)
+		fuse_session_destroy(se);
+	if (fs.client)
+		smb_client_destroy(fs.client);
+	smbfs_free_handles(&fs);
+	pthread_mutex_destroy(&fs.handles_lock);
+	smb_inode_table_free(fs.inodes);
+	return ret;
+}
+
+static void free_args(struct mount_args *a)
+{
+	smb_mount_opts_free(&a->opts);
+	smb_unc_free(&a->unc);
+	free(a->mountpoint);
+	a->mountpoint = NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct mount_args args = {0};
+	int pipefd[2], rc = 1;
+	pid_t pid;
+
+	if (parse_args(argc, argv, &args) < 0)
+		goto out;
+
+	if (!args.foreground) {
+		if (pipe2(pipefd, O_CLOEXEC) < 0) {
+			fprintf(stderr, "mount error: pipe: %s\n", strerror(errno));
+			goto out;
+		}
+		fflush(NULL);
+		pid = fork();
+		if (pid < 0) {
+			fprintf(stderr, "mount error: fork: %s\n", strerror(errno));
+			goto out;
+		}
+		if (pid > 0) {
+			close(pipefd[1]);
+			rc = wait_for_child(pid, pipefd[0]);
+			goto out;
+		}
+		close(pipefd[0]);
+		report_fd = pipefd[1];
+		setsid();
+		if (chdir("/") < 0) {
+			/* cannot happen; the mount point is absolute anyway */
+		}
+	}
+	smb_log_init(PROG, !args.foreground,
+	             args.opts.debug || args.fuse_debug ? LOG_DEBUG
+	             : args.verbose                     ? LOG_INFO
+	                                                : LOG_NOTICE);
+	fuse_set_log_func(fuse_log_to_smb);
+	rc = run(&args);
+	if (report_fd >= 0)
+		report("could not mount %s: internal error", args.source);
+out:
+	free_args(&args);
+	return rc;
+}

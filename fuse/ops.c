@@ -1,0 +1,176 @@
+/* fuse/ops.c — the fuse_lowlevel_ops table, init/destroy/statfs and the
+ * helpers every op shares. */
+#include "fuse/smbfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "fuse/errno_map.h"
+
+uint64_t smbfs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void smbfs_post_init(struct smbfs *fs)
+{
+	char kb[16];
+	int fd, n;
+
+	if (__atomic_load_n(&fs->post_init_done, __ATOMIC_ACQUIRE) ||
+	    __atomic_exchange_n(&fs->post_init_done, true, __ATOMIC_ACQ_REL))
+		return;
+	if (!fs->readahead_knob[0])
+		return;
+	n = snprintf(kb, sizeof(kb), "%u", SMBFS_MAX_IO / 1024);
+	fd = open(fs->readahead_knob, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, kb, (size_t)n) != n)
+		smb_debug("%s: cannot raise read-ahead in %s: %s", fs->source, fs->readahead_knob,
+		          strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+void smbfs_reply_status(fuse_req_t req, int err, uint32_t status)
+{
+	fuse_reply_err(req, smb_errno(err, status));
+}
+
+void smbfs_fill_entry(struct smbfs *fs, uint64_t nodeid, uint64_t st_ino,
+                      const struct smb_attr *attr, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = nodeid;
+	/* nodeids are never reused, so generation can stay 0. */
+	e->attr_timeout = fs->timeout;
+	e->entry_timeout = fs->timeout;
+	smb_attr_to_stat(attr, &fs->policy, st_ino, &e->attr);
+}
+
+int smbfs_check_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len > SMBFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	/* '\\' is the separator on the wire: "a\\b" would name a path. */
+	if (strchr(name, '\\'))
+		return -EINVAL;
+	return 0;
+}
+
+static void enable_if_capable(struct fuse_conn_info *conn, unsigned cap)
+{
+	/* libfuse aborts the mount if we want what the kernel cannot do. */
+	if (conn->capable & cap)
+		conn->want |= cap;
+}
+
+static void smbfs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct smbfs *fs = userdata;
+
+	enable_if_capable(conn, FUSE_CAP_ASYNC_READ);
+	enable_if_capable(conn, FUSE_CAP_READDIRPLUS);
+	enable_if_capable(conn, FUSE_CAP_READDIRPLUS_AUTO);
+	enable_if_capable(conn, FUSE_CAP_PARALLEL_DIROPS);
+	enable_if_capable(conn, FUSE_CAP_ASYNC_DIO);
+	enable_if_capable(conn, FUSE_CAP_ATOMIC_O_TRUNC);
+	/* Another client may change the file behind our back: the kernel must
+	 * not keep dirty pages we have not sent. */
+	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+
+	/* libfuse 3.14 sizes its buffer for 256 pages (FUSE_MAX_MAX_PAGES) and,
+	 * when the kernel offers FUSE_MAX_PAGES, answers with max_pages derived
+	 * from max_write; before init it has already clamped max_write to what
+	 * the buffer holds (128 KiB on kernels without FUSE_MAX_PAGES). */
+	if (conn->max_write > SMBFS_MAX_IO)
+		conn->max_write = SMBFS_MAX_IO;
+	/* Must equal the max_read= mount option given to fuse_session_new(). */
+	conn->max_read = SMBFS_MAX_IO;
+	/* The kernel offers its bdi read-ahead and keeps the smaller value;
+	 * smbfs_post_init() raises the bdi's read_ahead_kb afterwards. */
+	if (conn->max_readahead > SMBFS_MAX_IO)
+		conn->max_readahead = SMBFS_MAX_IO;
+	/* NT time has a 100 ns tick. */
+	conn->time_gran = 100;
+	smb_info("%s: FUSE %u.%u, max_write %u, max_readahead %u, want 0x%x", fs->source,
+	         conn->proto_major, conn->proto_minor, conn->max_write, conn->max_readahead,
+	         conn->want);
+}
+
+static void smbfs_destroy(void *userdata)
+{
+	struct smbfs *fs = userdata;
+
+	/* The client outlives the session loop and is torn down by main(),
+	 * which also fails its pending requests; nothing to do here. */
+	smb_debug("%s: FUSE session ends", fs->source);
+}
+
+static void statfs_done(void *arg, int err, uint32_t status, const struct smb_fsinfo *info)
+{
+	fuse_req_t req = arg;
+	int e = smb_errno(err, status);
+	struct statvfs st;
+
+	if (e) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	memset(&st, 0, sizeof(st));
+	st.f_bsize = info->bytes_per_unit ? info->bytes_per_unit : 4096;
+	st.f_frsize = st.f_bsize;
+	st.f_blocks = info->total_units;
+	st.f_bfree = info->free_units;
+	st.f_bavail = info->avail_units;
+	st.f_namemax = SMBFS_NAME_MAX;
+	fuse_reply_statfs(req, &st);
+}
+
+void smbfs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	int rc;
+
+	smbfs_post_init(smbfs_of(req));
+	rc = smb_statfs(smbfs_of(req)->client, statfs_done, req);
+
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+}
+
+const struct fuse_lowlevel_ops smbfs_ops = {
+    .init = smbfs_init,
+    .destroy = smbfs_destroy,
+    .lookup = smbfs_lookup,
+    .forget = smbfs_forget,
+    .forget_multi = smbfs_forget_multi,
+    .getattr = smbfs_getattr,
+    .setattr = smbfs_setattr,
+    .mkdir = smbfs_mkdir,
+    .unlink = smbfs_unlink,
+    .rmdir = smbfs_rmdir,
+    .rename = smbfs_rename,
+    .open = smbfs_open,
+    .create = smbfs_create,
+    .read = smbfs_read,
+    .write = smbfs_write,
+    .flush = smbfs_flush,
+    .fsync = smbfs_fsync,
+    .release = smbfs_release,
+    .opendir = smbfs_opendir,
+    .readdir = smbfs_readdir,
+    .readdirplus = smbfs_readdirplus,
+    .releasedir = smbfs_releasedir,
+    .statfs = smbfs_statfs,
+};

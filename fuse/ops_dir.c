@@ -1,0 +1,409 @@
+/* fuse/ops_dir.c — directory handles: opendir, readdir, readdirplus,
+ * releasedir.
+ *
+ * A handle buffers the entries fetched with smb_readdir() and serves them by
+ * offset: entry i has offset i + 1, entries 0 and 1 are "." and ".." made up
+ * here (the server's own are dropped).  A readdir asking past the buffer
+ * waits on the handle until the next QUERY_DIRECTORY reply arrives; one
+ * fetch is in flight at a time.  readdir at offset 0 after entries were
+ * served (rewinddir) starts the listing over.
+ *
+ * Lock: smbfs_dir.lock guards the fields marked below; it is held while
+ * readdirplus links inodes (inode table lock nests inside) and never while
+ * replying or calling the engine.
+ */
+#include "fuse/smbfs.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "fuse/errno_map.h"
+
+/* Give up on a server that keeps answering "success, no entries". */
+#define MAX_EMPTY_REPLIES 64
+
+struct dir_entry {
+	char *name;
+	struct smb_attr attr;
+};
+
+struct dir_waiter {
+	fuse_req_t req;
+	size_t size;
+	off_t off;
+	bool plus;
+	struct dir_waiter *next;
+};
+
+struct smbfs_dir {
+	struct smbfs_file file; /* first: fi->fh points here */
+	struct smbfs *fs;
+	pthread_mutex_t lock;
+	/* guarded by lock: */
+	struct dir_entry *ents;
+	size_t count, cap;
+	bool eof;      /* the server said STATUS_NO_MORE_FILES */
+	int err;       /* sticky errno of a failed fetch */
+	bool fetching; /* a smb_readdir() is in flight */
+	bool restart;  /* the next fetch restarts the scan */
+	bool served;   /* some entry was handed out since the (re)start */
+	unsigned empty_replies;
+	struct dir_waiter *waiters, **waiters_tail;
+};
+
+static int dir_add(struct smbfs_dir *d, const char *name, const struct smb_attr *attr)
+{
+	if (d->count == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 64;
+		struct dir_entry *ents = realloc(d->ents, cap * sizeof(*ents));
+		if (!ents)
+			return -ENOMEM;
+		d->ents = ents;
+		d->cap = cap;
+	}
+	d->ents[d->count].name = strdup(name);
+	if (!d->ents[d->count].name)
+		return -ENOMEM;
+	d->ents[d->count].attr = *attr;
+	d->count++;
+	return 0;
+}
+
+/* Drop everything after "." and "..". */
+static void dir_truncate(struct smbfs_dir *d)
+{
+	while (d->count > 2)
+		free(d->ents[--d->count].name);
+}
+
+static void dir_destroy(struct smbfs_file *f)
+{
+	struct smbfs_dir *d = (struct smbfs_dir *)f;
+
+	while (d->count)
+		free(d->ents[--d->count].name);
+	free(d->ents);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+static bool is_dot(const char *name)
+{
+	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+/* ---- serving entries --------------------------------------------------------- */
+
+struct linked {
+	uint64_t *ids;
+	size_t n, cap;
+};
+
+static bool linked_push(struct linked *l, uint64_t nodeid)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 32;
+		uint64_t *ids = realloc(l->ids, cap * sizeof(*ids));
+		if (!ids)
+			return false;
+		l->ids = ids;
+		l->cap = cap;
+	}
+	l->ids[l->n++] = nodeid;
+	return true;
+}
+
+/* Reply to one readdir/readdirplus from the buffer.  Called without the
+ * lock; the caller knows off < count, or eof, or err. */
+static void dir_serve(struct smbfs_dir *d, fuse_req_t req, size_t size, off_t off, bool plus)
+{
+	struct smbfs *fs = d->fs;
+	struct linked linked = {0};
+	size_t pos = 0;
+	char *buf;
+	int err = 0;
+
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	d->served = true;
+	if ((size_t)off >= d->count && !d->eof)
+		err = d->err ? d->err : EIO;
+	uint64_t dir_ino = smb_inode_st_ino(fs->inodes, d->file.nodeid);
+	for (size_t i = (size_t)off; i < d->count && !err; i++) {
+		const struct dir_entry *ent = &d->ents[i];
+		size_t room = size - pos, used;
+		struct fuse_entry_param e;
+		uint64_t st_ino = ent->attr.file_id;
+
+		if (i < 2)
+			st_ino = dir_ino;
+		else if (!st_ino)
+			st_ino = smb_inode_find(fs->inodes, d->file.nodeid, ent->name);
+		if (!st_ino)
+			st_ino = UINT64_MAX - i; /* server gave no id; stable per listing */
+		memset(&e, 0, sizeof(e));
+		smb_attr_to_stat(&ent->attr, &fs->policy, st_ino, &e.attr);
+		if (!plus) {
+			used = fuse_add_direntry(req, buf + pos, room, ent->name, &e.attr,
+			                         (off_t)i + 1);
+			if (used > room)
+				break;
+			pos += used;
+			continue;
+		}
+		/* Size first: an entry we link must reach the kernel. */
+		if (fuse_add_direntry_plus(req, NULL, 0, ent->name, NULL, 0) > room)
+			break;
+		if (i >= 2) {
+			uint64_t nodeid;
+			/* On failure e.ino stays 0: the kernel then takes the
+			 * name without attributes and counts no lookup. */
+			if (smb_inode_link(fs->inodes, d->file.nodeid, ent->name, &ent->attr,
+			                   smbfs_now_ns(), &nodeid, &st_ino) == 0) {
+				if (linked_push(&linked, nodeid))
+					smbfs_fill_entry(fs, nodeid, st_ino, &ent->attr, &e);
+				else
+					smb_inode_forget(fs->inodes, nodeid, 1);
+			}
+		}
+		pos += fuse_add_direntry_plus(req, buf + pos, room, ent->name, &e, (off_t)i + 1);
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (err) {
+		fuse_reply_err(req, err);
+	} else if (fuse_reply_buf(req, buf, pos) == -ENOENT) {
+		/* Interrupted: the kernel linked none of these entries. */
+		for (size_t i = 0; i < linked.n; i++)
+			smb_inode_forget(fs->inodes, linked.ids[i], 1);
+	}
+	free(linked.ids);
+	free(buf);
+}
+
+/* ---- fetching ---------------------------------------------------------------- */
+
+static void dir_fetch(struct smbfs_dir *d);
+
+static void fetch_done(void *arg, int err, uint32_t status, const struct smb_dirent *ents,
+                       size_t count)
+{
+	struct smbfs_dir *d = arg;
+	struct dir_waiter *ready = NULL, **ready_tail = &ready, *w, **pp;
+	bool more;
+	int e = smb_errno(err, status);
+
+	pthread_mutex_lock(&d->lock);
+	if (err == 0 && status == STATUS_NO_MORE_FILES) {
+		d->eof = true;
+	} else if (e) {
+		d->err = e;
+	} else {
+		for (size_t i = 0; i < count && !d->err; i++)
+			if (!is_dot(ents[i].name) && dir_add(d, ents[i].name, &ents[i].attr) < 0)
+				d->err = ENOMEM;
+		d->empty_replies = count ? 0 : d->empty_replies + 1;
+		if (d->empty_replies >= MAX_EMPTY_REPLIES) {
+			smb_warn("%s: directory listing makes no progress", d->fs->source);
+			d->err = EIO;
+		}
+	}
+	/* Take out every waiter the buffer can answer now. */
+	for (pp = &d->waiters; (w = *pp);) {
+		if ((size_t)w->off < d->count || d->eof || d->err) {
+			*pp = w->next;
+			w->next = NULL;
+			*ready_tail = w;
+			ready_tail = &w->next;
+		} else {
+			pp = &w->next;
+		}
+	}
+	d->waiters_tail = pp;
+	more = d->waiters != NULL;
+	d->fetching = more;
+	pthread_mutex_unlock(&d->lock);
+
+	while ((w = ready)) {
+		ready = w->next;
+		dir_serve(d, w->req, w->size, w->off, w->plus);
+		free(w);
+	}
+	if (more)
+		dir_fetch(d);
+}
+
+static void dir_fetch(struct smbfs_dir *d)
+{
+	bool restart;
+	int rc;
+
+	pthread_mutex_lock(&d->lock);
+	restart = d->restart;
+	d->restart = false;
+	pthread_mutex_unlock(&d->lock);
+	rc = smb_readdir(d->fs->client, d->file.fid, restart, fetch_done, d);
+
+	if (rc < 0)
+		fetch_done(d, rc, 0, NULL, 0);
+}
+
+static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
+                           bool plus)
+{
+	struct smbfs_dir *d = (struct smbfs_dir *)smbfs_file_of(fi);
+	struct dir_waiter *w;
+	bool start;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	if (off == 0 && d->served && !d->fetching) {
+		/* rewinddir(): list afresh. */
+		dir_truncate(d);
+		d->eof = false;
+		d->err = 0;
+		d->served = false;
+		d->empty_replies = 0;
+		d->restart = true;
+	}
+	if ((size_t)off < d->count || d->eof || d->err) {
+		pthread_mutex_unlock(&d->lock);
+		dir_serve(d, req, size, off, plus);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		pthread_mutex_unlock(&d->lock);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	w->req = req;
+	w->size = size;
+	w->off = off;
+	w->plus = plus;
+	*d->waiters_tail = w;
+	d->waiters_tail = &w->next;
+	start = !d->fetching;
+	d->fetching = true;
+	pthread_mutex_unlock(&d->lock);
+	if (start)
+		dir_fetch(d);
+}
+
+void smbfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                   struct fuse_file_info *fi)
+{
+	readdir_common(req, size, off, fi, false);
+}
+
+void smbfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+	readdir_common(req, size, off, fi, true);
+}
+
+/* ---- opendir, releasedir ----------------------------------------------------- */
+
+struct opendir_ctx {
+	fuse_req_t req;
+	struct smbfs *fs;
+	uint64_t nodeid;
+	struct fuse_file_info fi;
+};
+
+static void opendir_done(void *arg, int err, uint32_t status, struct smb2_fileid fid,
+                         const struct smb_attr *attr)
+{
+	struct opendir_ctx *ctx = arg;
+	struct smbfs *fs = ctx->fs;
+	fuse_req_t req = ctx->req;
+	struct smbfs_dir *d = NULL;
+	struct smb_attr dotdot = {.file_attributes = FILE_ATTRIBUTE_DIRECTORY};
+	int e = smb_errno(err, status);
+
+	if (e == 0) {
+		d = calloc(1, sizeof(*d));
+		if (d) {
+			d->file.fid = fid;
+			d->file.nodeid = ctx->nodeid;
+			d->file.destroy = dir_destroy;
+			d->fs = fs;
+			pthread_mutex_init(&d->lock, NULL);
+			d->waiters_tail = &d->waiters;
+			smbfs_track_handle(fs, &d->file);
+			smb_inode_set_attr(fs->inodes, ctx->nodeid, attr, smbfs_now_ns());
+			if (dir_add(d, ".", attr) < 0 || dir_add(d, "..", &dotdot) < 0)
+				e = ENOMEM;
+		} else {
+			e = ENOMEM;
+		}
+		if (e) {
+			if (d)
+				smbfs_close_handle(fs, &d->file);
+			else
+				smb_warn("%s: out of memory; a directory handle leaks", fs->source);
+		}
+	}
+	if (e) {
+		free(ctx);
+		fuse_reply_err(req, e);
+		return;
+	}
+	ctx->fi.fh = (uint64_t)(uintptr_t)&d->file;
+	if (fuse_reply_open(req, &ctx->fi) == -ENOENT)
+		smbfs_close_handle(fs, &d->file);
+	free(ctx);
+}
+
+void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct smbfs *fs = smbfs_of(req);
+	struct smb_open_args args = {0};
+	struct opendir_ctx *ctx;
+	char *path = NULL;
+	int rc;
+
+	smbfs_post_init(fs);
+	rc = smb_inode_path(fs->inodes, ino, NULL, &path);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		free(path);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ctx->req = req;
+	ctx->fs = fs;
+	ctx->nodeid = ino;
+	ctx->fi = *fi;
+	args.desired_access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE;
+	args.share_access = FILE_SHARE_ALL;
+	args.create_disposition = FILE_OPEN;
+	args.create_options = FILE_DIRECTORY_FILE;
+	rc = smb_open(fs->client, path, &args, opendir_done, ctx);
+	free(path);
+	if (rc < 0) {
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+void smbfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct smbfs_file *f = smbfs_file_of(fi);
+
+	f->release_req = req;
+	smbfs_close_handle(smbfs_of(req), f);
+}

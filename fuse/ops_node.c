@@ -1,0 +1,556 @@
+/* fuse/ops_node.c — ops on names and inodes: lookup, forget, getattr,
+ * setattr, mkdir, unlink, rmdir, rename. */
+#include "fuse/smbfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "fuse/errno_map.h"
+
+/* Context of a request on one or two names.  The strings live in buf. */
+struct name_ctx {
+	fuse_req_t req;
+	struct smbfs *fs;
+	uint64_t parent, newparent;
+	const char *name, *newname;
+	bool cleared_readonly; /* unlink: READONLY was cleared for a retry */
+	char buf[];
+};
+
+static struct name_ctx *name_ctx_new(fuse_req_t req, uint64_t parent, const char *name,
+                                     uint64_t newparent, const char *newname)
+{
+	size_t n1 = strlen(name) + 1, n2 = newname ? strlen(newname) + 1 : 0;
+	struct name_ctx *ctx = malloc(sizeof(*ctx) + n1 + n2);
+
+	if (!ctx)
+		return NULL;
+	ctx->req = req;
+	ctx->fs = smbfs_of(req);
+	ctx->parent = parent;
+	ctx->newparent = newparent;
+	ctx->cleared_readonly = false;
+	memcpy(ctx->buf, name, n1);
+	ctx->name = ctx->buf;
+	ctx->newname = NULL;
+	if (newname) {
+		memcpy(ctx->buf + n1, newname, n2);
+		ctx->newname = ctx->buf + n1;
+	}
+	return ctx;
+}
+
+/* Path of (parent, name) after checking name; replies with the error and
+ * returns NULL on failure. */
+static char *child_path_or_reply(fuse_req_t req, uint64_t parent, const char *name)
+{
+	char *path = NULL;
+	int rc = smbfs_check_name(name);
+
+	if (rc == 0)
+		rc = smb_inode_path(smbfs_of(req)->inodes, parent, name, &path);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return NULL;
+	}
+	return path;
+}
+
+/* ---- lookup and mkdir: reply with a new entry ---------------------------------- */
+
+static void entry_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
+{
+	struct name_ctx *ctx = arg;
+	struct smbfs *fs = ctx->fs;
+	fuse_req_t req = ctx->req;
+	struct fuse_entry_param e;
+	uint64_t nodeid, st_ino;
+	int rc = smb_errno(err, status);
+
+	if (rc == 0)
+		rc = -smb_inode_link(fs->inodes, ctx->parent, ctx->name, attr, smbfs_now_ns(),
+		                     &nodeid, &st_ino);
+	if (rc) {
+		free(ctx);
+		fuse_reply_err(req, rc);
+		return;
+	}
+	free(ctx);
+	smbfs_fill_entry(fs, nodeid, st_ino, attr, &e);
+	/* The kernel never saw the entry if the request was interrupted: take
+	 * back the lookup count it will not forget. */
+	if (fuse_reply_entry(req, &e) == -ENOENT)
+		smb_inode_forget(fs->inodes, nodeid, 1);
+}
+
+void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct smbfs *fs = smbfs_of(req);
+	char *path;
+	struct name_ctx *ctx;
+	int rc;
+
+	smbfs_post_init(fs);
+	path = child_path_or_reply(req, parent, name);
+	if (!path)
+		return;
+	ctx = name_ctx_new(req, parent, name, 0, NULL);
+	rc = ctx ? smb_stat(fs->client, path, entry_done, ctx) : -ENOMEM;
+	free(path);
+	if (rc < 0) {
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+static void mkdir_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
+{
+	struct name_ctx *ctx = arg;
+
+	smb_inode_invalidate_attr(ctx->fs->inodes, ctx->parent);
+	entry_done(arg, err, status, attr);
+}
+
+void smbfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct smbfs *fs = smbfs_of(req);
+	struct name_ctx *ctx;
+	char *path;
+	int rc;
+
+	if (fs->ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	path = child_path_or_reply(req, parent, name);
+	if (!path)
+		return;
+	ctx = name_ctx_new(req, parent, name, 0, NULL);
+	rc = ctx ? smb_mkdir(fs->client, path, mkdir_done, ctx) : -ENOMEM;
+	free(path);
+	if (rc < 0) {
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+/* ---- forget ------------------------------------------------------------------ */
+
+void smbfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	smb_inode_forget(smbfs_of(req)->inodes, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+void smbfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct smbfs *fs = smbfs_of(req);
+
+	for (size_t i = 0; i < count; i++)
+		smb_inode_forget(fs->inodes, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+/* ---- getattr ----------------------------------------------------------------- */
+
+struct attr_ctx {
+	fuse_req_t req;
+	struct smbfs *fs;
+	uint64_t ino;
+};
+
+static void reply_attr(struct smbfs *fs, fuse_req_t req, uint64_t ino, const struct smb_attr *attr)
+{
+	struct stat st;
+
+	smb_inode_set_attr(fs->inodes, ino, attr, smbfs_now_ns());
+	smb_attr_to_stat(attr, &fs->policy, smb_inode_st_ino(fs->inodes, ino), &st);
+	fuse_reply_attr(req, &st, fs->timeout);
+}
+
+static void getattr_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
+{
+	struct attr_ctx ctx = *(struct attr_ctx *)arg;
+	int e = smb_errno(err, status);
+
+	free(arg);
+	if (e)
+		fuse_reply_err(ctx.req, e);
+	else
+		reply_attr(ctx.fs, ctx.req, ctx.ino, attr);
+}
+
+/* Ask the server for ino's attributes (by handle when there is one) and
+ * reply with them. */
+static void getattr_from_server(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct smbfs *fs = smbfs_of(req);
+	struct attr_ctx *ctx = malloc(sizeof(*ctx));
+	char *path = NULL;
+	int rc;
+
+	if (!ctx) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ctx->req = req;
+	ctx->fs = fs;
+	ctx->ino = ino;
+	if (fi && fi->fh) {
+		const struct smbfs_file *f = smbfs_file_of(fi);
+		rc = smb_fstat(fs->client, f->fid, getattr_done, ctx);
+	} else {
+		rc = smb_inode_path(fs->inodes, ino, NULL, &path);
+		if (rc == 0)
+			rc = smb_stat(fs->client, path, getattr_done, ctx);
+		free(path);
+	}
+	if (rc < 0) {
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+void smbfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct smbfs *fs = smbfs_of(req);
+	struct smb_attr attr;
+	uint64_t st_ino;
+	bool fresh;
+	struct stat st;
+
+	smbfs_post_init(fs);
+	if (smb_inode_get_attr(fs->inodes, ino, smbfs_now_ns(), &attr, &fresh, &st_ino) == 0 &&
+	    fresh) {
+		smb_attr_to_stat(&attr, &fs->policy, st_ino, &st);
+		fuse_reply_attr(req, &st, fs->timeout);
+		return;
+	}
+	getattr_from_server(req, ino, fi);
+}
+
+/* ---- setattr ----------------------------------------------------------------- */
+
+/* File attributes a client may set with FileBasicInformation ([MS-FSA]
+ * 2.1.5.14.2); others (DIRECTORY, SPARSE_FILE, ...) must not be sent back. */
+#define SETTABLE_ATTRIBUTES                                                        \
+	(FILE_ATTRIBUTE_READONLY | FILE_ATTRIBUTE_HIDDEN | FILE_ATTRIBUTE_SYSTEM | \
+	 FILE_ATTRIBUTE_ARCHIVE | FILE_ATTRIBUTE_TEMPORARY)
+
+struct setattr_ctx {
+	fuse_req_t req;
+	struct smbfs *fs;
+	uint64_t ino;
+	bool has_fid;
+	struct smb2_fileid fid;
+	bool set_mode;
+	mode_t mode;
+	struct smb_setattr_args args;
+	char path[];
+};
+
+static void setattr_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
+{
+	struct setattr_ctx *ctx = arg;
+	struct smbfs *fs = ctx->fs;
+	fuse_req_t req = ctx->req;
+	uint64_t ino = ctx->ino;
+	int e = smb_errno(err, status);
+
+	free(ctx);
+	if (e)
+		fuse_reply_err(req, e);
+	else
+		reply_attr(fs, req, ino, attr);
+}
+
+static void setattr_send(struct setattr_ctx *ctx, const struct smb_attr *cur);
+
+static void setattr_have_attr(void *arg, int err, uint32_t status, const struct smb_attr *attr)
+{
+	struct setattr_ctx *ctx = arg;
+	int e = smb_errno(err, status);
+
+	if (e) {
+		fuse_req_t req = ctx->req;
+		free(ctx);
+		fuse_reply_err(req, e);
+		return;
+	}
+	smb_inode_set_attr(ctx->fs->inodes, ctx->ino, attr, smbfs_now_ns());
+	setattr_send(ctx, attr);
+}
+
+/* Second step: with the current attributes known, turn a mode change into a
+ * READONLY change and send what is left. */
+static void setattr_send(struct setattr_ctx *ctx, const struct smb_attr *cur)
+{
+	struct smbfs *fs = ctx->fs;
+	int rc;
+
+	if (ctx->set_mode && !(cur->file_attributes & FILE_ATTRIBUTE_DIRECTORY)) {
+		uint32_t old = cur->file_attributes & SETTABLE_ATTRIBUTES;
+		uint32_t want = old & ~FILE_ATTRIBUTE_READONLY;
+		if (!(ctx->mode & (S_IWUSR | S_IWGRP | S_IWOTH)))
+			want |= FILE_ATTRIBUTE_READONLY;
+		if (want != old) {
+			ctx->args.which |= SMB_SET_ATTRIBUTES;
+			/* 0 would mean "leave unchanged" */
+			ctx->args.file_attributes = want ? want : FILE_ATTRIBUTE_NORMAL;
+		}
+	}
+	if (ctx->args.which == 0) {
+		/* Nothing the server stores changes (chmod of a directory, or
+		 * to the same READONLY state): answer with what we know. */
+		fuse_req_t req = ctx->req;
+		uint64_t ino = ctx->ino;
+		free(ctx);
+		reply_attr(fs, req, ino, cur);
+		return;
+	}
+	rc = smb_setattr(fs->client, ctx->path, ctx->has_fid ? &ctx->fid : NULL, &ctx->args,
+	                 setattr_done, ctx);
+	if (rc < 0) {
+		fuse_req_t req = ctx->req;
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+static uint64_t set_time(int to_set, int now_flag, const struct timespec *ts)
+{
+	struct timespec now;
+
+	if (to_set & now_flag) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		return smb_timespec_to_nttime(&now);
+	}
+	return smb_timespec_to_nttime(ts);
+}
+
+void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                   struct fuse_file_info *fi)
+{
+	struct smbfs *fs = smbfs_of(req);
+	struct setattr_ctx *ctx;
+	struct smb_attr cur;
+	bool fresh;
+	char *path = NULL;
+	int rc;
+
+	if ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->policy.uid) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != fs->policy.gid) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (fs->ro && (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+	                         FUSE_SET_ATTR_MODE))) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = smb_inode_path(fs->inodes, ino, NULL, &path);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	ctx = calloc(1, sizeof(*ctx) + strlen(path) + 1);
+	if (!ctx) {
+		free(path);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	strcpy(ctx->path, path);
+	free(path);
+	ctx->req = req;
+	ctx->fs = fs;
+	ctx->ino = ino;
+	if (fi && fi->fh) {
+		ctx->has_fid = true;
+		ctx->fid = smbfs_file_of(fi)->fid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		ctx->args.which |= SMB_SET_SIZE;
+		ctx->args.size = (uint64_t)attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME) {
+		ctx->args.which |= SMB_SET_ATIME;
+		ctx->args.atime = set_time(to_set, FUSE_SET_ATTR_ATIME_NOW, &attr->st_atim);
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME) {
+		ctx->args.which |= SMB_SET_MTIME;
+		ctx->args.mtime = set_time(to_set, FUSE_SET_ATTR_MTIME_NOW, &attr->st_mtim);
+	}
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		ctx->set_mode = true;
+		ctx->mode = attr->st_mode;
+	}
+	smb_inode_invalidate_attr(fs->inodes, ino);
+	/* Stale attributes are good enough to learn the type and the other
+	 * DOS attribute bits to keep; ask the server only if we have none. */
+	if (smb_inode_get_attr(fs->inodes, ino, 0, &cur, &fresh, NULL) == 0) {
+		setattr_send(ctx, &cur);
+		return;
+	}
+	if (ctx->has_fid)
+		rc = smb_fstat(fs->client, ctx->fid, setattr_have_attr, ctx);
+	else
+		rc = smb_stat(fs->client, ctx->path, setattr_have_attr, ctx);
+	if (rc < 0) {
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+/* ---- unlink, rmdir ------------------------------------------------------------- */
+
+static void unlink_cleared(void *arg, int err, uint32_t status, const struct smb_attr *attr);
+
+static void unlink_done(void *arg, int err, uint32_t status)
+{
+	struct name_ctx *ctx = arg;
+	struct smbfs *fs = ctx->fs;
+	fuse_req_t req = ctx->req;
+	int e = smb_errno(err, status);
+
+	/* The server will not delete a file with FILE_ATTRIBUTE_READONLY, but
+	 * POSIX lets anyone who may write the directory unlink it (git
+	 * deletes its 0444 objects): clear the attribute and try once more. */
+	if (err == 0 && status == STATUS_CANNOT_DELETE && !ctx->cleared_readonly) {
+		struct smb_setattr_args args = {.which = SMB_SET_ATTRIBUTES,
+		                                .file_attributes = FILE_ATTRIBUTE_NORMAL};
+		char *path = NULL;
+		int rc = smb_inode_path(fs->inodes, ctx->parent, ctx->name, &path);
+
+		ctx->cleared_readonly = true;
+		if (rc == 0)
+			rc = smb_setattr(fs->client, path, NULL, &args, unlink_cleared, ctx);
+		free(path);
+		if (rc == 0)
+			return;
+	}
+	if (e == 0)
+		smb_inode_unlink(fs->inodes, ctx->parent, ctx->name);
+	smb_inode_invalidate_attr(fs->inodes, ctx->parent);
+	free(ctx);
+	fuse_reply_err(req, e);
+}
+
+static void unlink_cleared(void *arg, int err, uint32_t status, const struct smb_attr *attr)
+{
+	struct name_ctx *ctx = arg;
+	char *path = NULL;
+	int rc = smb_errno(err, status) ? -EACCES : 0;
+
+	if (rc == 0)
+		rc = smb_inode_path(ctx->fs->inodes, ctx->parent, ctx->name, &path);
+	if (rc == 0)
+		rc = smb_unlink(ctx->fs->client, path, false, unlink_done, ctx);
+	free(path);
+	if (rc < 0) {
+		fuse_req_t req = ctx->req;
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bool is_dir)
+{
+	struct smbfs *fs = smbfs_of(req);
+	struct name_ctx *ctx;
+	char *path;
+	int rc;
+
+	if (fs->ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	path = child_path_or_reply(req, parent, name);
+	if (!path)
+		return;
+	ctx = name_ctx_new(req, parent, name, 0, NULL);
+	rc = ctx ? smb_unlink(fs->client, path, is_dir, unlink_done, ctx) : -ENOMEM;
+	free(path);
+	if (rc < 0) {
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+void smbfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, false);
+}
+
+void smbfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, true);
+}
+
+/* ---- rename -------------------------------------------------------------------- */
+
+static void rename_done(void *arg, int err, uint32_t status)
+{
+	struct name_ctx *ctx = arg;
+	struct smbfs *fs = ctx->fs;
+	fuse_req_t req = ctx->req;
+	int e = smb_errno(err, status);
+
+	if (e == 0) {
+		if (smb_inode_rename(fs->inodes, ctx->parent, ctx->name, ctx->newparent,
+		                     ctx->newname) < 0)
+			smb_warn("%s: out of memory renaming %s; the old name is dropped",
+			         fs->source, ctx->name);
+		/* ctime of the moved inode changed on the server */
+		smb_inode_invalidate_attr(fs->inodes,
+		                          smb_inode_find(fs->inodes, ctx->newparent, ctx->newname));
+	}
+	smb_inode_invalidate_attr(fs->inodes, ctx->parent);
+	smb_inode_invalidate_attr(fs->inodes, ctx->newparent);
+	free(ctx);
+	fuse_reply_err(req, e);
+}
+
+void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                  const char *newname, unsigned int flags)
+{
+	struct smbfs *fs = smbfs_of(req);
+	struct name_ctx *ctx;
+	char *from = NULL, *to = NULL;
+	int rc;
+
+	/* SMB has no atomic exchange and no whiteouts. */
+	if (flags & ~(unsigned)RENAME_NOREPLACE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (fs->ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	rc = smbfs_check_name(name);
+	if (rc == 0)
+		rc = smbfs_check_name(newname);
+	if (rc == 0)
+		rc = smb_inode_path(fs->inodes, parent, name, &from);
+	if (rc == 0)
+		rc = smb_inode_path(fs->inodes, newparent, newname, &to);
+	if (rc == 0) {
+		ctx = name_ctx_new(req, parent, name, newparent, newname);
+		rc = ctx ? smb_rename(fs->client, from, to, !(flags & RENAME_NOREPLACE),
+		                      rename_done, ctx)
+		         : -ENOMEM;
+		if (rc < 0)
+			free(ctx);
+	}
+	free(from);
+	free(to);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+}

@@ -1,0 +1,133 @@
+/* fuse/smbfs.h — the state of one mount, shared by the FUSE ops.
+ *
+ * Every op handler runs on a libfuse worker thread, submits one engine call
+ * and returns; the engine calls back on its loop thread and the callback
+ * sends the one reply (fuse_reply_*) and frees the request's context.  A
+ * handler whose submission fails synchronously replies itself.  No lock is
+ * held while replying.
+ *
+ * Lock order: a directory handle's lock (ops_dir.c) may be held while taking
+ * the inode table's lock (inode.h); nothing is taken under the latter.
+ */
+#ifndef SMBRDMA_FUSE_SMBFS_H
+#define SMBRDMA_FUSE_SMBFS_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client/client.h"
+#include "fuse/inode.h"
+#include "fuse/stat_map.h"
+
+/* Largest READ/WRITE the kernel sends us; the engine splits it further. */
+#define SMBFS_MAX_IO (1u << 20)
+/* NAME_MAX as the kernel sees it; SMB allows 255 UTF-16 units. */
+#define SMBFS_NAME_MAX 255
+
+struct smbfs {
+	struct smb_client *client; /* set before the session runs, cleared after */
+	struct smb_inode_table *inodes;
+	struct smb_stat_policy policy;
+	double timeout; /* entry and attribute timeout for the kernel (actimeo) */
+	bool ro;
+	char source[512]; /* //host/share for log lines */
+	/* sysfs file of our bdi's read-ahead, set before the loop starts;
+	 * written once, by the first op after INIT (smbfs_post_init()). */
+	char readahead_knob[128];
+	bool post_init_done; /* atomic */
+	/* Every open handle, so that those the kernel never released (the
+	 * session ended first) are freed at teardown. */
+	pthread_mutex_t handles_lock;
+	struct smbfs_file *handles; /* guarded by handles_lock */
+};
+
+/* An open handle: fi->fh points at one of these from open/create/opendir to
+ * release/releasedir.  A directory handle (ops_dir.c) starts with one. */
+struct smbfs_file {
+	struct smb2_fileid fid;
+	uint64_t nodeid;
+	bool writable;                         /* opened with write access */
+	fuse_req_t release_req;                /* answered once the close completes */
+	void (*destroy)(struct smbfs_file *f); /* NULL: free(f) */
+	struct smbfs *fs;                      /* set by smbfs_track_handle() */
+	struct smbfs_file *prev, *next;        /* smbfs.handles, under handles_lock */
+};
+
+static inline struct smbfs_file *smbfs_file_of(const struct fuse_file_info *fi)
+{
+	return (struct smbfs_file *)(uintptr_t)fi->fh;
+}
+
+/* Put f on the list of open handles (once its fid is valid). */
+void smbfs_track_handle(struct smbfs *fs, struct smbfs_file *f);
+/* Close f->fid, then reply 0 to f->release_req if set, and free f. */
+void smbfs_close_handle(struct smbfs *fs, struct smbfs_file *f);
+/* Teardown, after smb_client_destroy(): free the handles never released. */
+void smbfs_free_handles(struct smbfs *fs);
+
+extern const struct fuse_lowlevel_ops smbfs_ops;
+
+static inline struct smbfs *smbfs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+uint64_t smbfs_now_ns(void);
+
+/* Work that must wait until the kernel has processed our INIT reply: the
+ * kernel's bdi read-ahead starts at 128 KiB and INIT can only lower it, so
+ * it is raised to SMBFS_MAX_IO through sysfs afterwards.  Cheap after the
+ * first call; the ops a kernel sends first (lookup, getattr, statfs,
+ * opendir) call it. */
+void smbfs_post_init(struct smbfs *fs);
+
+/* Reply to an op with the errno of (err, status) — 0 becomes success
+ * (fuse_reply_err(req, 0)), which only ops without data may use. */
+void smbfs_reply_status(fuse_req_t req, int err, uint32_t status);
+
+/* Fill a fuse_entry_param for a freshly linked inode. */
+void smbfs_fill_entry(struct smbfs *fs, uint64_t nodeid, uint64_t st_ino,
+                      const struct smb_attr *attr, struct fuse_entry_param *e);
+
+/* Check a name from the kernel before it goes into a path: -ENAMETOOLONG, or
+ * -EINVAL for a name the SMB path syntax cannot carry ('\\'). */
+int smbfs_check_name(const char *name);
+
+/* ops_node.c */
+void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void smbfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void smbfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void smbfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                   struct fuse_file_info *fi);
+void smbfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void smbfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void smbfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                  const char *newname, unsigned int flags);
+void smbfs_statfs(fuse_req_t req, fuse_ino_t ino);
+
+/* ops_file.c */
+void smbfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void smbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                  struct fuse_file_info *fi);
+void smbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                 struct fuse_file_info *fi);
+void smbfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void smbfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void smbfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* ops_dir.c */
+void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void smbfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                   struct fuse_file_info *fi);
+void smbfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi);
+void smbfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+#endif

@@ -1,0 +1,241 @@
+/* tests/unit/fuse/test_inode.c — nodeids, nlookup counts, paths, renames,
+ * the attribute cache. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "fuse/inode.h"
+#include "tests/unit/check.h"
+
+#define SEC 1000000000ull
+
+static struct smb_attr file_attr(uint64_t file_id)
+{
+	struct smb_attr a = {.file_id = file_id, .end_of_file = 42};
+	return a;
+}
+
+static struct smb_attr dir_attr(uint64_t file_id)
+{
+	struct smb_attr a = {.file_id = file_id, .file_attributes = FILE_ATTRIBUTE_DIRECTORY};
+	return a;
+}
+
+static uint64_t link_(struct smb_inode_table *t, uint64_t parent, const char *name,
+                      struct smb_attr a)
+{
+	uint64_t nodeid = 0, st_ino = 0;
+
+	CHECK_EQ(smb_inode_link(t, parent, name, &a, 0, &nodeid, &st_ino), 0);
+	return nodeid;
+}
+
+static void check_path(struct smb_inode_table *t, uint64_t nodeid, const char *child,
+                       const char *want)
+{
+	char *p = NULL;
+
+	CHECK_EQ(smb_inode_path(t, nodeid, child, &p), 0);
+	if (p && strcmp(p, want) != 0) {
+		fprintf(stderr, "  path of %llu + %s: '%s', want '%s'\n",
+		        (unsigned long long)nodeid, child ? child : "(none)", p, want);
+		CHECK(strcmp(p, want) == 0);
+	}
+	free(p);
+}
+
+static void test_lookup_counts(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", SEC);
+	uint64_t a, a2, b;
+
+	a = link_(t, SMB_ROOT_NODEID, "a", file_attr(100));
+	CHECK(a > SMB_ROOT_NODEID);
+	a2 = link_(t, SMB_ROOT_NODEID, "a", file_attr(100));
+	CHECK_EQ(a2, a);
+	CHECK_EQ(smb_inode_nlookup(t, a), 2);
+	b = link_(t, SMB_ROOT_NODEID, "b", file_attr(101));
+	CHECK(b != a);
+	CHECK_EQ(smb_inode_count(t), 3);
+
+	smb_inode_forget(t, a, 1);
+	CHECK_EQ(smb_inode_nlookup(t, a), 1);
+	smb_inode_forget(t, a, 1);
+	CHECK_EQ(smb_inode_nlookup(t, a), 0);
+	CHECK_EQ(smb_inode_find(t, SMB_ROOT_NODEID, "a"), 0);
+	CHECK_EQ(smb_inode_count(t), 2);
+	/* forgetting an unknown or the root does nothing */
+	smb_inode_forget(t, a, 5);
+	smb_inode_forget(t, SMB_ROOT_NODEID, 5);
+	CHECK_EQ(smb_inode_nlookup(t, SMB_ROOT_NODEID), 1);
+	/* nodeids are not reused */
+	CHECK(link_(t, SMB_ROOT_NODEID, "a", file_attr(100)) > b);
+	/* unknown parent */
+	struct smb_attr fa = file_attr(1);
+	uint64_t n, ino;
+	CHECK_EQ(smb_inode_link(t, 9999, "x", &fa, 0, &n, &ino), -ENOENT);
+	smb_inode_table_free(t);
+}
+
+static void test_paths(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", SEC);
+	uint64_t d, e, f;
+	char *p;
+
+	check_path(t, SMB_ROOT_NODEID, NULL, "");
+	check_path(t, SMB_ROOT_NODEID, "x", "x");
+	d = link_(t, SMB_ROOT_NODEID, "d", dir_attr(1));
+	e = link_(t, d, "e", dir_attr(2));
+	f = link_(t, e, "f", file_attr(3));
+	check_path(t, f, NULL, "d/e/f");
+	check_path(t, e, "new", "d/e/new");
+	CHECK_EQ(smb_inode_path(t, 12345, NULL, &p), -ENOENT);
+	smb_inode_table_free(t);
+
+	t = smb_inode_table_new("sub/dir", SEC);
+	check_path(t, SMB_ROOT_NODEID, NULL, "sub/dir");
+	check_path(t, SMB_ROOT_NODEID, "x", "sub/dir/x");
+	d = link_(t, SMB_ROOT_NODEID, "d", dir_attr(1));
+	check_path(t, d, "y", "sub/dir/d/y");
+	smb_inode_table_free(t);
+}
+
+static void test_rename_subtree(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", SEC);
+	uint64_t a, b, c, x, other;
+
+	a = link_(t, SMB_ROOT_NODEID, "a", dir_attr(1));
+	b = link_(t, a, "b", dir_attr(2));
+	c = link_(t, b, "c", file_attr(3));
+	x = link_(t, SMB_ROOT_NODEID, "x", dir_attr(4));
+	other = link_(t, x, "b2", file_attr(5)); /* will be replaced */
+
+	CHECK_EQ(smb_inode_rename(t, a, "b", x, "b2"), 0);
+	check_path(t, b, NULL, "x/b2");
+	check_path(t, c, NULL, "x/b2/c");
+	CHECK_EQ(smb_inode_find(t, x, "b2"), b);
+	CHECK_EQ(smb_inode_find(t, a, "b"), 0);
+	/* the replaced inode left the name map but lives until forgotten */
+	CHECK_EQ(smb_inode_nlookup(t, other), 1);
+	check_path(t, other, NULL, "x/b2");
+	smb_inode_forget(t, other, 1);
+	CHECK_EQ(smb_inode_nlookup(t, other), 0);
+	/* the new name resolves to the moved inode afterwards */
+	CHECK_EQ(link_(t, x, "b2", dir_attr(2)), b);
+	CHECK_EQ(smb_inode_nlookup(t, b), 2);
+	/* renaming a name we never looked up is fine */
+	CHECK_EQ(smb_inode_rename(t, a, "ghost", x, "g"), 0);
+	smb_inode_table_free(t);
+}
+
+static void test_parent_kept_alive(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", SEC);
+	uint64_t d, f;
+
+	d = link_(t, SMB_ROOT_NODEID, "d", dir_attr(1));
+	f = link_(t, d, "f", file_attr(2));
+	/* the kernel forgets the directory while the file is still known */
+	smb_inode_forget(t, d, 1);
+	CHECK_EQ(smb_inode_count(t), 3);
+	check_path(t, f, NULL, "d/f");
+	/* a fresh lookup of d finds the same inode */
+	CHECK_EQ(link_(t, SMB_ROOT_NODEID, "d", dir_attr(1)), d);
+	smb_inode_forget(t, d, 1);
+	smb_inode_forget(t, f, 1);
+	CHECK_EQ(smb_inode_count(t), 1); /* both gone, root stays */
+	smb_inode_table_free(t);
+}
+
+static void test_unlink_and_replace(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", SEC);
+	uint64_t f, g, h;
+
+	f = link_(t, SMB_ROOT_NODEID, "f", file_attr(10));
+	smb_inode_unlink(t, SMB_ROOT_NODEID, "f");
+	CHECK_EQ(smb_inode_find(t, SMB_ROOT_NODEID, "f"), 0);
+	CHECK_EQ(smb_inode_nlookup(t, f), 1);
+	g = link_(t, SMB_ROOT_NODEID, "f", file_attr(11));
+	CHECK(g != f);
+	/* same name, another server file id: another inode */
+	h = link_(t, SMB_ROOT_NODEID, "f", file_attr(12));
+	CHECK(h != g);
+	/* same name, now a directory: another inode */
+	CHECK(link_(t, SMB_ROOT_NODEID, "f", dir_attr(12)) != h);
+	smb_inode_table_free(t);
+}
+
+static void test_attr_cache(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", 2 * SEC);
+	struct smb_attr a = file_attr(77), got;
+	uint64_t n, ino, st_ino;
+	bool fresh;
+
+	CHECK_EQ(smb_inode_get_attr(t, SMB_ROOT_NODEID, 0, &got, &fresh, NULL), -ENODATA);
+	CHECK_EQ(smb_inode_link(t, SMB_ROOT_NODEID, "f", &a, 10 * SEC, &n, &ino), 0);
+	CHECK_EQ(ino, 77);
+	CHECK_EQ(smb_inode_get_attr(t, n, 11 * SEC, &got, &fresh, &st_ino), 0);
+	CHECK(fresh);
+	CHECK_EQ(got.end_of_file, 42);
+	CHECK_EQ(st_ino, 77);
+	CHECK_EQ(smb_inode_get_attr(t, n, 12 * SEC, &got, &fresh, NULL), 0);
+	CHECK(!fresh);
+	a.end_of_file = 43;
+	smb_inode_set_attr(t, n, &a, 12 * SEC);
+	CHECK_EQ(smb_inode_get_attr(t, n, 13 * SEC, &got, &fresh, NULL), 0);
+	CHECK(fresh);
+	CHECK_EQ(got.end_of_file, 43);
+	smb_inode_invalidate_attr(t, n);
+	CHECK_EQ(smb_inode_get_attr(t, n, 13 * SEC, &got, &fresh, NULL), 0);
+	CHECK(!fresh);
+	CHECK_EQ(smb_inode_get_attr(t, 4242, 0, &got, &fresh, NULL), -ENOENT);
+	/* no server id: st_ino falls back to the nodeid */
+	struct smb_attr noid = file_attr(0);
+	CHECK_EQ(smb_inode_link(t, SMB_ROOT_NODEID, "g", &noid, 0, &n, &ino), 0);
+	CHECK_EQ(ino, n);
+	CHECK_EQ(smb_inode_st_ino(t, n), n);
+	smb_inode_table_free(t);
+
+	/* actimeo=0: never fresh */
+	t = smb_inode_table_new("", 0);
+	CHECK_EQ(smb_inode_link(t, SMB_ROOT_NODEID, "f", &a, 10 * SEC, &n, &ino), 0);
+	CHECK_EQ(smb_inode_get_attr(t, n, 10 * SEC, &got, &fresh, NULL), 0);
+	CHECK(!fresh);
+	smb_inode_table_free(t);
+}
+
+static void test_many(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", SEC);
+	uint64_t ids[5000];
+	char name[32];
+
+	for (int i = 0; i < 5000; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		ids[i] = link_(t, SMB_ROOT_NODEID, name, file_attr((uint64_t)i + 1));
+	}
+	CHECK_EQ(smb_inode_count(t), 5001);
+	for (int i = 0; i < 5000; i += 7) {
+		snprintf(name, sizeof(name), "n%d", i);
+		CHECK_EQ(smb_inode_find(t, SMB_ROOT_NODEID, name), ids[i]);
+	}
+	for (int i = 0; i < 5000; i++)
+		smb_inode_forget(t, ids[i], 1);
+	CHECK_EQ(smb_inode_count(t), 1);
+	smb_inode_table_free(t);
+}
+
+int main(void)
+{
+	RUN(test_lookup_counts);
+	RUN(test_paths);
+	RUN(test_rename_subtree);
+	RUN(test_parent_kept_alive);
+	RUN(test_unlink_and_replace);
+	RUN(test_attr_cache);
+	RUN(test_many);
+	return check_report();
+}
