@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "common/evloop.h"
 #include "common/log.h"
 #include "fuse/options.h"
 #include "fuse/smbfs.h"
@@ -313,6 +314,80 @@ static void detach_stdio(void)
 		close(fd);
 }
 
+/* ---- serving /dev/fuse from the client's event loop ---------------------------
+ *
+ * Requests are read and handled on the same thread that receives the SMB
+ * replies and answers the kernel, so a request and its reply never hop
+ * between threads: on these machines a thread wake-up costs more than the
+ * work itself (measured: libfuse's worker pool spent half the daemon's time
+ * switching).  Handlers never block (they submit and return), so one thread
+ * serves both directions.  The main thread only waits for a signal or for
+ * the pump to see the unmount.
+ */
+struct fuse_pump {
+	struct fuse_session *se;
+	struct fuse_buf buf;
+	struct ev_fd *evf;
+	bool done; /* atomic: the session ended (unmounted or failed) */
+};
+
+static void fuse_pump_readable(struct ev_fd *f, uint32_t events, void *arg)
+{
+	struct fuse_pump *p = arg;
+
+	/* Bounded, so SMB replies are not starved by a stream of requests. */
+	for (int i = 0; i < 64; i++) {
+		int res = fuse_session_receive_buf(p->se, &p->buf);
+		if (res == -EAGAIN)
+			return;
+		if (res == -EINTR)
+			continue;
+		if (res <= 0 || fuse_session_exited(p->se)) {
+			if (res < 0)
+				smb_err("reading /dev/fuse: %s", strerror(-res));
+			ev_fd_del(f);
+			p->evf = NULL;
+			__atomic_store_n(&p->done, true, __ATOMIC_RELEASE);
+			return;
+		}
+		fuse_session_process_buf(p->se, &p->buf);
+	}
+}
+
+static int fuse_pump_start(struct fuse_pump *p, struct fuse_session *se, struct ev_loop *loop)
+{
+	int fd = fuse_session_fd(se);
+	int fl = fcntl(fd, F_GETFL);
+
+	p->se = se;
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return ev_fd_add(loop, fd, EPOLLIN, fuse_pump_readable, p, &p->evf);
+}
+
+/* Loop thread: stop watching /dev/fuse (if the pump has not already). */
+static void fuse_pump_stop_cb(void *arg)
+{
+	struct fuse_pump *p = arg;
+	if (p->evf) {
+		ev_fd_del(p->evf);
+		p->evf = NULL;
+	}
+}
+
+/* Wait for a blocked signal (returned) or the end of the session (0). */
+static int fuse_pump_wait(struct fuse_pump *p, const sigset_t *sigs)
+{
+	for (;;) {
+		struct timespec ts = {0, 200 * 1000 * 1000};
+		int sig = sigtimedwait(sigs, NULL, &ts);
+		if (sig > 0)
+			return sig;
+		if (__atomic_load_n(&p->done, __ATOMIC_ACQUIRE))
+			return 0;
+	}
+}
+
 /* ---- the mount itself -------------------------------------------------------- */
 
 static int run(struct mount_args *a)
@@ -320,7 +395,6 @@ static int run(struct mount_args *a)
 	struct smbfs fs = {0};
 	struct smb_client_opts copts = {0};
 	struct fuse_session *se = NULL;
-	struct fuse_loop_config *loop_cfg = NULL;
 	char errbuf[512] = "", fsname[1100], mntopts[1600];
 	sigset_t block, old;
 	int rc, ret = 1;
@@ -398,13 +472,12 @@ static int run(struct mount_args *a)
 	report("ok");
 	if (!a->foreground)
 		detach_stdio();
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* Signals stay blocked: fuse_pump_wait() takes them synchronously. */
 
-	loop_cfg = fuse_loop_cfg_create();
-	if (loop_cfg)
-		fuse_loop_cfg_set_idle_threads(loop_cfg, 10);
-	rc = fuse_session_loop_mt(se, loop_cfg);
-	fuse_loop_cfg_destroy(loop_cfg);
+	struct fuse_pump pump = {0};
+	rc = fuse_pump_start(&pump, se, smb_client_loop(fs.client));
+	if (rc == 0)
+		rc = fuse_pump_wait(&pump, &block);
 	/* 0: unmounted; > 0: the signal that stopped us; < 0: -errno */
 	ret = rc < 0 ? 1 : 0;
 	if (rc < 0)
@@ -412,12 +485,15 @@ static int run(struct mount_args *a)
 	else if (rc > 0)
 		smb_log(LOG_NOTICE, "%s: %s, unmounting", a->source, strsignal(rc));
 
-	/* Fail what is still pending while the session can take replies. */
+	/* Stop reading requests, then fail what is still pending while the
+	 * session can take replies. */
+	ev_call(smb_client_loop(fs.client), fuse_pump_stop_cb, &pump);
 	smb_client_destroy(fs.client);
 	fs.client = NULL;
 	smbfs_free_handles(&fs);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
+	free(pump.buf.mem);
 	smb_log(LOG_NOTICE, "unmounted %s from %s", a->source, a->mountpoint);
 out:
 	if (se)

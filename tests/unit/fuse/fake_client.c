@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+
+#include "common/evloop.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +64,8 @@ struct smb_client {
 	pthread_cond_t cond;
 	struct job *head, **tail;
 	bool stop;
-	DIR *dirs[MAX_FDS]; /* by fd, for readdir; loop thread only */
+	DIR *dirs[MAX_FDS];     /* by fd, for readdir; loop thread only */
+	struct ev_loop *evloop; /* what smb_client_loop() hands fuse/ */
 };
 
 static uint32_t errno_to_status(int e)
@@ -441,6 +444,11 @@ int smb_client_connect(const struct smb_client_opts *opts, struct smb_client **o
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	c->tail = &c->head;
+	if (ev_loop_new(&c->evloop) < 0) {
+		free(c->root);
+		free(c);
+		return -ENOMEM;
+	}
 	pthread_create(&c->thread, NULL, loop, c);
 	*out = c;
 	return 0;
@@ -453,11 +461,17 @@ void smb_client_destroy(struct smb_client *c)
 	pthread_cond_signal(&c->cond);
 	pthread_mutex_unlock(&c->lock);
 	pthread_join(c->thread, NULL);
+	ev_loop_free(c->evloop);
 	for (int i = 0; i < MAX_FDS; i++)
 		if (c->dirs[i])
 			closedir(c->dirs[i]);
 	free(c->root);
 	free(c);
+}
+
+struct ev_loop *smb_client_loop(struct smb_client *c)
+{
+	return c->evloop;
 }
 
 void smb_client_get_info(struct smb_client *c, struct smb_client_info *out)
