@@ -549,6 +549,11 @@ static void conn_dead(void *arg, int err)
 	fail_list(list, -ECONNABORTED);
 	if (c->on_dead)
 		c->on_dead(c->on_dead_arg, err);
+	/* Last touch of c on this path: smb_conn_close() may free it now. */
+	pthread_mutex_lock(&c->lock);
+	c->dead_done = true;
+	pthread_cond_broadcast(&c->dead_cv);
+	pthread_mutex_unlock(&c->lock);
 }
 
 static void conn_tick(void *arg)
@@ -614,6 +619,7 @@ int smb_conn_open(struct ev_loop *loop, const char *kind, const struct sockaddr 
 	c->timeout_ms = timeout_ms;
 	c->credits = 1;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->dead_cv, NULL);
 	struct smb_transport_up up = {.recv = conn_recv, .dead = conn_dead, .arg = c};
 	int err;
 	if (strcmp(kind, "rdma") == 0)
@@ -634,52 +640,31 @@ int smb_conn_open(struct ev_loop *loop, const char *kind, const struct sockaddr 
 	*out = c;
 	return 0;
 fail:
+	pthread_cond_destroy(&c->dead_cv);
 	pthread_mutex_destroy(&c->lock);
 	free(c->peer);
 	free(c);
 	return err;
 }
 
-struct close_wait {
-	pthread_mutex_t m;
-	pthread_cond_t cv;
-	bool dead;
-	void (*prev)(void *, int);
-	void *prev_arg;
-};
-
-static void close_on_dead(void *arg, int err)
-{
-	struct close_wait *w = arg;
-	if (w->prev)
-		w->prev(w->prev_arg, err);
-	pthread_mutex_lock(&w->m);
-	w->dead = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->m);
-}
-
 void smb_conn_close(struct smb_conn *c)
 {
 	if (!c)
 		return;
-	struct close_wait w = {.m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 	pthread_mutex_lock(&c->lock);
 	c->closing = true;
 	bool dead = c->state == SMB_CONN_DEAD;
-	w.prev = c->on_dead;
-	w.prev_arg = c->on_dead_arg;
-	c->on_dead = close_on_dead;
-	c->on_dead_arg = &w;
 	pthread_mutex_unlock(&c->lock);
-	if (!dead) {
+	if (!dead)
 		smb_transport_shutdown(c->transport);
-		pthread_mutex_lock(&w.m);
-		while (!w.dead)
-			pthread_cond_wait(&w.cv, &w.m);
-		pthread_mutex_unlock(&w.m);
-	}
+	/* Even when already DEAD, conn_dead() may still be running on the loop
+	 * thread: wait until it is done with c. */
+	pthread_mutex_lock(&c->lock);
+	while (!c->dead_done)
+		pthread_cond_wait(&c->dead_cv, &c->lock);
+	pthread_mutex_unlock(&c->lock);
 	smb_transport_destroy(c->transport);
+	pthread_cond_destroy(&c->dead_cv);
 	pthread_mutex_destroy(&c->lock);
 	free(c->peer);
 	free(c);

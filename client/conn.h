@@ -116,6 +116,8 @@ struct smb_conn {
 	struct smb_req *wait_head, *wait_tail;
 	struct ev_timer *tick;
 	bool closing;
+	bool dead_done; /* conn_dead() has finished (dead_cv) */
+	pthread_cond_t dead_cv;
 
 	/* statistics (atomic) */
 	uint64_t st_requests, st_bytes_sent, st_bytes_received;

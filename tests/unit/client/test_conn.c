@@ -362,6 +362,17 @@ static void test_timeout_and_death(void)
 	smb_transport_shutdown(the_fake ? &the_fake->base : NULL);
 	CHECK(wait_calls(&r2, 1, 3000));
 	CHECK(r2.err == -ECONNABORTED || r2.err == -EIO);
+	/* r2 may have been failed by the credit check before the death report
+	 * ran: wait for the conn to be dead before testing submit on it. */
+	bool dead = false;
+	for (int i = 0; i < 600 && !dead; i++) {
+		pthread_mutex_lock(&c->lock);
+		dead = c->state == SMB_CONN_DEAD;
+		pthread_mutex_unlock(&c->lock);
+		if (!dead)
+			usleep(5000);
+	}
+	CHECK(dead);
 	struct result r3;
 	result_init(&r3);
 	struct smb_req *req = echo_req(c, &r3, 1);
