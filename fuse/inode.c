@@ -392,6 +392,21 @@ void smb_inode_invalidate_attr(struct smb_inode_table *t, uint64_t nodeid)
 	pthread_mutex_unlock(&t->lock);
 }
 
+void smb_inode_dir_changed(struct smb_inode_table *t, uint64_t nodeid, uint64_t now_ns)
+{
+	struct smb_inode *i;
+	/* NT time: 100 ns units since 1601. */
+	uint64_t nt = now_ns / 100 + SMB_NT_EPOCH_DELTA * 10000000ULL;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_id(t, nodeid);
+	if (i) {
+		i->attr.last_write_time = nt;
+		i->attr.change_time = nt;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
 uint64_t smb_inode_st_ino(struct smb_inode_table *t, uint64_t nodeid)
 {
 	struct smb_inode *i;

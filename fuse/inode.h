@@ -64,6 +64,12 @@ void smb_inode_set_attr(struct smb_inode_table *t, uint64_t nodeid, const struct
 /* Keep the attributes but mark them stale (after a write, a create in a
  * directory, ...). */
 void smb_inode_invalidate_attr(struct smb_inode_table *t, uint64_t nodeid);
+/* A directory we changed (entry created, removed or renamed): like a local
+ * file system, set its cached mtime and ctime to now (now_ns is wall-clock
+ * ns since 1970) and keep the cache entry as fresh as it was, so the
+ * kernel's permission checks on the parent do not each cost a round trip.
+ * The server's own times replace these at the next refresh (actimeo). */
+void smb_inode_dir_changed(struct smb_inode_table *t, uint64_t nodeid, uint64_t now_ns);
 
 /* st_ino for nodeid: the server's file id, or the nodeid when the server
  * gave none.  0 for an unknown nodeid. */

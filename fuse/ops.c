@@ -14,6 +14,14 @@
 #include "common/log.h"
 #include "fuse/errno_map.h"
 
+uint64_t smbfs_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t smbfs_now_ns(void)
 {
 	struct timespec ts;

@@ -229,7 +229,7 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 	uint64_t nodeid, st_ino;
 	int rc = smb_errno(err, status);
 
-	smb_inode_invalidate_attr(fs->inodes, ctx->parent);
+	smb_inode_dir_changed(fs->inodes, ctx->parent, smbfs_wall_ns());
 	if (rc) {
 		free(ctx);
 		fuse_reply_err(req, rc);

@@ -111,7 +111,7 @@ static void mkdir_done(void *arg, int err, uint32_t status, const struct smb_att
 {
 	struct name_ctx *ctx = arg;
 
-	smb_inode_invalidate_attr(ctx->fs->inodes, ctx->parent);
+	smb_inode_dir_changed(ctx->fs->inodes, ctx->parent, smbfs_wall_ns());
 	entry_done(arg, err, status, attr);
 }
 
@@ -437,7 +437,7 @@ static void unlink_done(void *arg, int err, uint32_t status)
 	}
 	if (e == 0)
 		smb_inode_unlink(fs->inodes, ctx->parent, ctx->name);
-	smb_inode_invalidate_attr(fs->inodes, ctx->parent);
+	smb_inode_dir_changed(fs->inodes, ctx->parent, smbfs_wall_ns());
 	free(ctx);
 	fuse_reply_err(req, e);
 }
@@ -511,8 +511,8 @@ static void rename_done(void *arg, int err, uint32_t status)
 		smb_inode_invalidate_attr(fs->inodes,
 		                          smb_inode_find(fs->inodes, ctx->newparent, ctx->newname));
 	}
-	smb_inode_invalidate_attr(fs->inodes, ctx->parent);
-	smb_inode_invalidate_attr(fs->inodes, ctx->newparent);
+	smb_inode_dir_changed(fs->inodes, ctx->parent, smbfs_wall_ns());
+	smb_inode_dir_changed(fs->inodes, ctx->newparent, smbfs_wall_ns());
 	free(ctx);
 	fuse_reply_err(req, e);
 }

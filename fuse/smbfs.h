@@ -77,6 +77,8 @@ static inline struct smbfs *smbfs_of(fuse_req_t req)
 }
 
 uint64_t smbfs_now_ns(void);
+/* Wall-clock ns since 1970 (for times we set in the cache ourselves). */
+uint64_t smbfs_wall_ns(void);
 
 /* Work that must wait until the kernel has processed our INIT reply: the
  * kernel's bdi read-ahead starts at 128 KiB and INIT can only lower it, so

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct waiter {
 	pthread_mutex_t m;
@@ -56,6 +57,14 @@ static int wait_for(struct waiter *w, int submit_rc, const char *what)
 	}
 	printf("%s: ok\n", what);
 	return 0;
+}
+
+static void wait_for_quiet(struct waiter *w)
+{
+	pthread_mutex_lock(&w->m);
+	while (!w->done)
+		pthread_cond_wait(&w->cv, &w->m);
+	pthread_mutex_unlock(&w->m);
 }
 
 static void st_cb(void *arg, int err, uint32_t st)
@@ -184,6 +193,52 @@ int main(int argc, char **argv)
 	if (w.n != len || memcmp(w.data, buf, len))
 		rc = 1;
 	free(w.data);
+	if (getenv("SMBPROBE_META")) {
+		int n = atoi(getenv("SMBPROBE_META"));
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		struct smb_open_args ca = {.desired_access = GENERIC_WRITE,
+		                           .create_disposition = FILE_CREATE,
+		                           .create_options = FILE_NON_DIRECTORY_FILE};
+		for (int i = 0; i < n; i++) {
+			char name[64];
+			snprintf(name, sizeof(name), "meta%06d", i);
+			wait_init(&w);
+			smb_stat(c, name, attr_cb, &w); /* the negative lookup */
+			wait_for_quiet(&w);
+			wait_init(&w);
+			smb_open(c, name, &ca, open_cb, &w);
+			wait_for_quiet(&w);
+			struct smb2_fileid f = w.fid;
+			wait_init(&w);
+			smb_close(c, f, st_cb, &w);
+			wait_for_quiet(&w);
+			wait_init(&w);
+			smb_unlink(c, name, false, st_cb, &w);
+			wait_for_quiet(&w);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		printf("metadata: %d files in %.2f s = %.0f files/s (4 round trips each)\n", n, s,
+		       n / s);
+	}
+	if (getenv("SMBPROBE_LAT")) {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int n = 2000;
+		for (int i = 0; i < n; i++) {
+			wait_init(&w);
+			smb_read(c, fid, (uint64_t)(i % 700) * 4096, 4096, read_cb, &w);
+			pthread_mutex_lock(&w.m);
+			while (!w.done)
+				pthread_cond_wait(&w.cv, &w.m);
+			pthread_mutex_unlock(&w.m);
+			free(w.data);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double us = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3 / n;
+		printf("4k read latency: %.1f us\n", us);
+	}
 	wait_init(&w);
 	struct smb_setattr_args sa = {.which = SMB_SET_SIZE, .size = 1000};
 	rc |= wait_for(&w, smb_setattr(c, NULL, &fid, &sa, attr_cb, &w), "truncate to 1000");
