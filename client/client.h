@@ -46,6 +46,7 @@ struct smb_client_opts {
 	bool require_signing;        /* sign even if the server does not demand it */
 	unsigned timeout_ms;         /* per request; 0 = 60000 */
 	unsigned connect_timeout_ms; /* 0 = 15000 */
+	bool rdma;                   /* carry the channel over SMB Direct instead of TCP */
 };
 
 /* Connect, negotiate, authenticate, tree connect.  On failure returns -errno

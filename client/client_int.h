@@ -12,6 +12,7 @@
 struct smb_client {
 	char *host, *share, *user, *domain, *unc;
 	uint16_t port;
+	bool rdma;
 	unsigned timeout_ms;
 	struct ev_loop *loop;
 	struct smb_conn *conn;

@@ -189,6 +189,22 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 		c->max_read = 8u << 20;
 	if (c->max_write > (8u << 20))
 		c->max_write = 8u << 20;
+	/* A transport that limits whole messages (SMB Direct without offload)
+	 * bounds READ/WRITE/QUERY sizes: headers plus slack must fit too. */
+	struct smb_transport_info ti;
+	c->conn->transport->ops->info(c->conn->transport, &ti);
+	if (ti.max_inline_recv) {
+		uint32_t lim = ti.max_inline_recv > 512 ? (ti.max_inline_recv - 256) & ~4095u : 0;
+		if (c->max_read > lim)
+			c->max_read = lim;
+		if (c->max_transact > lim)
+			c->max_transact = lim;
+	}
+	if (ti.max_inline_send) {
+		uint32_t lim = ti.max_inline_send > 512 ? (ti.max_inline_send - 256) & ~4095u : 0;
+		if (c->max_write > lim)
+			c->max_write = lim;
+	}
 	if (c->max_read < 4096 || c->max_write < 4096) {
 		set_err(errbuf, errlen, "%s offers unusable read/write sizes (%u/%u)", c->host,
 		        c->max_read, c->max_write);
@@ -523,13 +539,23 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 	char peer[300];
 	snprintf(peer, sizeof(peer), "%s port %u", c->host, c->port);
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-		err = smb_conn_open(c->loop, "tcp", ai->ai_addr, ai->ai_addrlen, peer, ctimeout,
-		                    c->timeout_ms, &c->conn);
+		err = smb_conn_open(c->loop, c->rdma ? "rdma" : "tcp", ai->ai_addr, ai->ai_addrlen,
+		                    peer, ctimeout, c->timeout_ms, &c->conn);
 		if (!err)
 			break;
 	}
 	freeaddrinfo(res);
-	if (err == -ECONNREFUSED)
+	if (c->rdma &&
+	    (err == -ENODEV || err == -EADDRNOTAVAIL || err == -ENETUNREACH || err == -EOPNOTSUPP))
+		set_err(errbuf, errlen, "no RDMA device can reach %s (%s)%s", c->host,
+		        strerror(-err),
+		        err == -EOPNOTSUPP ? ": this build has no SMB Direct support" : "");
+	else if (c->rdma && err == -ECONNREFUSED)
+		set_err(errbuf, errlen,
+		        "%s refused SMB Direct on ports 5445 and 445 (is SMB Direct enabled on the "
+		        "server?)",
+		        c->host);
+	else if (err == -ECONNREFUSED)
 		set_err(errbuf, errlen,
 		        "connection refused by %s port %u (is the SMB server running?)", c->host,
 		        c->port);
@@ -564,6 +590,7 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	c->domain = talloc_strdup(c, o->domain ? o->domain : "");
 	c->unc = talloc_asprintf(c, "\\\\%s\\%s", o->host, o->share);
 	c->port = o->port ? o->port : 445;
+	c->rdma = o->rdma;
 	c->timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
 	unsigned ctimeout = o->connect_timeout_ms ? o->connect_timeout_ms : 15000;
 	uint8_t *blob = NULL;

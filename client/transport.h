@@ -46,10 +46,10 @@ struct smb_transport;
 struct smb_txbuf {
 	struct iovec iov[SMB_TXBUF_MAX_IOV];
 	int iovcnt;
-	size_t len;			/* sum of iov lengths */
+	size_t len; /* sum of iov lengths */
 	void (*done)(struct smb_txbuf *buf, int err);
-	void *arg;			/* the sender's */
-	struct smb_txbuf *next;		/* the transport's, while it holds buf */
+	void *arg;              /* the sender's */
+	struct smb_txbuf *next; /* the transport's, while it holds buf */
 };
 
 /* Upcalls from a transport to its owner (a channel in client/). */
@@ -64,10 +64,14 @@ enum smb_transport_cap {
 };
 
 struct smb_transport_info {
-	const char *kind;			/* "tcp", "rdma" */
-	uint32_t caps;				/* enum smb_transport_cap */
+	const char *kind; /* "tcp", "rdma" */
+	uint32_t caps;    /* enum smb_transport_cap */
 	struct sockaddr_storage local, remote;
-	uint32_t max_read_write;		/* 0 = no transport limit */
+	uint32_t max_read_write; /* 0 = no transport limit */
+	/* Largest whole SMB2 message the transport carries each way (0 = no
+	 * limit): READ/WRITE not offloaded must fit, headers included. */
+	uint32_t max_inline_send;
+	uint32_t max_inline_recv;
 };
 
 /* An RDMA registration of a caller's buffer. */
@@ -76,10 +80,10 @@ struct smb_transport_mr;
 struct smb_transport_ops {
 	const char *name;
 	int (*connect)(struct smb_transport *t, const struct sockaddr *addr, socklen_t addrlen,
-		       unsigned timeout_ms);
+	               unsigned timeout_ms);
 	int (*send)(struct smb_transport *t, struct smb_txbuf *buf);
 	int (*reg_buf)(struct smb_transport *t, void *addr, size_t len, int access,
-		       struct smb_transport_mr **out);
+	               struct smb_transport_mr **out);
 	int (*dereg_buf)(struct smb_transport *t, struct smb_transport_mr *mr);
 	void (*shutdown)(struct smb_transport *t);
 	void (*destroy)(struct smb_transport *t);
@@ -94,22 +98,22 @@ struct smb_transport {
 };
 
 int transport_default_connect(struct smb_transport *t, const struct sockaddr *addr,
-			      socklen_t addrlen, unsigned timeout_ms);
+                              socklen_t addrlen, unsigned timeout_ms);
 int transport_default_send(struct smb_transport *t, struct smb_txbuf *buf);
 int transport_default_reg_buf(struct smb_transport *t, void *addr, size_t len, int access,
-			      struct smb_transport_mr **out);
+                              struct smb_transport_mr **out);
 int transport_default_dereg_buf(struct smb_transport *t, struct smb_transport_mr *mr);
 void transport_default_shutdown(struct smb_transport *t);
 
 /* Constructors: allocate an unconnected transport bound to loop and up. */
 int smb_transport_tcp_new(struct ev_loop *loop, const struct smb_transport_up *up,
-			  struct smb_transport **out);
+                          struct smb_transport **out);
 /* smbd/smbd_transport.c; returns -EOPNOTSUPP when built without rdma. */
 int smb_transport_rdma_new(struct ev_loop *loop, const struct smb_transport_up *up,
-			   struct smb_transport **out);
+                           struct smb_transport **out);
 
 static inline int smb_transport_connect(struct smb_transport *t, const struct sockaddr *a,
-					socklen_t l, unsigned timeout_ms)
+                                        socklen_t l, unsigned timeout_ms)
 {
 	return t->ops->connect(t, a, l, timeout_ms);
 }

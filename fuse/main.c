@@ -409,6 +409,7 @@ static int run(struct mount_args *a)
 	copts.domain = a->opts.domain;
 	copts.min_dialect = a->opts.min_dialect;
 	copts.max_dialect = a->opts.max_dialect;
+	copts.rdma = a->opts.rdma;
 	smb_info("connecting to %s port %u as '%s'%s%s, dialects 0x%04x-0x%04x", a->source,
 	         copts.port ? copts.port : 445, copts.user ? copts.user : "",
 	         copts.domain ? " domain " : "", copts.domain ? copts.domain : "",

@@ -233,6 +233,8 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->ro = false;
 	} else if (strcmp(key, "debug") == 0 && !value) {
 		o->debug = true;
+	} else if (strcmp(key, "rdma") == 0 && !value) {
+		o->rdma = true;
 	} else if (!value && in_list(key, kernel_flags, ARRAY_LEN(kernel_flags))) {
 		return add_kernel_flag(o, key, err, errlen);
 	} else if (!value && in_list(key, ignored_flags, ARRAY_LEN(ignored_flags))) {

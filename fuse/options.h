@@ -33,6 +33,7 @@ struct smb_mount_opts {
 	mode_t file_mode;
 	mode_t dir_mode;
 	bool ro;
+	bool rdma;        /* SMB Direct instead of TCP */
 	unsigned actimeo; /* seconds */
 	bool debug;
 	/* Mount flags for the kernel, comma-separated, in the order given. */

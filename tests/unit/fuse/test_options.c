@@ -37,7 +37,7 @@ static void test_all_options(void)
 
 	CHECK_EQ(parse(&o,
 	               "username=alice,password=s3cret,domain=CORP,port=4445,vers=3.0,uid=0,"
-	               "gid=0,file_mode=0600,dir_mode=700,ro,actimeo=30,debug",
+	               "gid=0,file_mode=0600,dir_mode=700,ro,actimeo=30,debug,rdma",
 	               false, err, sizeof(err)),
 	         0);
 	CHECK(o.user && strcmp(o.user, "alice") == 0);
@@ -53,6 +53,7 @@ static void test_all_options(void)
 	CHECK(o.ro);
 	CHECK_EQ(o.actimeo, 30);
 	CHECK(o.debug);
+	CHECK(o.rdma);
 	smb_mount_opts_free(&o);
 	CHECK(o.password == NULL);
 }
