@@ -72,6 +72,30 @@ void smb_client_get_info(struct smb_client *c, struct smb_client_info *out);
  * threads), under the rules of common/evloop.h. */
 struct ev_loop *smb_client_loop(struct smb_client *c);
 
+/* ---- statistics (smbrdmactl stats) ------------------------------------------- */
+#define SMB_CLIENT_MAX_CHANNELS 32
+struct smb_channel_stats {
+	char transport[8];                   /* "tcp", "rdma" */
+	char local[64], remote[64];          /* address:port */
+	char state[16];                      /* "up", "dead" */
+	uint64_t requests;                   /* SMB2 messages sent */
+	uint64_t bytes_sent, bytes_received; /* carried inline, SMB2 framing included */
+	uint64_t rdma_read_bytes, rdma_write_bytes;
+	uint32_t credits;                    /* SMB2 credits available now */
+	uint32_t send_credits, recv_credits; /* transport credits (SMB Direct) */
+	uint64_t mw_bound, mw_invalidated_remote, mw_invalidated_local;
+	uint64_t reconnects;
+};
+struct smb_client_stats {
+	uint16_t dialect;
+	bool signing;
+	int nchannels;
+	struct smb_channel_stats channels[SMB_CLIENT_MAX_CHANNELS];
+	uint64_t payload_bytes_copied; /* READ/WRITE payload bytes the engine copied */
+};
+/* A snapshot; any thread. */
+void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out);
+
 /* ---- attributes --------------------------------------------------------------- */
 struct smb_attr {
 	uint64_t file_id; /* server's IndexNumber / FileId; 0 if unknown */

@@ -25,7 +25,9 @@ struct smb_client {
 	uint32_t tree_id;
 	uint32_t share_type;
 	struct smb_signing signing;
-	uint8_t preauth[64]; /* connection's, then the session's preauth hash */
+	uint8_t preauth[64];
+	uint64_t payload_bytes_copied;
+	    /* atomic */ /* connection's, then the session's preauth hash */
 };
 
 /* A request to this client's tree on its channel. */

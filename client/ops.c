@@ -545,6 +545,7 @@ static void read_join_piece(struct read_join *j, int index, int err, uint32_t st
 		if (len > room)
 			len = room;
 		memcpy(j->buf + (size_t)index * j->chunk, data, len);
+		__atomic_add_fetch(&j->c->payload_bytes_copied, len, __ATOMIC_RELAXED);
 		j->got[index] = len;
 	}
 	read_join_release(j);
@@ -775,6 +776,8 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 		struct smb_req *req = smb_client_req(c, NULL);
 		struct write_piece *wp = req ? talloc(req, struct write_piece) : NULL;
 		void *copy = wp ? talloc_memdup(req, (const uint8_t *)data + off, l ? l : 1) : NULL;
+		if (copy)
+			__atomic_add_fetch(&c->payload_bytes_copied, l, __ATOMIC_RELAXED);
 		if (!copy) {
 			if (req)
 				smb_req_put(req);

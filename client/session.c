@@ -10,6 +10,7 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -649,6 +650,59 @@ void smb_client_destroy(struct smb_client *c)
 		ev_loop_free(c->loop);
 	memset(&c->signing, 0, sizeof(c->signing));
 	talloc_free(c);
+}
+
+static void addr_str(const struct sockaddr_storage *ss, char *out, size_t cap)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		port = ntohs(a->sin_port);
+		snprintf(out, cap, "%s:%u", host, port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		port = ntohs(a->sin6_port);
+		snprintf(out, cap, "[%s]:%u", host, port);
+	} else {
+		snprintf(out, cap, "-");
+	}
+}
+
+void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->dialect = c->dialect;
+	out->signing = c->signing.active;
+	out->payload_bytes_copied = __atomic_load_n(&c->payload_bytes_copied, __ATOMIC_RELAXED);
+	if (!c->conn)
+		return;
+	struct smb_conn *cn = c->conn;
+	struct smb_channel_stats *ch = &out->channels[out->nchannels++];
+	struct smb_transport_info ti;
+	cn->transport->ops->info(cn->transport, &ti);
+	snprintf(ch->transport, sizeof(ch->transport), "%s", ti.kind ? ti.kind : "?");
+	addr_str(&ti.local, ch->local, sizeof(ch->local));
+	addr_str(&ti.remote, ch->remote, sizeof(ch->remote));
+	pthread_mutex_lock(&cn->lock);
+	snprintf(ch->state, sizeof(ch->state), "%s", cn->state == SMB_CONN_UP ? "up" : "dead");
+	ch->credits = cn->credits;
+	pthread_mutex_unlock(&cn->lock);
+	ch->requests = __atomic_load_n(&cn->st_requests, __ATOMIC_RELAXED);
+	ch->bytes_sent = __atomic_load_n(&cn->st_bytes_sent, __ATOMIC_RELAXED);
+	ch->bytes_received = __atomic_load_n(&cn->st_bytes_received, __ATOMIC_RELAXED);
+	struct smb_transport_stats ts;
+	if (cn->transport->ops->get_stats(cn->transport, &ts) == 0) {
+		ch->rdma_read_bytes = ts.rdma_read_bytes;
+		ch->rdma_write_bytes = ts.rdma_write_bytes;
+		ch->send_credits = ts.send_credits;
+		ch->recv_credits = ts.recv_credits;
+		ch->mw_bound = ts.mw_bound;
+		ch->mw_invalidated_remote = ts.mw_invalidated_remote;
+		ch->mw_invalidated_local = ts.mw_invalidated_local;
+	}
 }
 
 struct ev_loop *smb_client_loop(struct smb_client *c)

@@ -28,3 +28,8 @@ int transport_default_dereg_buf(struct smb_transport *t, struct smb_transport_mr
 void transport_default_shutdown(struct smb_transport *t)
 {
 }
+
+int transport_default_get_stats(struct smb_transport *t, struct smb_transport_stats *out)
+{
+	return -EOPNOTSUPP;
+}

@@ -74,6 +74,15 @@ struct smb_transport_info {
 	uint32_t max_inline_recv;
 };
 
+/* Counters a transport may keep beyond what the channel counts itself. */
+struct smb_transport_stats {
+	uint64_t rdma_read_bytes;  /* payload the server pulled from us by RDMA Read */
+	uint64_t rdma_write_bytes; /* payload the server pushed to us by RDMA Write */
+	uint32_t send_credits;     /* transport-level credits we hold now */
+	uint32_t recv_credits;     /* receive credits granted to the peer */
+	uint64_t mw_bound, mw_invalidated_remote, mw_invalidated_local;
+};
+
 /* An RDMA registration of a caller's buffer. */
 struct smb_transport_mr;
 
@@ -88,6 +97,8 @@ struct smb_transport_ops {
 	void (*shutdown)(struct smb_transport *t);
 	void (*destroy)(struct smb_transport *t);
 	void (*info)(struct smb_transport *t, struct smb_transport_info *out);
+	/* Optional counters; any thread; the default returns -EOPNOTSUPP. */
+	int (*get_stats)(struct smb_transport *t, struct smb_transport_stats *out);
 };
 
 /* The base every implementation embeds first (container_of to get back). */
@@ -104,6 +115,7 @@ int transport_default_reg_buf(struct smb_transport *t, void *addr, size_t len, i
                               struct smb_transport_mr **out);
 int transport_default_dereg_buf(struct smb_transport *t, struct smb_transport_mr *mr);
 void transport_default_shutdown(struct smb_transport *t);
+int transport_default_get_stats(struct smb_transport *t, struct smb_transport_stats *out);
 
 /* Constructors: allocate an unconnected transport bound to loop and up. */
 int smb_transport_tcp_new(struct ev_loop *loop, const struct smb_transport_up *up,

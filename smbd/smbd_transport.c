@@ -737,6 +737,8 @@ static int rt_connect(struct smb_transport *t, const struct sockaddr *addr, sock
 	copy_sockaddr(&rt->info.local, rdma_get_local_addr(rt->id));
 	copy_sockaddr(&rt->info.remote, rdma_get_peer_addr(rt->id));
 	rt->info.max_read_write = neg.max_read_write_size;
+	rt->info.max_inline_send = neg.max_fragmented_send_size;
+	rt->info.max_inline_recv = rt->params.max_fragmented_recv_size;
 
 	/* Hand over to the loop: from here only the loop thread touches conn. */
 	rt->on_loop = true;
@@ -935,6 +937,21 @@ static int rt_dereg_buf(struct smb_transport *t, struct smb_transport_mr *mr)
 	return r ? -r : 0;
 }
 
+/* The generic counters of client/transport.h from ours (RDMA byte counts and
+ * memory-window figures come with per-I/O tokens). */
+static int rt_get_stats(struct smb_transport *t, struct smb_transport_stats *out)
+{
+	struct smbd_transport_stats st;
+	int rc = smbd_transport_get_stats(t, &st);
+	if (rc)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->send_credits = st.send_credits;
+	out->recv_credits = st.recv_credits;
+	out->mw_invalidated_remote = st.remote_invalidations;
+	return 0;
+}
+
 static const struct smb_transport_ops rdma_ops = {
     .name = "rdma",
     .connect = rt_connect,
@@ -944,6 +961,7 @@ static const struct smb_transport_ops rdma_ops = {
     .shutdown = rt_shutdown,
     .destroy = rt_destroy,
     .info = rt_info,
+    .get_stats = rt_get_stats,
 };
 
 int smb_transport_rdma_new(struct ev_loop *loop, const struct smb_transport_up *up,
