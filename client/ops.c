@@ -509,18 +509,47 @@ int smb_fstat(struct smb_client *c, struct smb2_fileid fid, smb_attr_cb cb, void
 
 /* ---- READ --------------------------------------------------------------------------- */
 
+/* What split READs and WRITEs share: pieces finish on the loop thread while
+ * the submitter may still hold its extra reference on another thread, so the
+ * count is atomic and the submitter's error lives in its own field until the
+ * last reference goes. */
+struct join_base {
+	int left;
+	int err, submit_err;
+	uint32_t status; /* first failing server status */
+};
+
+/* Record one piece's outcome; ok_status is a second status that counts as
+ * success (STATUS_END_OF_FILE for reads). */
+static void join_note(struct join_base *b, int err, uint32_t st, uint32_t ok_status)
+{
+	if (err && !b->err)
+		b->err = err;
+	else if (!err && st != STATUS_SUCCESS && st != ok_status && !b->status)
+		b->status = st;
+}
+
+/* Drop one reference; true for the last, with submit_err folded in. */
+static bool join_drop(struct join_base *b)
+{
+	if (__atomic_sub_fetch(&b->left, 1, __ATOMIC_ACQ_REL))
+		return false;
+	if (b->submit_err && !b->err)
+		b->err = b->submit_err;
+	return true;
+}
+
 /* A read split into pieces: the pieces land in one buffer and the caller hears once. */
 struct read_join {
+	struct join_base b;
 	struct smb_client *c;
 	smb_read_cb cb;
 	void *arg;
 	uint8_t *buf;
 	size_t len;
 	size_t chunk;
-	int npieces, left;
+	int npieces;
 	size_t *got; /* per piece */
-	int err, submit_err;
-	uint32_t status;
 };
 
 struct read_piece {
@@ -536,10 +565,7 @@ static void read_join_release(struct read_join *j);
 static void read_join_piece(struct read_join *j, int index, int err, uint32_t st, const void *data,
                             size_t len)
 {
-	if (err && !j->err)
-		j->err = err;
-	else if (!err && st != STATUS_SUCCESS && st != STATUS_END_OF_FILE && !j->status)
-		j->status = st;
+	join_note(&j->b, err, st, STATUS_END_OF_FILE);
 	if (!err && st == STATUS_SUCCESS) {
 		size_t room = j->len - (size_t)index * j->chunk;
 		if (len > room)
@@ -553,17 +579,12 @@ static void read_join_piece(struct read_join *j, int index, int err, uint32_t st
 
 static void read_join_release(struct read_join *j)
 {
-	/* Pieces finish on the loop thread while the submitter may still hold
-	 * its reference on another thread: the count is atomic, and the
-	 * submitter's error lives in its own field until here. */
-	if (__atomic_sub_fetch(&j->left, 1, __ATOMIC_ACQ_REL))
+	if (!join_drop(&j->b))
 		return;
-	if (j->submit_err && !j->err)
-		j->err = j->submit_err;
-	if (j->err) {
-		j->cb(j->arg, j->err, 0, NULL, 0);
-	} else if (j->status) {
-		j->cb(j->arg, 0, j->status, NULL, 0);
+	if (j->b.err) {
+		j->cb(j->arg, j->b.err, 0, NULL, 0);
+	} else if (j->b.status) {
+		j->cb(j->arg, 0, j->b.status, NULL, 0);
 	} else {
 		/* Contiguous bytes from the start: stop at the first short piece. */
 		size_t total = 0;
@@ -661,7 +682,7 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
 		return -ENOMEM;
 	}
 	/* One extra reference so a failing submit cannot finish the join early. */
-	j->left = j->npieces + 1;
+	j->b.left = j->npieces + 1;
 	int submitted = 0, err = 0;
 	for (int i = 0; i < j->npieces; i++) {
 		size_t off = (size_t)i * j->chunk;
@@ -670,7 +691,7 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
 		tmpl.index = i;
 		err = read_submit(c, fid, offset + off, l, &tmpl);
 		if (err) {
-			__atomic_sub_fetch(&j->left, j->npieces - i, __ATOMIC_ACQ_REL);
+			__atomic_sub_fetch(&j->b.left, j->npieces - i, __ATOMIC_ACQ_REL);
 			break;
 		}
 		submitted++;
@@ -679,7 +700,7 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
 		talloc_free(j);
 		return err;
 	}
-	j->submit_err = err;
+	j->b.submit_err = err;
 	read_join_release(j); /* drop the extra reference */
 	return 0;
 }
@@ -687,13 +708,10 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
 /* ---- WRITE -------------------------------------------------------------------------- */
 
 struct write_join {
+	struct join_base b;
 	smb_write_cb cb;
 	void *arg;
-	int left;
-	int err, submit_err;
-	uint32_t status;
 	size_t written;
-	bool short_write;
 };
 
 struct write_piece {
@@ -704,33 +722,22 @@ struct write_piece {
 
 static void write_join_release(struct write_join *j);
 
-static void write_join_piece(struct write_join *j, int err, uint32_t st, size_t n, size_t want)
+static void write_join_piece(struct write_join *j, int err, uint32_t st, size_t n)
 {
-	if (err && !j->err)
-		j->err = err;
-	else if (!err && st != STATUS_SUCCESS && !j->status)
-		j->status = st;
-	if (!err && st == STATUS_SUCCESS) {
+	join_note(&j->b, err, st, STATUS_SUCCESS);
+	if (!err && st == STATUS_SUCCESS)
 		j->written += n;
-		if (n < want)
-			j->short_write = true;
-	}
 	write_join_release(j);
 }
 
 static void write_join_release(struct write_join *j)
 {
-	/* Pieces finish on the loop thread while the submitter may still hold
-	 * its reference on another thread: the count is atomic, and the
-	 * submitter's error lives in its own field until here. */
-	if (__atomic_sub_fetch(&j->left, 1, __ATOMIC_ACQ_REL))
+	if (!join_drop(&j->b))
 		return;
-	if (j->submit_err && !j->err)
-		j->err = j->submit_err;
-	if (j->err)
-		j->cb(j->arg, j->err, 0, 0);
-	else if (j->status)
-		j->cb(j->arg, 0, j->status, 0);
+	if (j->b.err)
+		j->cb(j->arg, j->b.err, 0, 0);
+	else if (j->b.status)
+		j->cb(j->arg, 0, j->b.status, 0);
 	else
 		j->cb(j->arg, 0, STATUS_SUCCESS, j->written);
 	talloc_free(j);
@@ -754,7 +761,7 @@ static void write_done(struct smb_req *req)
 			}
 		}
 	}
-	write_join_piece(wp->join, err, st, n, wp->want);
+	write_join_piece(wp->join, err, st, n);
 	smb_req_put(req);
 }
 
@@ -768,7 +775,7 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 	j->arg = arg;
 	size_t chunk = c->max_write;
 	int npieces = len ? (int)((len + chunk - 1) / chunk) : 1;
-	j->left = npieces + 1;
+	j->b.left = npieces + 1;
 	int submitted = 0, err = 0;
 	for (int i = 0; i < npieces; i++) {
 		size_t off = (size_t)i * chunk;
@@ -800,7 +807,7 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 			err = op_submit(req, err, write_done);
 		}
 		if (err) {
-			__atomic_sub_fetch(&j->left, npieces - i, __ATOMIC_ACQ_REL);
+			__atomic_sub_fetch(&j->b.left, npieces - i, __ATOMIC_ACQ_REL);
 			break;
 		}
 		submitted++;
@@ -809,7 +816,7 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 		talloc_free(j);
 		return err;
 	}
-	j->submit_err = err;
+	j->b.submit_err = err;
 	write_join_release(j); /* drop the extra reference */
 	return 0;
 }
