@@ -1,0 +1,131 @@
+"""Fixtures for the integration tests: a private Samba per test (factory for
+smb.conf variants), the daemon mounted on a temp dir, and the fault-injecting
+proxy. See tests/lib/ for the pieces."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from lib.mount import (DaemonProblem, SmbrdmaMount, fuse_unavailable_reason,  # noqa: E402
+                       timeout_scale)
+from lib.samba import SambaServer  # noqa: E402
+from lib.smbproxy import SmbProxy  # noqa: E402
+
+
+def env_int(name, default):
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+# Sizes: the normal build moves 256 MiB; tests/run-all lowers these under ASan.
+BIG_MIB = env_int("SMBRDMA_TEST_BIG_MIB", 256)
+SMALL_MIB = env_int("SMBRDMA_TEST_SMALL_MIB", 32)
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+def _failed(request):
+    rep = getattr(request.node, "rep_call", None)
+    return rep is not None and rep.failed
+
+
+@pytest.fixture
+def root_required():
+    if os.geteuid() != 0:
+        pytest.skip("not root: the private Samba needs root (tmpfs mount, useradd, smbd)")
+
+
+@pytest.fixture
+def fuse_required():
+    reason = fuse_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def samba_factory(root_required, request):
+    """make(extra_global=[...], extra_share=[...]) -> a started SambaServer on
+    127.0.0.1:<free port>, stopped after the test."""
+    servers = []
+
+    def make(extra_global=(), extra_share=(), **kw):
+        srv = SambaServer(extra_global=extra_global, extra_share=extra_share, **kw)
+        servers.append(srv)
+        return srv.start()
+
+    yield make
+    for srv in servers:
+        if _failed(request):
+            sys.stderr.write(f"--- smbd log tail ({srv.log_path}) ---\n{srv.log_tail()}\n")
+        srv.stop()
+
+
+@pytest.fixture
+def samba(samba_factory):
+    return samba_factory()
+
+
+@pytest.fixture
+def mount_factory(fuse_required, request):
+    """make(srv, options=[...], foreground=True, port=None, user=None,
+    password=None) -> a live SmbrdmaMount. port= points the mount at another
+    port (a proxy); unc= overrides the whole //HOST:PORT/SHARE. Teardown unmounts and fails the test if the daemon
+    crashed, hung, left anything behind or printed a sanitizer report."""
+    mounts = []
+
+    def make(srv, options=(), foreground=True, port=None, user=None, password=None,
+             unc=None, **kw):
+        unc = unc or f"//{srv.host}:{port or srv.port}/{srv.share}"
+        m = SmbrdmaMount(unc, user or srv.user, password or srv.password,
+                         options=options, foreground=foreground, **kw)
+        mounts.append(m)
+        return m.start()
+
+    yield make
+    problems = []
+    for m in reversed(mounts):
+        if m.path is None:
+            continue
+        if _failed(request):
+            sys.stderr.write(f"--- daemon log tail ({m.log_path}) ---\n"
+                             f"{m.log_text()[-4000:]}\n")
+        try:
+            m.stop(check=True)
+        except DaemonProblem as e:
+            problems.append(str(e))
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def smb_mount(samba, mount_factory):
+    return mount_factory(samba)
+
+
+@pytest.fixture
+def proxy_factory():
+    proxies = []
+
+    def make(srv):
+        px = SmbProxy(srv.port).start()
+        proxies.append(px)
+        return px
+
+    yield make
+    for px in proxies:
+        px.stop()
+
+
+@pytest.fixture
+def scale():
+    return timeout_scale()
