@@ -47,6 +47,7 @@ struct smb_client_opts {
 	unsigned timeout_ms;         /* per request; 0 = 60000 */
 	unsigned connect_timeout_ms; /* 0 = 15000 */
 	bool rdma;                   /* carry the channel over SMB Direct instead of TCP */
+	unsigned rdma_threshold;     /* READ/WRITE above this go by RDMA offload; 0 = 4096 */
 };
 
 /* Connect, negotiate, authenticate, tree connect.  On failure returns -errno

@@ -8,6 +8,7 @@
 
 #include "client/client.h"
 #include "client/conn.h"
+#include "client/offload.h"
 
 struct smb_client {
 	char *host, *share, *user, *domain, *unc;
@@ -25,9 +26,13 @@ struct smb_client {
 	uint32_t tree_id;
 	uint32_t share_type;
 	struct smb_signing signing;
-	uint8_t preauth[64];
-	uint64_t payload_bytes_copied;
-	    /* atomic */ /* connection's, then the session's preauth hash */
+	uint8_t preauth[64];           /* connection's, then the session's preauth hash */
+	uint64_t payload_bytes_copied; /* atomic */
+	/* What one SMB2 message may carry inline (0 = no transport limit), and
+	 * the offload pool when the transport can move payloads by RDMA. */
+	uint32_t inline_max_read, inline_max_write;
+	uint32_t rdma_threshold;
+	struct smb_offload_pool pool;
 };
 
 /* A request to this client's tree on its channel. */

@@ -663,7 +663,15 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
              smb_read_cb cb, void *arg)
 {
 	struct read_piece tmpl = {.c = c, .cb = cb, .arg = arg};
-	if (len <= c->max_read)
+	size_t chunk = c->max_read;
+	if (smb_offload_wanted(c, len)) {
+		int rc = smb_offload_read(c, fid, offset, len, cb, arg);
+		if (rc != -EAGAIN)
+			return rc;
+		/* every offload buffer busy: this one goes inline */
+		chunk = c->inline_max_read ? c->inline_max_read : c->max_read;
+	}
+	if (len <= chunk)
 		return read_submit(c, fid, offset, len, &tmpl);
 
 	struct read_join *j = talloc_zero(NULL, struct read_join);
@@ -673,7 +681,7 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
 	j->cb = cb;
 	j->arg = arg;
 	j->len = len;
-	j->chunk = c->max_read;
+	j->chunk = chunk;
 	j->npieces = (int)((len + j->chunk - 1) / j->chunk);
 	j->buf = talloc_size(j, len);
 	j->got = talloc_zero_array(j, size_t, (size_t)j->npieces);
@@ -768,12 +776,18 @@ static void write_done(struct smb_req *req)
 int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
               size_t len, smb_write_cb cb, void *arg)
 {
+	size_t chunk = c->max_write;
+	if (smb_offload_wanted(c, len)) {
+		int rc = smb_offload_write(c, fid, offset, data, len, cb, arg);
+		if (rc != -EAGAIN)
+			return rc;
+		chunk = c->inline_max_write ? c->inline_max_write : c->max_write;
+	}
 	struct write_join *j = talloc_zero(NULL, struct write_join);
 	if (!j)
 		return -ENOMEM;
 	j->cb = cb;
 	j->arg = arg;
-	size_t chunk = c->max_write;
 	int npieces = len ? (int)((len + chunk - 1) / chunk) : 1;
 	j->b.left = npieces + 1;
 	int submitted = 0, err = 0;

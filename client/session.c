@@ -196,15 +196,31 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 	c->conn->transport->ops->info(c->conn->transport, &ti);
 	if (ti.max_inline_recv) {
 		uint32_t lim = ti.max_inline_recv > 512 ? (ti.max_inline_recv - 256) & ~4095u : 0;
-		if (c->max_read > lim)
-			c->max_read = lim;
+		c->inline_max_read = lim;
 		if (c->max_transact > lim)
 			c->max_transact = lim;
 	}
-	if (ti.max_inline_send) {
-		uint32_t lim = ti.max_inline_send > 512 ? (ti.max_inline_send - 256) & ~4095u : 0;
-		if (c->max_write > lim)
-			c->max_write = lim;
+	if (ti.max_inline_send)
+		c->inline_max_write =
+		    ti.max_inline_send > 512 ? (ti.max_inline_send - 256) & ~4095u : 0;
+	/* With offload a READ/WRITE carries a buffer descriptor and may be as
+	 * large as a pool buffer (the transport's MaxReadWriteSize, at most
+	 * 1 MiB, FUSE's largest request); without it, what fits inline. */
+	uint32_t bufsize =
+	    ti.max_read_write && ti.max_read_write < (1u << 20) ? ti.max_read_write : (1u << 20);
+	if ((ti.caps & SMB_TRANSPORT_CAP_RDMA) && bufsize >= 65536 &&
+	    smb_offload_setup(c, bufsize) == 0) {
+		smb_info("%s: RDMA offload on for READ/WRITE above %u bytes (up to %u per I/O)",
+		         c->host, c->rdma_threshold, bufsize);
+		if (c->max_read > bufsize)
+			c->max_read = bufsize;
+		if (c->max_write > bufsize)
+			c->max_write = bufsize;
+	} else {
+		if (c->inline_max_read && c->max_read > c->inline_max_read)
+			c->max_read = c->inline_max_read;
+		if (c->inline_max_write && c->max_write > c->inline_max_write)
+			c->max_write = c->inline_max_write;
 	}
 	if (c->max_read < 4096 || c->max_write < 4096) {
 		set_err(errbuf, errlen, "%s offers unusable read/write sizes (%u/%u)", c->host,
@@ -592,6 +608,7 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	c->unc = talloc_asprintf(c, "\\\\%s\\%s", o->host, o->share);
 	c->port = o->port ? o->port : 445;
 	c->rdma = o->rdma;
+	c->rdma_threshold = o->rdma_threshold ? o->rdma_threshold : 4096;
 	c->timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
 	unsigned ctimeout = o->connect_timeout_ms ? o->connect_timeout_ms : 15000;
 	uint8_t *blob = NULL;
@@ -646,6 +663,7 @@ void smb_client_destroy(struct smb_client *c)
 		smb_conn_close(c->conn);
 		c->conn = NULL;
 	}
+	smb_offload_teardown(c);
 	if (c->loop)
 		ev_loop_free(c->loop);
 	memset(&c->signing, 0, sizeof(c->signing));

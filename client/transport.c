@@ -33,3 +33,21 @@ int transport_default_get_stats(struct smb_transport *t, struct smb_transport_st
 {
 	return -EOPNOTSUPP;
 }
+
+int transport_default_region_add(struct smb_transport *t, void *addr, size_t len)
+{
+	return -EOPNOTSUPP;
+}
+
+int transport_default_io_token_get(struct smb_transport *t, void *addr, size_t len,
+                                   enum smb_io_dir dir, struct smb_io_token **tok, uint8_t desc[16],
+                                   uint32_t *channel)
+{
+	return -EOPNOTSUPP;
+}
+
+void transport_default_io_token_put(struct smb_transport *t, struct smb_io_token *tok, size_t moved,
+                                    void (*done)(void *arg), void *arg)
+{
+	done(arg);
+}

@@ -83,6 +83,14 @@ struct smb_transport_stats {
 	uint64_t mw_bound, mw_invalidated_remote, mw_invalidated_local;
 };
 
+/* RDMA offload of one READ/WRITE payload ([MS-SMB2] 2.2.19/2.2.21 Channel):
+ * a token names [addr, addr+len) to the server for this one I/O only. */
+struct smb_io_token;
+enum smb_io_dir {
+	SMB_IO_SERVER_WRITES = 1, /* SMB2 READ: the server RDMA-Writes into the buffer */
+	SMB_IO_SERVER_READS = 2,  /* SMB2 WRITE: the server RDMA-Reads from the buffer */
+};
+
 /* An RDMA registration of a caller's buffer. */
 struct smb_transport_mr;
 
@@ -99,6 +107,21 @@ struct smb_transport_ops {
 	void (*info)(struct smb_transport *t, struct smb_transport_info *out);
 	/* Optional counters; any thread; the default returns -EOPNOTSUPP. */
 	int (*get_stats)(struct smb_transport *t, struct smb_transport_stats *out);
+	/* Offload (transports with SMB_TRANSPORT_CAP_RDMA; defaults -EOPNOTSUPP).
+	 * region_add: register a long-lived buffer once (the registration cache);
+	 *   tokens may then be had for ranges inside it.  Not on the loop thread.
+	 * io_token_get: any thread, non-blocking: fills one 16-byte Buffer
+	 *   Descriptor V1 and the Channel value for the request (RDMA_V1_INVALIDATE
+	 *   where the server can invalidate the token, else RDMA_V1).
+	 * io_token_put: loop thread, after the I/O's response (or failure);
+	 *   moved = payload bytes the I/O moved by RDMA.  done(arg) runs later on
+	 *   the loop thread, once the server can no longer reach the memory: only
+	 *   then may the buffer be reused or handed on. */
+	int (*region_add)(struct smb_transport *t, void *addr, size_t len);
+	int (*io_token_get)(struct smb_transport *t, void *addr, size_t len, enum smb_io_dir dir,
+	                    struct smb_io_token **tok, uint8_t desc[16], uint32_t *channel);
+	void (*io_token_put)(struct smb_transport *t, struct smb_io_token *tok, size_t moved,
+	                     void (*done)(void *arg), void *arg);
 };
 
 /* The base every implementation embeds first (container_of to get back). */
@@ -116,6 +139,13 @@ int transport_default_reg_buf(struct smb_transport *t, void *addr, size_t len, i
 int transport_default_dereg_buf(struct smb_transport *t, struct smb_transport_mr *mr);
 void transport_default_shutdown(struct smb_transport *t);
 int transport_default_get_stats(struct smb_transport *t, struct smb_transport_stats *out);
+int transport_default_region_add(struct smb_transport *t, void *addr, size_t len);
+int transport_default_io_token_get(struct smb_transport *t, void *addr, size_t len,
+                                   enum smb_io_dir dir, struct smb_io_token **tok, uint8_t desc[16],
+                                   uint32_t *channel);
+/* Never called for a transport whose io_token_get fails; calls done at once. */
+void transport_default_io_token_put(struct smb_transport *t, struct smb_io_token *tok, size_t moved,
+                                    void (*done)(void *arg), void *arg);
 
 /* Constructors: allocate an unconnected transport bound to loop and up. */
 int smb_transport_tcp_new(struct ev_loop *loop, const struct smb_transport_up *up,

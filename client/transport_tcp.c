@@ -407,6 +407,10 @@ static const struct smb_transport_ops tcp_ops = {
     .shutdown = tcp_shutdown,
     .destroy = tcp_destroy,
     .info = tcp_info,
+    .get_stats = transport_default_get_stats,
+    .region_add = transport_default_region_add,
+    .io_token_get = transport_default_io_token_get,
+    .io_token_put = transport_default_io_token_put,
 };
 
 int smb_transport_tcp_new(struct ev_loop *loop, const struct smb_transport_up *up,

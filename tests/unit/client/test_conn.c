@@ -78,6 +78,10 @@ static const struct smb_transport_ops fake_ops = {
     .shutdown = fake_shutdown,
     .destroy = fake_destroy,
     .info = fake_info,
+    .get_stats = transport_default_get_stats,
+    .region_add = transport_default_region_add,
+    .io_token_get = transport_default_io_token_get,
+    .io_token_put = transport_default_io_token_put,
 };
 
 static void fake_dead_cb(void *arg)

@@ -1,0 +1,268 @@
+/* client/offload.c — RDMA offload of READ and WRITE payloads.
+ *
+ * On a channel whose transport can hand out per-I/O tokens, a READ or WRITE
+ * above rdma_threshold carries one Buffer Descriptor V1 ([MS-SMB2] 2.2.19,
+ * 2.2.21; [MS-SMBD] 2.2.3.1) instead of inline data: the server RDMA-Writes
+ * the READ data into, or RDMA-Reads the WRITE data from, a buffer of ours.
+ * Those buffers come from one pool registered with the transport once, at
+ * mount (the registration cache); each I/O gets a token valid for it alone,
+ * released through io_token_put(), and the buffer returns to the pool only
+ * when the transport says the server can no longer reach it.
+ *
+ * Pool: pool->lock guards the free stack; taken briefly from any thread.
+ * Completion order for one I/O: response (loop thread) -> io_token_put ->
+ * token done (loop thread) -> caller's callback -> buffer back to the pool.
+ */
+#include "client/offload.h"
+#include "client/client_int.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <talloc.h>
+
+#define POOL_BUFS 32
+
+int smb_offload_setup(struct smb_client *c, size_t bufsize)
+{
+	struct smb_offload_pool *p = &c->pool;
+	struct smb_transport *t = c->conn->transport;
+	size_t total = bufsize * POOL_BUFS;
+
+	if (posix_memalign((void **)&p->mem, 4096, total))
+		return -ENOMEM;
+	memset(p->mem, 0, total); /* fault the pages in before registering */
+	int err = t->ops->region_add(t, p->mem, total);
+	if (err) {
+		free(p->mem);
+		p->mem = NULL;
+		return err;
+	}
+	p->bufsize = bufsize;
+	p->nbuf = POOL_BUFS;
+	p->nfree = POOL_BUFS;
+	for (int i = 0; i < POOL_BUFS; i++)
+		p->free_stack[i] = i;
+	pthread_mutex_init(&p->lock, NULL);
+	return 0;
+}
+
+void smb_offload_teardown(struct smb_client *c)
+{
+	/* The transport deregisters its regions when it is destroyed. */
+	if (c->pool.mem) {
+		pthread_mutex_destroy(&c->pool.lock);
+		free(c->pool.mem);
+		c->pool.mem = NULL;
+	}
+}
+
+static uint8_t *pool_get(struct smb_offload_pool *p)
+{
+	uint8_t *b = NULL;
+	pthread_mutex_lock(&p->lock);
+	if (p->nfree)
+		b = p->mem + (size_t)p->free_stack[--p->nfree] * p->bufsize;
+	pthread_mutex_unlock(&p->lock);
+	return b;
+}
+
+static void pool_put(struct smb_offload_pool *p, uint8_t *b)
+{
+	pthread_mutex_lock(&p->lock);
+	p->free_stack[p->nfree++] = (int)((b - p->mem) / p->bufsize);
+	pthread_mutex_unlock(&p->lock);
+}
+
+bool smb_offload_wanted(const struct smb_client *c, size_t len)
+{
+	return c->pool.mem && len > c->rdma_threshold && len <= c->pool.bufsize;
+}
+
+/* One offloaded I/O.  Allocated apart from the request: it outlives it until
+ * the token is released. */
+struct oio {
+	struct smb_client *c;
+	uint8_t *buf;
+	size_t len;
+	struct smb_io_token *tok;
+	bool is_read;
+	smb_read_cb rcb;
+	smb_write_cb wcb;
+	void *arg;
+	int err;
+	uint32_t status;
+	size_t moved;
+};
+
+static void oio_finish(void *arg)
+{
+	struct oio *o = arg;
+	if (o->is_read) {
+		if (o->err)
+			o->rcb(o->arg, o->err, 0, NULL, 0);
+		else
+			o->rcb(o->arg, 0, o->status, o->status == STATUS_SUCCESS ? o->buf : NULL,
+			       o->status == STATUS_SUCCESS ? o->moved : 0);
+	} else {
+		if (o->err)
+			o->wcb(o->arg, o->err, 0, 0);
+		else
+			o->wcb(o->arg, 0, o->status, o->status == STATUS_SUCCESS ? o->moved : 0);
+	}
+	pool_put(&o->c->pool, o->buf);
+	free(o);
+}
+
+static void oio_done(struct smb_req *req)
+{
+	struct oio *o = req->arg;
+	struct smb_transport *t = o->c->conn->transport;
+
+	o->err = req->err;
+	if (!o->err) {
+		struct smb_pdu *p = &req->pdu[0];
+		o->status = p->rsp_hdr.status;
+		if (o->is_read && o->status == STATUS_END_OF_FILE) {
+			o->status = STATUS_SUCCESS;
+			o->moved = 0;
+		} else if (o->status == STATUS_SUCCESS && o->is_read) {
+			struct smb2_read_rsp rr;
+			if (smb2_read_rsp_decode(p->rsp, p->rsp_len, &rr) < 0) {
+				smb_err("%s: malformed READ response; failing the call with EIO",
+				        o->c->host);
+				o->err = -EIO;
+			} else {
+				/* Data moved by RDMA is counted in DataRemaining; a
+				 * server may also answer inline (DataLength). */
+				size_t n = rr.data_length ? rr.data_length : rr.data_remaining;
+				if (n > o->len) {
+					smb_err("%s: READ reply claims %zu bytes for a %zu-byte "
+					        "buffer; failing the call with EIO",
+					        o->c->host, n, o->len);
+					o->err = -EIO;
+				} else {
+					if (rr.data_length) {
+						memcpy(o->buf, rr.data, n);
+						__atomic_add_fetch(&o->c->payload_bytes_copied, n,
+						                   __ATOMIC_RELAXED);
+					}
+					o->moved = n;
+				}
+			}
+		} else if (o->status == STATUS_SUCCESS) {
+			struct smb2_write_rsp wr;
+			if (smb2_write_rsp_decode(p->rsp, p->rsp_len, &wr) < 0) {
+				smb_err("%s: malformed WRITE response; failing the call with EIO",
+				        o->c->host);
+				o->err = -EIO;
+			} else {
+				o->moved = wr.count > o->len ? o->len : wr.count;
+			}
+		}
+	}
+	smb_req_put(req);
+	t->ops->io_token_put(t, o->tok, o->err ? 0 : o->moved, oio_finish, o);
+}
+
+static void oio_release_only(void *arg)
+{
+	struct oio *o = arg;
+	pool_put(&o->c->pool, o->buf);
+	free(o);
+}
+
+/* Takes ownership of o: on success o lives until oio_finish(); on failure it
+ * is freed here (through the token's release when a token was taken) and the
+ * caller is not called back. */
+static int oio_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
+                      const void *wdata, struct oio *o)
+{
+	struct smb_transport *t = c->conn->transport;
+	uint8_t desc[16];
+	uint32_t channel;
+
+	o->c = c;
+	o->len = len;
+	o->buf = pool_get(&c->pool);
+	if (!o->buf) {
+		free(o);
+		return -EAGAIN;
+	}
+	int err = t->ops->io_token_get(t, o->buf, len,
+	                               o->is_read ? SMB_IO_SERVER_WRITES : SMB_IO_SERVER_READS,
+	                               &o->tok, desc, &channel);
+	if (err) {
+		pool_put(&c->pool, o->buf);
+		free(o);
+		return err;
+	}
+	if (wdata) {
+		memcpy(o->buf, wdata, len);
+		__atomic_add_fetch(&c->payload_bytes_copied, len, __ATOMIC_RELAXED);
+	}
+	struct smb_req *req = smb_client_req(c, NULL);
+	uint8_t *body =
+	    req ? smb_req_begin_pdu(req, o->is_read ? SMB2_READ : SMB2_WRITE, 80) : NULL;
+	if (!body) {
+		err = -ENOMEM;
+	} else if (o->is_read) {
+		struct smb2_read_req r = {
+		    .length = (uint32_t)len,
+		    .offset = offset,
+		    .fileid = fid,
+		    .channel = channel,
+		    .channel_info = desc,
+		    .channel_info_len = 16,
+		};
+		err = smb_req_end_pdu(req, smb2_read_req_encode(body, 80, &r));
+	} else {
+		struct smb2_write_req w = {
+		    .data_length = 0,
+		    .offset = offset,
+		    .fileid = fid,
+		    .channel = channel,
+		    .remaining_bytes = (uint32_t)len,
+		    .channel_info = desc,
+		    .channel_info_len = 16,
+		};
+		err = smb_req_end_pdu(req, smb2_write_req_encode(body, 80, &w));
+	}
+	if (!err) {
+		req->pdu[0].credit_charge = smb_credit_charge(c->conn, len);
+		req->arg = o;
+		req->done = oio_done;
+		err = smb_conn_submit(c->conn, req);
+	}
+	if (err) {
+		if (req)
+			smb_req_put(req);
+		/* Nothing reached the server: release the token, then the buffer. */
+		t->ops->io_token_put(t, o->tok, 0, oio_release_only, o);
+	}
+	return err;
+}
+
+int smb_offload_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
+                     smb_read_cb cb, void *arg)
+{
+	struct oio *o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->is_read = true;
+	o->rcb = cb;
+	o->arg = arg;
+	return oio_submit(c, fid, offset, len, NULL, o);
+}
+
+int smb_offload_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
+                      const void *data, size_t len, smb_write_cb cb, void *arg)
+{
+	struct oio *o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->wcb = cb;
+	o->arg = arg;
+	return oio_submit(c, fid, offset, len, data, o);
+}

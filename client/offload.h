@@ -1,0 +1,39 @@
+/* client/offload.h — internal to client/: RDMA offload of READ/WRITE payloads
+ * (see offload.c for the pool and the life of one offloaded I/O). */
+#ifndef SMBRDMA_CLIENT_OFFLOAD_H
+#define SMBRDMA_CLIENT_OFFLOAD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client/client.h"
+
+#define SMB_OFFLOAD_MAX_BUFS 64
+
+/* Buffers registered once with the transport; lock guards the free stack. */
+struct smb_offload_pool {
+	uint8_t *mem; /* NULL: no offload on this mount */
+	size_t bufsize;
+	int nbuf;
+	pthread_mutex_t lock;
+	int nfree;
+	int free_stack[SMB_OFFLOAD_MAX_BUFS];
+};
+
+/* At mount, not on the loop thread: allocate and register the pool.  -errno
+ * (e.g. -EOPNOTSUPP on TCP) leaves the mount without offload. */
+int smb_offload_setup(struct smb_client *c, size_t bufsize);
+void smb_offload_teardown(struct smb_client *c);
+/* Should an I/O of len bytes be offloaded?  (A pool exists, len is above the
+ * threshold and fits a pool buffer.) */
+bool smb_offload_wanted(const struct smb_client *c, size_t len);
+/* Like smb_read()/smb_write() for one offloadable I/O.  -EAGAIN when every
+ * pool buffer is busy (the caller then sends it inline); no callback then. */
+int smb_offload_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
+                     smb_read_cb cb, void *arg);
+int smb_offload_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
+                      const void *data, size_t len, smb_write_cb cb, void *arg);
+
+#endif
