@@ -235,6 +235,11 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->debug = true;
 	} else if (strcmp(key, "rdma") == 0 && !value) {
 		o->rdma = true;
+	} else if (strcmp(key, "rdma_threshold") == 0) {
+		NEEDS_VALUE();
+		if (parse_unsigned(value, 10, 1u << 30, &v) < 0)
+			BAD_VALUE();
+		o->rdma_threshold = (unsigned)v;
 	} else if (!value && in_list(key, kernel_flags, ARRAY_LEN(kernel_flags))) {
 		return add_kernel_flag(o, key, err, errlen);
 	} else if (!value && in_list(key, ignored_flags, ARRAY_LEN(ignored_flags))) {

@@ -33,8 +33,9 @@ struct smb_mount_opts {
 	mode_t file_mode;
 	mode_t dir_mode;
 	bool ro;
-	bool rdma;        /* SMB Direct instead of TCP */
-	unsigned actimeo; /* seconds */
+	bool rdma;               /* SMB Direct instead of TCP */
+	unsigned rdma_threshold; /* 0: the engine's default (4096) */
+	unsigned actimeo;        /* seconds */
 	bool debug;
 	/* Mount flags for the kernel, comma-separated, in the order given. */
 	char kernel_flags[256];

@@ -35,11 +35,12 @@ static void test_all_options(void)
 	struct smb_mount_opts o;
 	char err[256] = "";
 
-	CHECK_EQ(parse(&o,
-	               "username=alice,password=s3cret,domain=CORP,port=4445,vers=3.0,uid=0,"
-	               "gid=0,file_mode=0600,dir_mode=700,ro,actimeo=30,debug,rdma",
-	               false, err, sizeof(err)),
-	         0);
+	CHECK_EQ(
+	    parse(&o,
+	          "username=alice,password=s3cret,domain=CORP,port=4445,vers=3.0,uid=0,"
+	          "gid=0,file_mode=0600,dir_mode=700,ro,actimeo=30,debug,rdma,rdma_threshold=65536",
+	          false, err, sizeof(err)),
+	    0);
 	CHECK(o.user && strcmp(o.user, "alice") == 0);
 	CHECK(o.password && strcmp(o.password, "s3cret") == 0);
 	CHECK(o.domain && strcmp(o.domain, "CORP") == 0);
@@ -54,6 +55,7 @@ static void test_all_options(void)
 	CHECK_EQ(o.actimeo, 30);
 	CHECK(o.debug);
 	CHECK(o.rdma);
+	CHECK_EQ(o.rdma_threshold, 65536);
 	smb_mount_opts_free(&o);
 	CHECK(o.password == NULL);
 }
