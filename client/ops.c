@@ -663,13 +663,13 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
              smb_read_cb cb, void *arg)
 {
 	struct read_piece tmpl = {.c = c, .cb = cb, .arg = arg};
-	size_t chunk = c->max_read;
+	/* Offloaded when it fits a pool buffer and one is free; otherwise
+	 * inline, in pieces no larger than one message carries. */
+	size_t chunk = c->inline_max_read ? c->inline_max_read : c->max_read;
 	if (smb_offload_wanted(c, len)) {
 		int rc = smb_offload_read(c, fid, offset, len, cb, arg);
 		if (rc != -EAGAIN)
 			return rc;
-		/* every offload buffer busy: this one goes inline */
-		chunk = c->inline_max_read ? c->inline_max_read : c->max_read;
 	}
 	if (len <= chunk)
 		return read_submit(c, fid, offset, len, &tmpl);
@@ -776,12 +776,11 @@ static void write_done(struct smb_req *req)
 int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
               size_t len, smb_write_cb cb, void *arg)
 {
-	size_t chunk = c->max_write;
+	size_t chunk = c->inline_max_write ? c->inline_max_write : c->max_write;
 	if (smb_offload_wanted(c, len)) {
 		int rc = smb_offload_write(c, fid, offset, data, len, cb, arg);
 		if (rc != -EAGAIN)
 			return rc;
-		chunk = c->inline_max_write ? c->inline_max_write : c->max_write;
 	}
 	struct write_join *j = talloc_zero(NULL, struct write_join);
 	if (!j)

@@ -208,6 +208,7 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 	 * 1 MiB, FUSE's largest request); without it, what fits inline. */
 	uint32_t bufsize =
 	    ti.max_read_write && ti.max_read_write < (1u << 20) ? ti.max_read_write : (1u << 20);
+	c->conn->transport->ops->set_dialect(c->conn->transport, c->dialect);
 	if ((ti.caps & SMB_TRANSPORT_CAP_RDMA) && bufsize >= 65536 &&
 	    smb_offload_setup(c, bufsize) == 0) {
 		smb_info("%s: RDMA offload on for READ/WRITE above %u bytes (up to %u per I/O)",

@@ -34,6 +34,10 @@ int transport_default_get_stats(struct smb_transport *t, struct smb_transport_st
 	return -EOPNOTSUPP;
 }
 
+void transport_default_set_dialect(struct smb_transport *t, uint16_t dialect)
+{
+}
+
 int transport_default_region_add(struct smb_transport *t, void *addr, size_t len)
 {
 	return -EOPNOTSUPP;

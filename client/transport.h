@@ -117,6 +117,10 @@ struct smb_transport_ops {
 	 *   moved = payload bytes the I/O moved by RDMA.  done(arg) runs later on
 	 *   the loop thread, once the server can no longer reach the memory: only
 	 *   then may the buffer be reused or handed on. */
+	/* The SMB2 dialect negotiated on this channel (some transports choose
+	 * differently by dialect, e.g. RDMA_V1_INVALIDATE needs 3.0.2); default:
+	 * nothing. */
+	void (*set_dialect)(struct smb_transport *t, uint16_t dialect);
 	int (*region_add)(struct smb_transport *t, void *addr, size_t len);
 	int (*io_token_get)(struct smb_transport *t, void *addr, size_t len, enum smb_io_dir dir,
 	                    struct smb_io_token **tok, uint8_t desc[16], uint32_t *channel);
@@ -139,6 +143,7 @@ int transport_default_reg_buf(struct smb_transport *t, void *addr, size_t len, i
 int transport_default_dereg_buf(struct smb_transport *t, struct smb_transport_mr *mr);
 void transport_default_shutdown(struct smb_transport *t);
 int transport_default_get_stats(struct smb_transport *t, struct smb_transport_stats *out);
+void transport_default_set_dialect(struct smb_transport *t, uint16_t dialect);
 int transport_default_region_add(struct smb_transport *t, void *addr, size_t len);
 int transport_default_io_token_get(struct smb_transport *t, void *addr, size_t len,
                                    enum smb_io_dir dir, struct smb_io_token **tok, uint8_t desc[16],

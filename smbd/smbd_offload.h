@@ -11,7 +11,7 @@
  * Implemented today:
  *  - ops->reg_buf(t, addr, len, access, &mr) registers [addr, addr+len) once
  *    (ibv_reg_mr); access is a mask of SMBD_ACCESS_* below.  Registration is
- *    slow: keep the mr for the buffer's life (a registration cache in client/).
+ *    slow: keep the mr for the buffer's life (or use smbd_mr_cache_add below).
  *  - smbd_offload_desc() fills one Buffer Descriptor V1 ([MS-SMBD] 2.2.3.1)
  *    for a range inside a registration.  The token is the region's rkey: it
  *    stays valid until dereg_buf, i.e. this is SMB2_CHANNEL_RDMA_V1 over a
@@ -24,35 +24,57 @@
  *    (whole SMB2 message, header included).
  *  - smbd_transport_get_stats() for smbrdmactl stats.
  *
- * Proposed next (not implemented; the shape client/ should code against):
+ * Per-I/O tokens (implemented; smbd/smbd_token.c is the engine):
  *
- *   // A token valid for one I/O over [addr, addr+len) inside mr.  Where the
- *   // device has type-2 memory windows (rxe), a window bound by an
- *   // IBV_WR_BIND_MW posted on the loop before the request that carries it
- *   // (same send queue, so the server cannot see the request first) and
- *   // *channel = SMB2_CHANNEL_RDMA_V1_INVALIDATE (RDMA_V1 for dialect 3.0).
- *   // Without windows (siw): a per-I/O ibv_reg_mr and *channel =
- *   // SMB2_CHANNEL_RDMA_V1 — an ordinary MR's rkey cannot be invalidated by
- *   // the server's Send-with-Invalidate (the QP would fail), so never ask for
- *   // INVALIDATE with one.  Non-blocking; any thread.
- *   int smbd_io_token_get(struct smb_transport *t, struct smb_transport_mr *mr,
- *                         const void *addr, size_t len, int access,
- *                         struct smbd_io_token **out,
- *                         struct smbd_buffer_desc_v1 *desc, uint16_t *channel);
- *   // After the I/O's response arrived or the request failed.  The transport
- *   // has seen whether a message came by Send-with-Invalidate on this rkey
- *   // (IBV_WC_WITH_INV, invalidated_rkey); if not, it posts IBV_WR_LOCAL_INV
- *   // (or deregisters the per-I/O MR).  done(arg) runs on the loop thread
- *   // once the server can no longer touch the memory: only then may the
- *   // buffer be replied to FUSE or reused.  A token is never reused while a
- *   // server could still hold it; a window's rkey advances with every bind.
- *   void smbd_io_token_put(struct smb_transport *t, struct smbd_io_token *tok,
- *                          void (*done)(void *arg), void *arg);
+ *   Setup, once per channel after connect() (any thread):
+ *     smbd_offload_set_dialect(t, dialect)   after SMB2 NEGOTIATE; default 3.0
+ *     smbd_mr_cache_add(t, buf, len)          for each long-lived buffer
+ *   Per READ (server writes into buf) or WRITE (server reads buf), any thread:
+ *     smbd_io_token_get(t, buf, len, SMBD_ACCESS_REMOTE_WRITE or _READ,
+ *                       &tok, desc, &channel)
+ *     -> put desc (16 bytes) in the request's channel info, channel in Channel;
+ *        then send the request (after get returned: the bind is already on the
+ *        send queue ahead of it).
+ *   In the response callback (loop thread), or on any failure of the request:
+ *     smbd_io_token_set_moved(tok, bytes)     what the server actually moved
+ *     smbd_io_token_put(t, tok, done, arg)
+ *     done(arg) later, on the loop thread: only then reply/reuse the buffer.
  *
- *   reg_buf() then also asks for IBV_ACCESS_MW_BIND where windows exist.
+ * What the token is:
+ *   1. buf inside a cached region and the device has type-2 memory windows
+ *      (rxe): a pooled window bound over just [buf, buf+len) with a fresh
+ *      rkey (ibv_inc_rkey); channel RDMA_V1_INVALIDATE for dialect >= 3.0.2,
+ *      else RDMA_V1.  The server's Send-with-Invalidate kills it; otherwise
+ *      put() posts IBV_WR_LOCAL_INV and done runs after that completes.
+ *   2. otherwise (siw; a buffer not in the cache; window pool exhausted): a
+ *      per-I/O ibv_reg_mr of exactly [buf, buf+len), channel RDMA_V1; put()
+ *      deregisters it.
+ *   3. if that registration fails and buf is in a cached region: RDMA_V1 with
+ *      the region's own rkey (weak isolation, warned once in the log).
  *
- *   Counters for smbrdmactl stats (rdma read/write bytes, windows bound /
- *   invalidated remotely / locally) come with it.
+ * Rules:
+ *  - Ownership: the token belongs to the transport; the caller holds it from
+ *    get() to put() and must put every token it got, exactly once, before
+ *    destroy().  The caller's buffer must stay valid until done(arg) ran.
+ *  - Threads: get(), set_moved(), mr_cache_add/remove, set_dialect from any
+ *    thread.  put() from the loop thread (normally inside up->recv for the
+ *    response: the transport recorded the receive's invalidated rkey before
+ *    delivering it, so put() already knows); from another thread it works but
+ *    a remote invalidation may not have been seen yet, so it invalidates
+ *    locally.  Put a token only once its response arrived, the request was
+ *    never sent, or the channel is being given up: putting one whose request
+ *    is still out (a timeout) keeps memory safe, but a late Send-with-
+ *    Invalidate naming the dead rkey then fails the QP.  done(arg) is never called from inside
+ * put(); it runs later on the loop thread, exactly once per put().  Locks: the transport takes its
+ * internal token lock only briefly and never across done(); callers must not hold a lock done()
+ * needs while calling put().
+ *  - After the channel died, put() still completes (the QP is in error, so
+ *    nothing remote can reach memory); get() fails with -ECONNABORTED.
+ *  - A token's rkey is never handed out again while a server could hold it:
+ *    windows get a new key per bind and are retired if an invalidate fails.
+ *  - mr_cache_remove() fails with -EBUSY while tokens over the region exist;
+ *    regions left at destroy() are deregistered there.
+ *  - Non-RDMA transports: every call returns -EOPNOTSUPP (put: no-op).
  */
 #ifndef SMBRDMA_SMBD_OFFLOAD_H
 #define SMBRDMA_SMBD_OFFLOAD_H
@@ -73,7 +95,7 @@ struct smbd_offload_caps {
 	uint32_t max_inline_send; /* largest SMB2 message we may send (peer's MaxFragmentedSize) */
 	uint32_t max_inline_recv; /* largest SMB2 message we reassemble */
 	uint32_t max_descs;       /* Buffer Descriptor V1 entries per I/O we produce */
-	bool remote_invalidate;   /* per-I/O tokens exist (not yet: false) */
+	bool remote_invalidate;   /* windows exist: tokens can be invalidated remotely */
 };
 
 /* Valid after connect() returned 0.  -EOPNOTSUPP for a non-RDMA transport. */
@@ -93,7 +115,38 @@ struct smbd_transport_stats {
 	uint32_t recv_credits;               /* our receives the server may use now */
 	uint64_t keepalives_sent;
 	uint64_t remote_invalidations; /* messages that came by Send-with-Invalidate */
+	uint64_t mw_bound;             /* windows bound for an I/O */
+	uint64_t mw_invalidated_remote;
+	uint64_t mw_invalidated_local;
+	uint64_t mr_per_io;        /* tokens that were a per-I/O registration */
+	uint64_t region_tokens;    /* last-resort tokens over a long-lived region */
+	uint64_t rdma_read_bytes;  /* the server RDMA-Read from us (SMB2 WRITE) */
+	uint64_t rdma_write_bytes; /* the server RDMA-Wrote to us (SMB2 READ) */
+	uint32_t tokens_active;
 };
 int smbd_transport_get_stats(struct smb_transport *t, struct smbd_transport_stats *out);
+
+/* ---- registration cache and per-I/O tokens (see the top of this file) ---- */
+struct smbd_io_token;
+
+/* The SMB2 dialect negotiated on this channel: decides RDMA_V1_INVALIDATE. */
+int smbd_offload_set_dialect(struct smb_transport *t, uint16_t dialect);
+/* Register [addr, addr+len) once (-EEXIST if it overlaps a cached region). */
+int smbd_mr_cache_add(struct smb_transport *t, void *addr, size_t len);
+/* Deregister the region starting at addr (-ENOENT, -EBUSY while tokens use it). */
+int smbd_mr_cache_remove(struct smb_transport *t, void *addr);
+
+/* access: SMBD_ACCESS_REMOTE_WRITE (READ: server writes buf) or
+ * SMBD_ACCESS_REMOTE_READ (WRITE: server reads buf).  On success *tok, the
+ * encoded Buffer Descriptor V1 in desc and the SMB2 Channel in *channel.
+ * -EINVAL (len 0 or > 4 GiB, bad access), -ECONNABORTED (channel dead),
+ * -ENOTCONN, -ENOMEM, or a verbs error. */
+int smbd_io_token_get(struct smb_transport *t, void *buf, size_t len, int access,
+                      struct smbd_io_token **tok, uint8_t desc[16], uint32_t *channel);
+/* Bytes the server moved for this I/O (READ: DataLength; WRITE: Count), for
+ * the rdma_read/write byte counters; 0 if never called. */
+void smbd_io_token_set_moved(struct smbd_io_token *tok, size_t bytes);
+void smbd_io_token_put(struct smb_transport *t, struct smbd_io_token *tok, void (*done)(void *arg),
+                       void *arg);
 
 #endif

@@ -138,6 +138,7 @@ int main(int argc, char **argv)
 	    .user = argv[2],
 	    .password = argv[3],
 	};
+	o.rdma = getenv("SMBPROBE_RDMA") != NULL;
 	const char *vers = getenv("SMBPROBE_DIALECT"); /* e.g. 0x0300 */
 	if (vers)
 		o.min_dialect = o.max_dialect = (uint16_t)strtoul(vers, NULL, 16);
@@ -263,6 +264,18 @@ int main(int argc, char **argv)
 	wait_init(&w);
 	wait_for(&w, smb_stat(c, "probedir", attr_cb, &w), "stat removed (expect NOT_FOUND)");
 	free(buf);
+	struct smb_client_stats st;
+	smb_client_get_stats(c, &st);
+	for (int i = 0; i < st.nchannels; i++)
+		printf("channel %d: %s %s -> %s requests %llu inline sent %llu received %llu rdma "
+		       "read %llu write %llu\n",
+		       i, st.channels[i].transport, st.channels[i].local, st.channels[i].remote,
+		       (unsigned long long)st.channels[i].requests,
+		       (unsigned long long)st.channels[i].bytes_sent,
+		       (unsigned long long)st.channels[i].bytes_received,
+		       (unsigned long long)st.channels[i].rdma_read_bytes,
+		       (unsigned long long)st.channels[i].rdma_write_bytes);
+	printf("payload bytes copied: %llu\n", (unsigned long long)st.payload_bytes_copied);
 	smb_client_destroy(c);
 	printf("%s\n", rc ? "FAILED" : "ALL OK");
 	return rc ? 1 : 0;

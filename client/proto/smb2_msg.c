@@ -757,7 +757,11 @@ ssize_t smb2_write_req_encode(uint8_t *body, size_t cap, const struct smb2_write
 		return -EINVAL;
 	smb_wr_init(&w, body, cap);
 	smb_wr_u16(&w, 49);
-	smb_wr_u16(&w, (uint16_t)(BODY + 48 + q->channel_info_len)); /* DataOffset */
+	/* DataOffset; 0 for an RDMA write, whose payload the server pulls
+	 * ([MS-SMB2] 2.2.21: Length and DataOffset are 0 with a channel). */
+	smb_wr_u16(&w, q->data_length == 0 && q->channel_info_len
+	                   ? 0
+	                   : (uint16_t)(BODY + 48 + q->channel_info_len));
 	smb_wr_u32(&w, q->data_length);
 	smb_wr_u64(&w, q->offset);
 	wr_fileid(&w, &q->fileid);

@@ -79,6 +79,7 @@ static const struct smb_transport_ops fake_ops = {
     .destroy = fake_destroy,
     .info = fake_info,
     .get_stats = transport_default_get_stats,
+    .set_dialect = transport_default_set_dialect,
     .region_add = transport_default_region_add,
     .io_token_get = transport_default_io_token_get,
     .io_token_put = transport_default_io_token_put,

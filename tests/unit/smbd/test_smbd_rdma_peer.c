@@ -1,7 +1,14 @@
 /* tests/unit/smbd/test_smbd_rdma_peer.c — the SMB Direct transport against a
  * real server (ksmbd in the guest of tests/vm/): connect (5445, then 445),
  * SMB Direct negotiation, one SMB2 NEGOTIATE round trip, a large message to
- * exercise fragmentation, shutdown, destroy.
+ * exercise fragmentation, shutdown, destroy; and the RDMA offload tokens on
+ * the live QP: device capability (memory windows or not), a registration
+ * cache entry, per-I/O tokens got and put twice (a window bind and a local
+ * invalidate on rxe, a per-I/O registration on siw), every done callback on
+ * the loop thread, a fresh rkey per I/O.
+ *
+ * SMBRDMA_TEST_EXPECT_MW=1|0 makes the device's window support a checked
+ * expectation (the guest test sets it: 1 for rxe, 0 for siw).
  *
  * The peer is named by SMBRDMA_TEST_RDMA_ADDR (an IPv4/IPv6 address on an
  * rxe or siw link).  Without it, or on a machine with no RDMA device at all,
@@ -22,6 +29,8 @@
 #include <talloc.h>
 
 struct peer_test {
+	struct ev_loop *loop;
+	int tok_done, tok_done_off_loop;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	uint8_t *msg;
@@ -59,6 +68,17 @@ static void on_sent(struct smb_txbuf *b, int err)
 	pthread_mutex_lock(&p->lock);
 	p->sent++;
 	p->send_err = err;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void on_token_done(void *arg)
+{
+	struct peer_test *p = arg;
+	pthread_mutex_lock(&p->lock);
+	p->tok_done++;
+	if (!ev_on_loop_thread(p->loop))
+		p->tok_done_off_loop++;
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 }
@@ -158,7 +178,8 @@ int main(void)
 	}
 	struct smb_transport_info info;
 	t->ops->info(t, &info);
-	struct smbd_offload_caps caps;
+	p.loop = loop;
+	struct smbd_offload_caps caps = {0};
 	if (smbd_offload_caps(t, &caps) == 0)
 		printf("connected: kind %s max_read_write %u inline send %u recv %u\n", info.kind,
 		       info.max_read_write, caps.max_inline_send, caps.max_inline_recv);
@@ -203,6 +224,87 @@ int main(void)
 		       st.send_credits, st.recv_credits);
 	}
 
+	/* RDMA offload tokens on the live connection. */
+	bool has_mw = caps.remote_invalidate;
+	printf("device: memory windows type 2: %s\n", has_mw ? "yes" : "no");
+	const char *want_mw = getenv("SMBRDMA_TEST_EXPECT_MW");
+	if (want_mw && *want_mw && (atoi(want_mw) != 0) != has_mw) {
+		fprintf(stderr, "FAIL: expected memory windows %s\n", want_mw);
+		fails++;
+	}
+	size_t pool_len = 1 << 20;
+	uint8_t *pool = aligned_alloc(4096, pool_len);
+	if ((r = smbd_offload_set_dialect(t, 0x0302)) ||
+	    (r = smbd_mr_cache_add(t, pool, pool_len))) {
+		fprintf(stderr, "FAIL: registration cache: %s\n", strerror(-r));
+		fails++;
+	} else {
+		if (smbd_mr_cache_add(t, pool + 4096, 4096) != -EEXIST) {
+			fprintf(stderr, "FAIL: overlapping registration accepted\n");
+			fails++;
+		}
+		uint32_t prev = 0;
+		for (int i = 0; i < 2; i++) {
+			struct smbd_io_token *tok;
+			uint8_t desc[16];
+			uint32_t channel = 0;
+			struct smbd_buffer_desc_v1 d;
+			size_t nd = 0;
+			int acc = i ? SMBD_ACCESS_REMOTE_READ : SMBD_ACCESS_REMOTE_WRITE;
+			r = smbd_io_token_get(t, pool + 8192, 65536, acc, &tok, desc, &channel);
+			if (r) {
+				fprintf(stderr, "FAIL: token get: %s\n", strerror(-r));
+				fails++;
+				break;
+			}
+			smbd_buffer_desc_v1_decode(desc, 16, &d, 1, &nd);
+			printf("token %d: channel %u offset 0x%llx rkey 0x%08x len %u\n", i,
+			       channel, (unsigned long long)d.offset, d.token, d.length);
+			if (nd != 1 || d.offset != (uintptr_t)(pool + 8192) || d.length != 65536 ||
+			    channel != (has_mw ? 2u : 1u) || (i && d.token == prev)) {
+				fprintf(stderr, "FAIL: token %d wrong\n", i);
+				fails++;
+			}
+			prev = d.token;
+			smbd_io_token_set_moved(tok, 65536);
+			smbd_io_token_put(t, tok, on_token_done, &p);
+			if (!wait_for(&p, &p.tok_done, i + 1)) {
+				fprintf(stderr, "FAIL: token %d: done never called\n", i);
+				fails++;
+				break;
+			}
+		}
+		if (p.tok_done_off_loop) {
+			fprintf(stderr, "FAIL: done called off the loop thread\n");
+			fails++;
+		}
+		if (smbd_transport_get_stats(t, &st) == 0) {
+			printf(
+			    "tokens: mw bound %llu inv remote %llu local %llu, per-I/O MRs %llu, "
+			    "region %llu, rdma read %llu write %llu B, active %u\n",
+			    (unsigned long long)st.mw_bound,
+			    (unsigned long long)st.mw_invalidated_remote,
+			    (unsigned long long)st.mw_invalidated_local,
+			    (unsigned long long)st.mr_per_io, (unsigned long long)st.region_tokens,
+			    (unsigned long long)st.rdma_read_bytes,
+			    (unsigned long long)st.rdma_write_bytes, st.tokens_active);
+			bool ok = st.tokens_active == 0 && st.rdma_read_bytes == 65536 &&
+			          st.rdma_write_bytes == 65536 && st.region_tokens == 0;
+			if (has_mw)
+				ok = ok && st.mw_bound == 2 && st.mw_invalidated_local == 2;
+			else
+				ok = ok && st.mr_per_io == 2 && st.mw_bound == 0;
+			if (!ok) {
+				fprintf(stderr, "FAIL: token stats\n");
+				fails++;
+			}
+		}
+		if ((r = smbd_mr_cache_remove(t, pool))) {
+			fprintf(stderr, "FAIL: mr_cache_remove: %s\n", strerror(-r));
+			fails++;
+		}
+	}
+
 	/* Shutdown reports death once, with -ECONNABORTED. */
 	smb_transport_shutdown(t);
 	if (!wait_for(&p, &p.dead, 1) || p.dead != 1) {
@@ -217,6 +319,7 @@ int main(void)
 	smb_transport_destroy(t);
 	ev_loop_free(loop);
 	talloc_free(p.msg);
+	free(pool);
 	printf("%s\n", fails ? "FAIL" : "ok");
 	return fails ? 1 : 0;
 }
