@@ -34,6 +34,7 @@
 #include "config.h"
 #include "common/evloop.h"
 #include "common/log.h"
+#include "fuse/ctl.h" /* smbrdmactl: control socket */
 #include "fuse/options.h"
 #include "fuse/smbfs.h"
 #include "fuse/unc.h"
@@ -395,6 +396,7 @@ static int run(struct mount_args *a)
 	struct smbfs fs = {0};
 	struct smb_client_opts copts = {0};
 	struct fuse_session *se = NULL;
+	struct smb_ctl *ctl = NULL; /* smbrdmactl: control socket */
 	char errbuf[512] = "", fsname[1100], mntopts[1600];
 	sigset_t block, old;
 	int rc, ret = 1;
@@ -410,6 +412,7 @@ static int run(struct mount_args *a)
 	copts.min_dialect = a->opts.min_dialect;
 	copts.max_dialect = a->opts.max_dialect;
 	copts.rdma = a->opts.rdma;
+	copts.rdma_threshold = a->opts.rdma_threshold;
 	smb_info("connecting to %s port %u as '%s'%s%s, dialects 0x%04x-0x%04x", a->source,
 	         copts.port ? copts.port : 445, copts.user ? copts.user : "",
 	         copts.domain ? " domain " : "", copts.domain ? copts.domain : "",
@@ -469,6 +472,11 @@ static int run(struct mount_args *a)
 	/* Read-ahead is raised after INIT (see smbfs_post_init()). */
 	if (geteuid() == 0)
 		find_readahead_knob(a->mountpoint, fs.readahead_knob, sizeof(fs.readahead_knob));
+	/* smbrdmactl: start the control socket before the first FUSE request
+	 * is served; without it the mount still works. */
+	struct smb_ctl_mount ctl_mount = {a->unc.host, copts.port, a->unc.share, a->mountpoint};
+	if (smb_ctl_start(fs.client, &ctl_mount, &ctl, errbuf, sizeof(errbuf)) < 0)
+		smb_warn("%s: no control socket for smbrdmactl: %s", a->source, errbuf);
 	smb_log(LOG_NOTICE, "mounted %s on %s", a->source, a->mountpoint);
 	report("ok");
 	if (!a->foreground)
@@ -489,6 +497,7 @@ static int run(struct mount_args *a)
 	/* Stop reading requests, then fail what is still pending while the
 	 * session can take replies. */
 	ev_call(smb_client_loop(fs.client), fuse_pump_stop_cb, &pump);
+	smb_ctl_stop(ctl); /* smbrdmactl: before the client goes */
 	smb_client_destroy(fs.client);
 	fs.client = NULL;
 	smbfs_free_handles(&fs);

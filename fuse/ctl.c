@@ -1,0 +1,806 @@
+/* fuse/ctl.c — the control socket (see ctl.h): its file, its connections on
+ * the event loop, and the JSON and text replies.
+ *
+ * A connection goes READING -> WRITING -> closed.  Each has a deadline
+ * (CTL_CONN_TIMEOUT_MS) so a client that never finishes its line cannot hold
+ * an fd forever, and at most CTL_MAX_CONNS are open at once.  All state
+ * below is touched only on the loop thread, except in smb_ctl_start() before
+ * the listening fd is registered and in smb_ctl_stop() after the loop thread
+ * has dropped it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client/client.h"
+#include "client/proto/smb2_const.h"
+#include "common/evloop.h"
+#include "common/log.h"
+#include "fuse/ctl.h"
+
+#define CTL_MAX_CONNS       16
+#define CTL_CONN_TIMEOUT_MS 5000
+#define CTL_REQ_MAX         128
+
+struct ctl_conn {
+	struct smb_ctl *ctl;
+	int fd;
+	struct ev_fd *evf;
+	struct ev_timer *timer;
+	char req[CTL_REQ_MAX];
+	size_t req_len;
+	char *reply; /* malloc'd; set once the request is complete */
+	size_t reply_len, reply_off;
+	struct ctl_conn *prev, *next;
+};
+
+struct smb_ctl {
+	struct smb_client *client;
+	struct ev_loop *loop;
+	int listen_fd;
+	struct ev_fd *listen_evf;
+	struct ctl_conn *conns; /* loop thread only */
+	int nconns;
+	char server[256], share[256], mountpoint[PATH_MAX];
+	uint16_t port;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	dev_t sock_dev; /* the socket file we created, so stop removes only ours */
+	ino_t sock_ino;
+	/* smb_ctl_stop() waits on these for the loop thread */
+	pthread_mutex_t stop_lock;
+	pthread_cond_t stop_cond;
+	bool stopped; /* under stop_lock */
+};
+
+/* ---- a growing output buffer and the JSON writer ------------------------------ */
+
+struct outbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void out_add(struct outbuf *o, const char *s, size_t n)
+{
+	if (o->oom)
+		return;
+	if (o->len + n + 1 > o->cap) {
+		size_t cap = o->cap ? o->cap : 1024;
+		while (cap < o->len + n + 1)
+			cap *= 2;
+		char *p = realloc(o->p, cap);
+		if (!p) {
+			o->oom = true;
+			return;
+		}
+		o->p = p;
+		o->cap = cap;
+	}
+	memcpy(o->p + o->len, s, n);
+	o->len += n;
+	o->p[o->len] = '\0';
+}
+
+static void out_printf(struct outbuf *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void out_printf(struct outbuf *o, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	out_add(o, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+/* A JSON string: quotes, backslash and every control character escaped;
+ * other bytes (UTF-8 included) pass through. */
+static void json_str(struct outbuf *o, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	out_add(o, "\"", 1);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		switch (ch) {
+		case '"':
+			out_add(o, "\\\"", 2);
+			break;
+		case '\\':
+			out_add(o, "\\\\", 2);
+			break;
+		case '\n':
+			out_add(o, "\\n", 2);
+			break;
+		case '\r':
+			out_add(o, "\\r", 2);
+			break;
+		case '\t':
+			out_add(o, "\\t", 2);
+			break;
+		default:
+			if (ch < 0x20 || ch == 0x7f) {
+				char u[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
+				out_add(o, u, sizeof(u));
+			} else {
+				out_add(o, s, 1);
+			}
+		}
+	}
+	out_add(o, "\"", 1);
+}
+
+/* One "key": value member; first is cleared after the first member. */
+static void json_key(struct outbuf *o, bool *first, const char *key)
+{
+	if (!*first)
+		out_add(o, ",", 1);
+	*first = false;
+	json_str(o, key);
+	out_add(o, ":", 1);
+}
+
+static void json_kstr(struct outbuf *o, bool *first, const char *key, const char *val)
+{
+	json_key(o, first, key);
+	json_str(o, val);
+}
+
+static void json_ku64(struct outbuf *o, bool *first, const char *key, uint64_t val)
+{
+	json_key(o, first, key);
+	out_printf(o, "%" PRIu64, val);
+}
+
+static void json_kbool(struct outbuf *o, bool *first, const char *key, bool val)
+{
+	json_key(o, first, key);
+	out_add(o, val ? "true" : "false", val ? 4 : 5);
+}
+
+/* ---- what the replies say ------------------------------------------------------ */
+
+static void dialect_str(uint16_t d, char *out, size_t cap)
+{
+	switch (d) {
+	case SMB2_DIALECT_0202:
+		snprintf(out, cap, "2.0.2");
+		break;
+	case SMB2_DIALECT_0210:
+		snprintf(out, cap, "2.1");
+		break;
+	case SMB2_DIALECT_0300:
+		snprintf(out, cap, "3.0");
+		break;
+	case SMB2_DIALECT_0302:
+		snprintf(out, cap, "3.0.2");
+		break;
+	case SMB2_DIALECT_0311:
+		snprintf(out, cap, "3.1.1");
+		break;
+	default:
+		snprintf(out, cap, "0x%04x", d);
+	}
+}
+
+static const char *signing_alg_str(uint16_t alg)
+{
+	switch (alg) {
+	case SMB2_SIGNING_HMAC_SHA256:
+		return "HMAC-SHA256";
+	case SMB2_SIGNING_AES_CMAC:
+		return "AES-CMAC";
+	case SMB2_SIGNING_AES_GMAC:
+		return "AES-GMAC";
+	default:
+		return "unknown";
+	}
+}
+
+static const char *share_type_str(uint32_t t)
+{
+	switch (t) {
+	case SMB2_SHARE_TYPE_DISK:
+		return "disk";
+	case SMB2_SHARE_TYPE_PIPE:
+		return "pipe";
+	case SMB2_SHARE_TYPE_PRINT:
+		return "print";
+	default:
+		return "unknown";
+	}
+}
+
+enum ctl_cmd { CTL_STATS, CTL_CHANNELS, CTL_DEBUG };
+
+static void json_mount(struct outbuf *o, bool *first, const struct smb_ctl *ctl,
+                       const struct smb_client_stats *st)
+{
+	char dialect[16];
+
+	dialect_str(st->dialect, dialect, sizeof(dialect));
+	json_kstr(o, first, "server", ctl->server);
+	json_ku64(o, first, "port", ctl->port ? ctl->port : 445);
+	json_kstr(o, first, "share", ctl->share);
+	json_kstr(o, first, "mountpoint", ctl->mountpoint);
+	json_kstr(o, first, "dialect", dialect);
+	json_kbool(o, first, "signing", st->signing);
+}
+
+static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cmd cmd,
+                        const struct smb_client_stats *st, const struct smb_client_info *info)
+{
+	bool first = true;
+
+	out_add(o, "{", 1);
+	json_mount(o, &first, ctl, st);
+	if (cmd == CTL_STATS)
+		json_ku64(o, &first, "payload_bytes_copied", st->payload_bytes_copied);
+	if (cmd == CTL_DEBUG) {
+		json_kstr(o, &first, "signing_algorithm",
+		          st->signing ? signing_alg_str(info->signing_alg) : "none");
+		json_kbool(o, &first, "encryption", false); /* the engine does not seal */
+		json_ku64(o, &first, "max_read", info->max_read);
+		json_ku64(o, &first, "max_write", info->max_write);
+		json_kstr(o, &first, "share_type", share_type_str(info->share_type));
+	}
+	json_key(o, &first, "channels");
+	out_add(o, "[", 1);
+	for (int i = 0; i < st->nchannels; i++) {
+		const struct smb_channel_stats *ch = &st->channels[i];
+		bool f = true;
+		if (i)
+			out_add(o, ",", 1);
+		out_add(o, "{", 1);
+		json_ku64(o, &f, "index", (uint64_t)i);
+		json_kstr(o, &f, "transport", ch->transport);
+		json_kstr(o, &f, "local", ch->local);
+		json_kstr(o, &f, "remote", ch->remote);
+		json_kstr(o, &f, "state", ch->state);
+		json_ku64(o, &f, "credits", ch->credits);
+		json_ku64(o, &f, "send_credits", ch->send_credits);
+		json_ku64(o, &f, "recv_credits", ch->recv_credits);
+		if (cmd == CTL_STATS || cmd == CTL_DEBUG)
+			json_ku64(o, &f, "requests", ch->requests);
+		if (cmd == CTL_STATS) {
+			json_ku64(o, &f, "bytes_sent", ch->bytes_sent);
+			json_ku64(o, &f, "bytes_received", ch->bytes_received);
+			json_ku64(o, &f, "rdma_read_bytes", ch->rdma_read_bytes);
+			json_ku64(o, &f, "rdma_write_bytes", ch->rdma_write_bytes);
+			json_ku64(o, &f, "mw_bound", ch->mw_bound);
+			json_ku64(o, &f, "mw_invalidated_remote", ch->mw_invalidated_remote);
+			json_ku64(o, &f, "mw_invalidated_local", ch->mw_invalidated_local);
+		}
+		json_ku64(o, &f, "reconnects", ch->reconnects);
+		out_add(o, "}", 1);
+	}
+	out_add(o, "]}\n", 3);
+}
+
+/* ---- the human form: aligned columns ------------------------------------------ */
+
+#define TABLE_MAX_COLS 17
+
+struct table {
+	int ncols, nrows;
+	const char *head[TABLE_MAX_COLS];
+	bool right[TABLE_MAX_COLS]; /* numbers align right */
+	char cell[SMB_CLIENT_MAX_CHANNELS][TABLE_MAX_COLS][72];
+};
+
+static void table_col(struct table *t, const char *head, bool right)
+{
+	t->head[t->ncols] = head;
+	t->right[t->ncols] = right;
+	t->ncols++;
+}
+
+static void table_print(struct outbuf *o, const struct table *t)
+{
+	int width[TABLE_MAX_COLS];
+
+	for (int c = 0; c < t->ncols; c++) {
+		width[c] = (int)strlen(t->head[c]);
+		for (int r = 0; r < t->nrows; r++)
+			if ((int)strlen(t->cell[r][c]) > width[c])
+				width[c] = (int)strlen(t->cell[r][c]);
+	}
+	for (int r = -1; r < t->nrows; r++) {
+		char line[TABLE_MAX_COLS * 80];
+		size_t n = 0;
+		for (int c = 0; c < t->ncols; c++) {
+			const char *s = r < 0 ? t->head[c] : t->cell[r][c];
+			bool last = c == t->ncols - 1;
+			int w = r >= 0 && !t->right[c] && last ? 0 : width[c];
+			int k = snprintf(line + n, sizeof(line) - n,
+			                 t->right[c] ? "%s%*s" : "%s%-*s", c ? "  " : "", w, s);
+			if (k > 0 && (size_t)k < sizeof(line) - n)
+				n += (size_t)k;
+		}
+		while (n && line[n - 1] == ' ')
+			n--;
+		line[n++] = '\n';
+		out_add(o, line, n);
+	}
+}
+
+static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cmd cmd,
+                        const struct smb_client_stats *st, const struct smb_client_info *info)
+{
+	static struct table t; /* loop thread only; too big for its stack */
+	char dialect[16];
+
+	memset(&t, 0, sizeof(t));
+	dialect_str(st->dialect, dialect, sizeof(dialect));
+	out_printf(o, "mount     %s\n", ctl->mountpoint);
+	out_printf(o, "server    %s port %u, share %s\n", ctl->server, ctl->port ? ctl->port : 445,
+	           ctl->share);
+	out_printf(o, "dialect   %s, signing %s\n", dialect,
+	           st->signing ? signing_alg_str(info->signing_alg) : "off");
+	if (cmd == CTL_STATS)
+		out_printf(o, "payload bytes copied by the daemon: %" PRIu64 "\n",
+		           st->payload_bytes_copied);
+	if (cmd == CTL_DEBUG)
+		out_printf(o,
+		           "encryption off, max read %" PRIu32 " bytes, max write %" PRIu32
+		           " bytes, share type %s\n",
+		           info->max_read, info->max_write, share_type_str(info->share_type));
+	out_add(o, "\n", 1);
+
+	table_col(&t, "CH", true);
+	table_col(&t, "TRANSPORT", false);
+	table_col(&t, "STATE", false);
+	if (cmd != CTL_STATS) {
+		table_col(&t, "LOCAL", false);
+		table_col(&t, "REMOTE", false);
+	}
+	if (cmd != CTL_CHANNELS)
+		table_col(&t, "REQUESTS", true);
+	if (cmd == CTL_STATS) {
+		table_col(&t, "SENT", true);
+		table_col(&t, "RECEIVED", true);
+		table_col(&t, "RDMA_READ", true);
+		table_col(&t, "RDMA_WRITE", true);
+	}
+	table_col(&t, "CREDITS", true);
+	table_col(&t, "SEND_CR", true);
+	table_col(&t, "RECV_CR", true);
+	if (cmd == CTL_STATS) {
+		table_col(&t, "MW_BOUND", true);
+		table_col(&t, "MW_INV_REMOTE", true);
+		table_col(&t, "MW_INV_LOCAL", true);
+	}
+	table_col(&t, "RECONNECTS", true);
+	for (int i = 0; i < st->nchannels; i++) {
+		const struct smb_channel_stats *ch = &st->channels[i];
+		int c = 0;
+#define CELL(...) snprintf(t.cell[i][c++], sizeof(t.cell[i][0]), __VA_ARGS__)
+		CELL("%d", i);
+		CELL("%s", ch->transport);
+		CELL("%s", ch->state);
+		if (cmd != CTL_STATS) {
+			CELL("%s", ch->local);
+			CELL("%s", ch->remote);
+		}
+		if (cmd != CTL_CHANNELS)
+			CELL("%" PRIu64, ch->requests);
+		if (cmd == CTL_STATS) {
+			CELL("%" PRIu64, ch->bytes_sent);
+			CELL("%" PRIu64, ch->bytes_received);
+			CELL("%" PRIu64, ch->rdma_read_bytes);
+			CELL("%" PRIu64, ch->rdma_write_bytes);
+		}
+		CELL("%" PRIu32, ch->credits);
+		CELL("%" PRIu32, ch->send_credits);
+		CELL("%" PRIu32, ch->recv_credits);
+		if (cmd == CTL_STATS) {
+			CELL("%" PRIu64, ch->mw_bound);
+			CELL("%" PRIu64, ch->mw_invalidated_remote);
+			CELL("%" PRIu64, ch->mw_invalidated_local);
+		}
+		CELL("%" PRIu64, ch->reconnects);
+#undef CELL
+		t.nrows++;
+	}
+	table_print(o, &t);
+}
+
+/* The reply to one request line; malloc'd, never NULL unless out of memory. */
+static char *answer(struct smb_ctl *ctl, const char *line, size_t *len)
+{
+	static struct smb_client_stats st; /* loop thread only; ~7 KiB */
+	struct smb_client_info info;
+	struct outbuf o = {0};
+	char cmd[16] = "", fmt[16] = "", extra[2] = "";
+	enum ctl_cmd c;
+	int n = sscanf(line, "%15s %15s %1s", cmd, fmt, extra);
+
+	if (n >= 1 && strcmp(cmd, "stats") == 0)
+		c = CTL_STATS;
+	else if (n >= 1 && strcmp(cmd, "channels") == 0)
+		c = CTL_CHANNELS;
+	else if (n >= 1 && strcmp(cmd, "debug") == 0)
+		c = CTL_DEBUG;
+	else {
+		out_printf(&o, "error: unknown request (known: stats, channels, debug)\n");
+		goto done;
+	}
+	if (n > 2 || (n == 2 && strcmp(fmt, "json") != 0 && strcmp(fmt, "text") != 0)) {
+		out_printf(&o, "error: unknown format (known: json, text)\n");
+		goto done;
+	}
+	smb_client_get_stats(ctl->client, &st);
+	smb_client_get_info(ctl->client, &info);
+	if (n == 2 && strcmp(fmt, "text") == 0)
+		render_text(&o, ctl, c, &st, &info);
+	else
+		render_json(&o, ctl, c, &st, &info);
+done:
+	if (o.oom) {
+		free(o.p);
+		return NULL;
+	}
+	*len = o.len;
+	return o.p;
+}
+
+/* ---- connections ----------------------------------------------------------------- */
+
+static void conn_close(struct ctl_conn *cc)
+{
+	struct smb_ctl *ctl = cc->ctl;
+
+	if (cc->timer)
+		ev_timer_cancel(cc->timer);
+	if (cc->evf)
+		ev_fd_del(cc->evf);
+	close(cc->fd);
+	if (cc->prev)
+		cc->prev->next = cc->next;
+	else
+		ctl->conns = cc->next;
+	if (cc->next)
+		cc->next->prev = cc->prev;
+	ctl->nconns--;
+	free(cc->reply);
+	free(cc);
+}
+
+static void conn_timeout(void *arg)
+{
+	struct ctl_conn *cc = arg;
+
+	cc->timer = NULL; /* a fired timer frees itself */
+	conn_close(cc);
+}
+
+/* Returns true when the connection is finished (closed). */
+static bool conn_write(struct ctl_conn *cc)
+{
+	while (cc->reply_off < cc->reply_len) {
+		ssize_t n = send(cc->fd, cc->reply + cc->reply_off, cc->reply_len - cc->reply_off,
+		                 MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			ev_fd_mod(cc->evf, EPOLLOUT);
+			return false;
+		}
+		if (n <= 0)
+			break; /* the peer went away: nothing to tell it */
+		cc->reply_off += (size_t)n;
+	}
+	conn_close(cc);
+	return true;
+}
+
+static void conn_event(struct ev_fd *f, uint32_t events, void *arg)
+{
+	struct ctl_conn *cc = arg;
+	bool complete = false;
+
+	if (cc->reply) {
+		conn_write(cc);
+		return;
+	}
+	for (;;) {
+		ssize_t n =
+		    recv(cc->fd, cc->req + cc->req_len, sizeof(cc->req) - 1 - cc->req_len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n < 0) {
+			conn_close(cc);
+			return;
+		}
+		if (n == 0) { /* EOF ends the line too */
+			complete = true;
+			break;
+		}
+		cc->req_len += (size_t)n;
+		cc->req[cc->req_len] = '\0';
+		if (memchr(cc->req, '\n', cc->req_len) || cc->req_len == sizeof(cc->req) - 1) {
+			complete = true;
+			break;
+		}
+	}
+	if (!complete)
+		return;
+	cc->req[cc->req_len] = '\0';
+	cc->req[strcspn(cc->req, "\r\n")] = '\0';
+	cc->reply = answer(cc->ctl, cc->req, &cc->reply_len);
+	if (!cc->reply) {
+		smb_warn("control socket %s: out of memory answering '%s'", cc->ctl->path, cc->req);
+		conn_close(cc);
+		return;
+	}
+	conn_write(cc);
+}
+
+static void listen_event(struct ev_fd *f, uint32_t events, void *arg)
+{
+	struct smb_ctl *ctl = arg;
+
+	for (;;) {
+		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN)
+				smb_warn("control socket %s: accept: %s", ctl->path,
+				         strerror(errno));
+			return;
+		}
+		if (ctl->nconns >= CTL_MAX_CONNS) {
+			close(fd); /* the client sees EOF and says so */
+			continue;
+		}
+		struct ctl_conn *cc = calloc(1, sizeof(*cc));
+		if (!cc) {
+			close(fd);
+			continue;
+		}
+		cc->ctl = ctl;
+		cc->fd = fd;
+		if (ev_fd_add(ctl->loop, fd, EPOLLIN, conn_event, cc, &cc->evf) < 0) {
+			close(fd);
+			free(cc);
+			continue;
+		}
+		cc->next = ctl->conns;
+		if (cc->next)
+			cc->next->prev = cc;
+		ctl->conns = cc;
+		ctl->nconns++;
+		if (ev_timer_add(ctl->loop, CTL_CONN_TIMEOUT_MS, conn_timeout, cc, &cc->timer) < 0)
+			cc->timer = NULL; /* then only the connection limit bounds it */
+	}
+}
+
+/* ---- the socket file ----------------------------------------------------------- */
+
+/* "MAJ:MIN" of the topmost mount on mountpoint, from /proc/self/mountinfo. */
+static int mount_dev(const char *mountpoint, char *out, size_t cap)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096];
+	unsigned maj, min;
+	int rc = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char mnt[PATH_MAX], unesc[PATH_MAX];
+		size_t j = 0;
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3)
+			continue;
+		/* mountinfo writes ' ', '\t', '\n', '\\' as \ooo */
+		for (size_t i = 0; mnt[i] && j + 1 < sizeof(unesc); i++) {
+			if (mnt[i] == '\\' && mnt[i + 1] >= '0' && mnt[i + 1] <= '3' &&
+			    mnt[i + 2] && mnt[i + 3]) {
+				unesc[j++] = (char)(((mnt[i + 1] - '0') << 6) |
+				                    ((mnt[i + 2] - '0') << 3) | (mnt[i + 3] - '0'));
+				i += 3;
+			} else {
+				unesc[j++] = mnt[i];
+			}
+		}
+		unesc[j] = '\0';
+		if (strcmp(unesc, mountpoint) == 0) {
+			snprintf(out, cap, "%u:%u", maj, min); /* the last one is on top */
+			rc = 0;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+/* /run/smbrdma, 0755, a real directory owned by us (never one someone else
+ * prepared for us). */
+static int make_dir(char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (mkdir(SMB_CTL_DIR, 0755) < 0 && errno != EEXIST) {
+		int e = errno;
+		snprintf(err, errlen, "cannot create %s: %s", SMB_CTL_DIR, strerror(e));
+		return -e;
+	}
+	if (lstat(SMB_CTL_DIR, &st) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "%s: %s", SMB_CTL_DIR, strerror(e));
+		return -e;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+		snprintf(err, errlen, "%s is not a directory owned by uid %u", SMB_CTL_DIR,
+		         (unsigned)geteuid());
+		return -EPERM;
+	}
+	if ((st.st_mode & 07777) != 0755 && chmod(SMB_CTL_DIR, 0755) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "chmod %s: %s", SMB_CTL_DIR, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+/* Bind under a temporary name, make it 0600, then rename it into place, so
+ * the final name is never reachable with looser permissions.  Any socket
+ * already at that name is a dead daemon's: the device is ours now. */
+static int make_socket(struct smb_ctl *ctl, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	int e;
+
+	ctl->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ctl->listen_fd < 0) {
+		e = errno;
+		snprintf(err, errlen, "socket: %s", strerror(e));
+		return -e;
+	}
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.%ld.tmp", ctl->path, (long)getpid()) >=
+	    (int)sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "socket path %s is too long", ctl->path);
+		return -ENAMETOOLONG;
+	}
+	unlink(sa.sun_path);
+	if (bind(ctl->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		e = errno;
+		snprintf(err, errlen, "bind %s: %s", sa.sun_path, strerror(e));
+		return -e;
+	}
+	if (chmod(sa.sun_path, 0600) < 0 || listen(ctl->listen_fd, CTL_MAX_CONNS) < 0 ||
+	    rename(sa.sun_path, ctl->path) < 0 || lstat(ctl->path, &st) < 0) {
+		e = errno;
+		snprintf(err, errlen, "%s: %s", ctl->path, strerror(e));
+		unlink(sa.sun_path);
+		return -e;
+	}
+	ctl->sock_dev = st.st_dev;
+	ctl->sock_ino = st.st_ino;
+	return 0;
+}
+
+static void remove_socket_file(struct smb_ctl *ctl)
+{
+	struct stat st;
+
+	if (ctl->sock_ino && lstat(ctl->path, &st) == 0 && st.st_dev == ctl->sock_dev &&
+	    st.st_ino == ctl->sock_ino)
+		unlink(ctl->path);
+	ctl->sock_ino = 0;
+}
+
+static void remove_socket(struct smb_ctl *ctl)
+{
+	remove_socket_file(ctl);
+	if (ctl->listen_fd >= 0)
+		close(ctl->listen_fd);
+	ctl->listen_fd = -1;
+}
+
+static void ctl_free(struct smb_ctl *ctl)
+{
+	remove_socket(ctl);
+	pthread_mutex_destroy(&ctl->stop_lock);
+	pthread_cond_destroy(&ctl->stop_cond);
+	free(ctl);
+}
+
+int smb_ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, struct smb_ctl **out,
+                  char *err, size_t errlen)
+{
+	struct smb_ctl *ctl;
+	char dev[32];
+	int rc;
+
+	*out = NULL;
+	rc = mount_dev(m->mountpoint, dev, sizeof(dev));
+	if (rc < 0) {
+		snprintf(err, errlen, "%s not found in /proc/self/mountinfo: %s", m->mountpoint,
+		         strerror(-rc));
+		return rc;
+	}
+	ctl = calloc(1, sizeof(*ctl));
+	if (!ctl) {
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	ctl->client = client;
+	ctl->loop = smb_client_loop(client);
+	ctl->listen_fd = -1;
+	ctl->port = m->port;
+	snprintf(ctl->server, sizeof(ctl->server), "%s", m->server ? m->server : "");
+	snprintf(ctl->share, sizeof(ctl->share), "%s", m->share ? m->share : "");
+	snprintf(ctl->mountpoint, sizeof(ctl->mountpoint), "%s", m->mountpoint);
+	snprintf(ctl->path, sizeof(ctl->path), "%s/%s.sock", SMB_CTL_DIR, dev);
+	pthread_mutex_init(&ctl->stop_lock, NULL);
+	pthread_cond_init(&ctl->stop_cond, NULL);
+
+	rc = make_dir(err, errlen);
+	if (rc == 0)
+		rc = make_socket(ctl, err, errlen);
+	if (rc == 0) {
+		rc = ev_fd_add(ctl->loop, ctl->listen_fd, EPOLLIN, listen_event, ctl,
+		               &ctl->listen_evf);
+		if (rc < 0)
+			snprintf(err, errlen, "watching %s: %s", ctl->path, strerror(-rc));
+	}
+	if (rc < 0) {
+		ctl_free(ctl);
+		return rc;
+	}
+	smb_info("control socket %s", ctl->path);
+	*out = ctl;
+	return 0;
+}
+
+/* Loop thread: drop the listener and every connection, then wake the
+ * waiting smb_ctl_stop(). */
+static void stop_on_loop(void *arg)
+{
+	struct smb_ctl *ctl = arg;
+
+	ev_fd_del(ctl->listen_evf);
+	ctl->listen_evf = NULL;
+	while (ctl->conns)
+		conn_close(ctl->conns);
+	pthread_mutex_lock(&ctl->stop_lock);
+	ctl->stopped = true;
+	pthread_cond_signal(&ctl->stop_cond);
+	pthread_mutex_unlock(&ctl->stop_lock);
+}
+
+void smb_ctl_stop(struct smb_ctl *ctl)
+{
+	if (!ctl)
+		return;
+	if (ev_call(ctl->loop, stop_on_loop, ctl) == 0) {
+		pthread_mutex_lock(&ctl->stop_lock);
+		while (!ctl->stopped)
+			pthread_cond_wait(&ctl->stop_cond, &ctl->stop_lock);
+		pthread_mutex_unlock(&ctl->stop_lock);
+		ctl_free(ctl);
+		return;
+	}
+	/* Cannot queue the call (out of memory): remove the file and leak the
+	 * rest rather than free what a running callback may still touch. */
+	smb_warn("control socket %s: cannot stop it cleanly, leaking it", ctl->path);
+	remove_socket_file(ctl);
+}

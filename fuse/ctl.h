@@ -1,0 +1,46 @@
+/* fuse/ctl.h — the daemon's control socket, which smbrdmactl(8) talks to.
+ *
+ * One Unix stream socket per mount, /run/smbrdma/MAJOR:MINOR.sock, where
+ * MAJOR:MINOR is the st_dev of the mounted file system (what stat(2) of any
+ * path inside the mount returns), so a tool finds the daemon from the mount
+ * point alone.  Directory 0755, socket 0600: root only.
+ *
+ * Protocol: one request line per connection ("stats", "channels" or
+ * "debug", optionally followed by " json" (the default) or " text"), one
+ * reply, then the daemon closes.  A reply that starts with "error: " is a
+ * failure.  Replies never carry a password or key material.
+ *
+ * Everything is served on the client's event loop thread and never blocks.
+ */
+#ifndef SMBRDMA_FUSE_CTL_H
+#define SMBRDMA_FUSE_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct smb_client;
+struct smb_ctl;
+
+#define SMB_CTL_DIR "/run/smbrdma"
+
+/* What the replies say about the mount; the strings are copied. */
+struct smb_ctl_mount {
+	const char *server; /* host as the source names it */
+	uint16_t port;      /* 0 = 445 */
+	const char *share;
+	const char *mountpoint; /* absolute; must be mounted already */
+};
+
+/* Find our mount's device in /proc/self/mountinfo (no FUSE request, so safe
+ * before the session serves anything), create the socket and serve it on
+ * smb_client_loop(client).  Returns 0, or -errno with a one-line reason in
+ * err.  client must outlive the returned handle. */
+int smb_ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, struct smb_ctl **out,
+                  char *err, size_t errlen);
+
+/* Stop serving (waits for the loop thread to drop every connection), remove
+ * the socket and free ctl.  Not from the loop thread; NULL is a no-op.  Call
+ * before smb_client_destroy(). */
+void smb_ctl_stop(struct smb_ctl *ctl);
+
+#endif
