@@ -594,8 +594,7 @@ static void listen_event(struct ev_fd *f, uint32_t events, void *arg)
 
 /* ---- the socket file ----------------------------------------------------------- */
 
-/* "MAJ:MIN" of the topmost mount on mountpoint, from /proc/self/mountinfo. */
-static int mount_dev(const char *mountpoint, char *out, size_t cap)
+int smb_mount_dev(const char *mountpoint, char *out, size_t cap)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "r");
 	char line[4096];
@@ -731,7 +730,7 @@ int smb_ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, stru
 	int rc;
 
 	*out = NULL;
-	rc = mount_dev(m->mountpoint, dev, sizeof(dev));
+	rc = smb_mount_dev(m->mountpoint, dev, sizeof(dev));
 	if (rc < 0) {
 		snprintf(err, errlen, "%s not found in /proc/self/mountinfo: %s", m->mountpoint,
 		         strerror(-rc));

@@ -35,6 +35,11 @@ struct smb_ctl_mount {
  * before the session serves anything), create the socket and serve it on
  * smb_client_loop(client).  Returns 0, or -errno with a one-line reason in
  * err.  client must outlive the returned handle. */
+/* "MAJ:MIN" of the topmost mount on mountpoint, read from
+ * /proc/self/mountinfo (no FUSE request involved, so the daemon may call it
+ * on its own mount).  0, -ENOENT when not mounted, or -errno. */
+int smb_mount_dev(const char *mountpoint, char *out, size_t cap);
+
 int smb_ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, struct smb_ctl **out,
                   char *err, size_t errlen);
 

@@ -270,35 +270,10 @@ static void opt_escape(char *out, size_t cap, const char *in)
  * through /proc/self/mountinfo (no FUSE request involved).  "" if not found. */
 static void find_readahead_knob(const char *mountpoint, char *out, size_t cap)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[4096], dev[32] = "";
-	unsigned maj, min;
+	char dev[32];
 
 	out[0] = '\0';
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char mnt[PATH_MAX], unesc[PATH_MAX];
-		size_t j = 0;
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3)
-			continue;
-		/* mountinfo writes ' ', '\t', '\n', '\\' as \ooo */
-		for (size_t i = 0; mnt[i] && j + 1 < sizeof(unesc); i++) {
-			if (mnt[i] == '\\' && mnt[i + 1] >= '0' && mnt[i + 1] <= '3' &&
-			    mnt[i + 2] && mnt[i + 3]) {
-				unesc[j++] = (char)(((mnt[i + 1] - '0') << 6) |
-				                    ((mnt[i + 2] - '0') << 3) | (mnt[i + 3] - '0'));
-				i += 3;
-			} else {
-				unesc[j++] = mnt[i];
-			}
-		}
-		unesc[j] = '\0';
-		if (strcmp(unesc, mountpoint) == 0)
-			snprintf(dev, sizeof(dev), "%u:%u", maj, min); /* last one wins */
-	}
-	fclose(f);
-	if (dev[0])
+	if (smb_mount_dev(mountpoint, dev, sizeof(dev)) == 0)
 		snprintf(out, cap, "/sys/class/bdi/%s/read_ahead_kb", dev);
 }
 
