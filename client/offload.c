@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <talloc.h>
 
 #define POOL_BUFS 32
@@ -28,21 +29,37 @@ int smb_offload_setup(struct smb_client *c, size_t bufsize)
 {
 	struct smb_offload_pool *p = &c->pool;
 	struct smb_transport *t = c->conn->transport;
-	size_t total = bufsize * POOL_BUFS;
+	int nbuf = POOL_BUFS, err = -ENOMEM;
 
-	if (posix_memalign((void **)&p->mem, 4096, total))
-		return -ENOMEM;
-	memset(p->mem, 0, total); /* fault the pages in before registering */
-	int err = t->ops->region_add(t, p->mem, total);
-	if (err) {
+	/* Some providers (siw) count registered memory against RLIMIT_MEMLOCK
+	 * even for root: lift it where we may (the daemon runs as root). */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < bufsize * POOL_BUFS * 2) {
+		rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+			smb_debug("offload: cannot raise RLIMIT_MEMLOCK: %s", strerror(errno));
+	}
+	/* And if registration is still refused, try a smaller pool. */
+	for (; nbuf >= 4; nbuf /= 2) {
+		size_t total = bufsize * (size_t)nbuf;
+		if (posix_memalign((void **)&p->mem, 4096, total))
+			return -ENOMEM;
+		memset(p->mem, 0, total); /* fault the pages in before registering */
+		err = t->ops->region_add(t, p->mem, total);
+		if (err == 0)
+			break;
 		free(p->mem);
 		p->mem = NULL;
-		return err;
+		if (err != -ENOMEM)
+			return err;
 	}
+	if (err)
+		return err;
 	p->bufsize = bufsize;
-	p->nbuf = POOL_BUFS;
-	p->nfree = POOL_BUFS;
-	for (int i = 0; i < POOL_BUFS; i++)
+	p->nbuf = nbuf;
+	p->nfree = nbuf;
+	for (int i = 0; i < nbuf; i++)
 		p->free_stack[i] = i;
 	pthread_mutex_init(&p->lock, NULL);
 	return 0;

@@ -209,8 +209,15 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 	uint32_t bufsize =
 	    ti.max_read_write && ti.max_read_write < (1u << 20) ? ti.max_read_write : (1u << 20);
 	c->conn->transport->ops->set_dialect(c->conn->transport, c->dialect);
-	if ((ti.caps & SMB_TRANSPORT_CAP_RDMA) && bufsize >= 65536 &&
-	    smb_offload_setup(c, bufsize) == 0) {
+	int offload_err = -EOPNOTSUPP;
+	if ((ti.caps & SMB_TRANSPORT_CAP_RDMA) && bufsize >= 65536) {
+		offload_err = smb_offload_setup(c, bufsize);
+		if (offload_err)
+			smb_warn("%s: no RDMA offload (registering the I/O buffers failed: %s); "
+			         "READ/WRITE go inline",
+			         c->host, strerror(-offload_err));
+	}
+	if (offload_err == 0) {
 		smb_info("%s: RDMA offload on for READ/WRITE above %u bytes (up to %u per I/O)",
 		         c->host, c->rdma_threshold, bufsize);
 		if (c->max_read > bufsize)
