@@ -23,23 +23,6 @@
 static const uint16_t all_dialects[] = {SMB2_DIALECT_0202, SMB2_DIALECT_0210, SMB2_DIALECT_0300,
                                         SMB2_DIALECT_0302, SMB2_DIALECT_0311};
 
-static const char *dialect_str(uint16_t d)
-{
-	switch (d) {
-	case SMB2_DIALECT_0202:
-		return "2.0.2";
-	case SMB2_DIALECT_0210:
-		return "2.1";
-	case SMB2_DIALECT_0300:
-		return "3.0";
-	case SMB2_DIALECT_0302:
-		return "3.0.2";
-	case SMB2_DIALECT_0311:
-		return "3.1.1";
-	}
-	return "?";
-}
-
 static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
@@ -154,7 +137,8 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 	struct smb2_negotiate_rsp rsp;
 	if (p->rsp_hdr.status != STATUS_SUCCESS) {
 		set_err(errbuf, errlen, "%s refused every dialect offered (%s..%s): %s", c->host,
-		        dialect_str(nr.dialects[0]), dialect_str(nr.dialects[nr.dialect_count - 1]),
+		        smb2_dialect_str(nr.dialects[0]),
+		        smb2_dialect_str(nr.dialects[nr.dialect_count - 1]),
 		        smb2_status_str(p->rsp_hdr.status));
 		smb_req_put(req);
 		return -EPROTONOSUPPORT;
@@ -255,7 +239,7 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 	*sec_len = rsp.security_buffer_len;
 	*sec_blob = *sec_len ? talloc_memdup(mem, rsp.security_buffer, *sec_len) : NULL;
 	smb_info("%s: negotiated SMB %s, max read %u write %u, signing %s by server", c->host,
-	         dialect_str(c->dialect), c->max_read, c->max_write,
+	         smb2_dialect_str(c->dialect), c->max_read, c->max_write,
 	         rsp.security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED ? "required" : "optional");
 	smb_req_put(req);
 	return 0;
@@ -643,7 +627,7 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	if (err)
 		goto fail;
 	talloc_free(mem);
-	smb_info("mounted %s (SMB %s, signing %s)", c->unc, dialect_str(c->dialect),
+	smb_info("mounted %s (SMB %s, signing %s)", c->unc, smb2_dialect_str(c->dialect),
 	         c->signing.active ? "on" : "off");
 	*out = c;
 	return 0;

@@ -174,43 +174,6 @@ static void json_kbool(struct outbuf *o, bool *first, const char *key, bool val)
 
 /* ---- what the replies say ------------------------------------------------------ */
 
-static void dialect_str(uint16_t d, char *out, size_t cap)
-{
-	switch (d) {
-	case SMB2_DIALECT_0202:
-		snprintf(out, cap, "2.0.2");
-		break;
-	case SMB2_DIALECT_0210:
-		snprintf(out, cap, "2.1");
-		break;
-	case SMB2_DIALECT_0300:
-		snprintf(out, cap, "3.0");
-		break;
-	case SMB2_DIALECT_0302:
-		snprintf(out, cap, "3.0.2");
-		break;
-	case SMB2_DIALECT_0311:
-		snprintf(out, cap, "3.1.1");
-		break;
-	default:
-		snprintf(out, cap, "0x%04x", d);
-	}
-}
-
-static const char *signing_alg_str(uint16_t alg)
-{
-	switch (alg) {
-	case SMB2_SIGNING_HMAC_SHA256:
-		return "HMAC-SHA256";
-	case SMB2_SIGNING_AES_CMAC:
-		return "AES-CMAC";
-	case SMB2_SIGNING_AES_GMAC:
-		return "AES-GMAC";
-	default:
-		return "unknown";
-	}
-}
-
 static const char *share_type_str(uint32_t t)
 {
 	switch (t) {
@@ -232,7 +195,7 @@ static void json_mount(struct outbuf *o, bool *first, const struct smb_ctl *ctl,
 {
 	char dialect[16];
 
-	dialect_str(st->dialect, dialect, sizeof(dialect));
+	snprintf(dialect, sizeof(dialect), "%s", smb2_dialect_str(st->dialect));
 	json_kstr(o, first, "server", ctl->server);
 	json_ku64(o, first, "port", ctl->port ? ctl->port : 445);
 	json_kstr(o, first, "share", ctl->share);
@@ -252,7 +215,7 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 		json_ku64(o, &first, "payload_bytes_copied", st->payload_bytes_copied);
 	if (cmd == CTL_DEBUG) {
 		json_kstr(o, &first, "signing_algorithm",
-		          st->signing ? signing_alg_str(info->signing_alg) : "none");
+		          st->signing ? smb2_signing_alg_str(info->signing_alg) : "none");
 		json_kbool(o, &first, "encryption", false); /* the engine does not seal */
 		json_ku64(o, &first, "max_read", info->max_read);
 		json_ku64(o, &first, "max_write", info->max_write);
@@ -345,12 +308,12 @@ static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 	char dialect[16];
 
 	memset(&t, 0, sizeof(t));
-	dialect_str(st->dialect, dialect, sizeof(dialect));
+	snprintf(dialect, sizeof(dialect), "%s", smb2_dialect_str(st->dialect));
 	out_printf(o, "mount     %s\n", ctl->mountpoint);
 	out_printf(o, "server    %s port %u, share %s\n", ctl->server, ctl->port ? ctl->port : 445,
 	           ctl->share);
 	out_printf(o, "dialect   %s, signing %s\n", dialect,
-	           st->signing ? signing_alg_str(info->signing_alg) : "off");
+	           st->signing ? smb2_signing_alg_str(info->signing_alg) : "off");
 	if (cmd == CTL_STATS)
 		out_printf(o, "payload bytes copied by the daemon: %" PRIu64 "\n",
 		           st->payload_bytes_copied);

@@ -110,15 +110,15 @@ ssize_t smb_utf16le_to_utf8(const uint8_t *in, size_t inlen, char *out, size_t c
 
 struct smb2_hdr {
 	uint16_t credit_charge;
-	uint32_t status;	  /* ChannelSequence(16)+Reserved in requests (3.x) */
+	uint32_t status; /* ChannelSequence(16)+Reserved in requests (3.x) */
 	uint16_t command;
-	uint16_t credits;	  /* CreditRequest / CreditResponse */
+	uint16_t credits; /* CreditRequest / CreditResponse */
 	uint32_t flags;
 	uint32_t next_command;
 	uint64_t message_id;
-	uint64_t async_id;	  /* valid when flags has ASYNC_COMMAND */
-	uint32_t process_id;	  /* sync form */
-	uint32_t tree_id;	  /* sync form */
+	uint64_t async_id;   /* valid when flags has ASYNC_COMMAND */
+	uint32_t process_id; /* sync form */
+	uint32_t tree_id;    /* sync form */
 	uint64_t session_id;
 	uint8_t signature[16];
 };
@@ -127,9 +127,9 @@ ssize_t smb2_hdr_encode(uint8_t *buf, size_t cap, const struct smb2_hdr *h);
 /* Checks ProtocolId and StructureSize (64). */
 int smb2_hdr_decode(const uint8_t *buf, size_t len, struct smb2_hdr *h);
 /* Offset of Signature inside the header (48) and of NextCommand (20). */
-#define SMB2_HDR_SIGNATURE_OFF	 48
+#define SMB2_HDR_SIGNATURE_OFF   48
 #define SMB2_HDR_NEXTCOMMAND_OFF 20
-#define SMB2_HDR_FLAGS_OFF	 16
+#define SMB2_HDR_FLAGS_OFF       16
 
 /* Walk a received compound: returns the length of the PDU that starts at
  * msg[off] (NextCommand, or the remainder when it is 0), or -EBADMSG when
@@ -161,12 +161,12 @@ struct smb2_negotiate_req {
 	/* 3.1.1 contexts: written only when 0x0311 is among the dialects */
 	uint8_t preauth_salt[32];
 	uint16_t ciphers[SMB2_MAX_CIPHERS];
-	int cipher_count;		/* 0: no encryption context */
+	int cipher_count; /* 0: no encryption context */
 	uint16_t signing_algs[SMB2_MAX_SIGNALGS];
-	int signing_alg_count;		/* 0: no signing context */
-	const char *netname;		/* NULL: no netname context */
-	bool posix_extensions;		/* send SMB2_POSIX_EXTENSIONS_AVAILABLE */
-	bool rdma_transform;		/* reserved for smbd/; not yet written */
+	int signing_alg_count; /* 0: no signing context */
+	const char *netname;   /* NULL: no netname context */
+	bool posix_extensions; /* send SMB2_POSIX_EXTENSIONS_AVAILABLE */
+	bool rdma_transform;   /* reserved for smbd/; not yet written */
 };
 ssize_t smb2_negotiate_req_encode(uint8_t *body, size_t cap, const struct smb2_negotiate_req *r);
 
@@ -186,7 +186,7 @@ struct smb2_negotiate_rsp {
 	bool preauth_seen;
 	uint16_t preauth_hash_alg;
 	bool cipher_seen;
-	uint16_t cipher;		/* 0 = server chose none */
+	uint16_t cipher; /* 0 = server chose none */
 	bool signing_seen;
 	uint16_t signing_alg;
 	bool posix_seen;
@@ -196,7 +196,7 @@ int smb2_negotiate_rsp_decode(const uint8_t *msg, size_t len, struct smb2_negoti
 
 /* ---- SESSION_SETUP 2.2.5 / 2.2.6, LOGOFF 2.2.7 / 2.2.8 -------------------- */
 struct smb2_session_setup_req {
-	uint8_t flags;			/* SMB2_SESSION_FLAG_BINDING */
+	uint8_t flags; /* SMB2_SESSION_FLAG_BINDING */
 	uint8_t security_mode;
 	uint32_t capabilities;
 	uint64_t previous_session_id;
@@ -204,14 +204,13 @@ struct smb2_session_setup_req {
 	uint16_t security_buffer_len;
 };
 ssize_t smb2_session_setup_req_encode(uint8_t *body, size_t cap,
-				      const struct smb2_session_setup_req *r);
+                                      const struct smb2_session_setup_req *r);
 struct smb2_session_setup_rsp {
 	uint16_t session_flags;
 	const uint8_t *security_buffer;
 	uint16_t security_buffer_len;
 };
-int smb2_session_setup_rsp_decode(const uint8_t *msg, size_t len,
-				  struct smb2_session_setup_rsp *r);
+int smb2_session_setup_rsp_decode(const uint8_t *msg, size_t len, struct smb2_session_setup_rsp *r);
 
 ssize_t smb2_logoff_req_encode(uint8_t *body, size_t cap);
 int smb2_logoff_rsp_decode(const uint8_t *msg, size_t len);
@@ -219,18 +218,17 @@ int smb2_logoff_rsp_decode(const uint8_t *msg, size_t len);
 /* ---- TREE_CONNECT 2.2.9 / 2.2.10, TREE_DISCONNECT 2.2.11 / 2.2.12 -------- */
 struct smb2_tree_connect_req {
 	uint16_t flags;
-	const char *path;		/* UTF-8 "\\\\server\\share" */
+	const char *path; /* UTF-8 "\\\\server\\share" */
 };
 ssize_t smb2_tree_connect_req_encode(uint8_t *body, size_t cap,
-				     const struct smb2_tree_connect_req *r);
+                                     const struct smb2_tree_connect_req *r);
 struct smb2_tree_connect_rsp {
 	uint8_t share_type;
 	uint32_t share_flags;
 	uint32_t capabilities;
 	uint32_t maximal_access;
 };
-int smb2_tree_connect_rsp_decode(const uint8_t *msg, size_t len,
-				 struct smb2_tree_connect_rsp *r);
+int smb2_tree_connect_rsp_decode(const uint8_t *msg, size_t len, struct smb2_tree_connect_rsp *r);
 ssize_t smb2_tree_disconnect_req_encode(uint8_t *body, size_t cap);
 int smb2_tree_disconnect_rsp_decode(const uint8_t *msg, size_t len);
 
@@ -243,7 +241,7 @@ struct smb2_fileid {
 #define SMB2_FILEID_RELATED ((struct smb2_fileid){UINT64_MAX, UINT64_MAX})
 
 struct smb2_create_ctx {
-	const char *name;		/* e.g. "MxAc", "QFid", "DH2Q", "RqLs" (4 ASCII chars) */
+	const char *name; /* e.g. "MxAc", "QFid", "DH2Q", "RqLs" (4 ASCII chars) */
 	const uint8_t *data;
 	uint32_t data_len;
 };
@@ -256,7 +254,7 @@ struct smb2_create_req {
 	uint32_t share_access;
 	uint32_t create_disposition;
 	uint32_t create_options;
-	const char *name;		/* UTF-8 path relative to the share, '/' separated, "" = root */
+	const char *name; /* UTF-8 path relative to the share, '/' separated, "" = root */
 	struct smb2_create_ctx contexts[SMB2_MAX_CREATE_CTX];
 	int context_count;
 };
@@ -271,20 +269,20 @@ struct smb2_create_rsp {
 	uint64_t end_of_file;
 	uint32_t file_attributes;
 	struct smb2_fileid fileid;
-	const uint8_t *contexts;	/* raw chain, walk with smb2_create_ctx_next() */
+	const uint8_t *contexts; /* raw chain, walk with smb2_create_ctx_next() */
 	uint32_t contexts_len;
 };
 int smb2_create_rsp_decode(const uint8_t *msg, size_t len, struct smb2_create_rsp *r);
 /* Iterate a create-context chain: *off starts at 0; fills name (4 chars + NUL)
  * and data; returns 1 for an entry, 0 at the end, -EBADMSG on a bad chain. */
-int smb2_create_ctx_next(const uint8_t *chain, uint32_t chain_len, uint32_t *off,
-			 char name[5], const uint8_t **data, uint32_t *data_len);
+int smb2_create_ctx_next(const uint8_t *chain, uint32_t chain_len, uint32_t *off, char name[5],
+                         const uint8_t **data, uint32_t *data_len);
 
 /* The same walk for contexts whose name is not a 4-character tag (e.g. the
  * 16-byte GUID of the POSIX create context): *name points into the chain. */
 int smb2_create_ctx_next_raw(const uint8_t *chain, uint32_t chain_len, uint32_t *off,
-			     const uint8_t **name, uint16_t *name_len, const uint8_t **data,
-			     uint32_t *data_len);
+                             const uint8_t **name, uint16_t *name_len, const uint8_t **data,
+                             uint32_t *data_len);
 
 /* ---- CLOSE 2.2.15 / 2.2.16 ----------------------------------------------- */
 struct smb2_close_req {
@@ -314,12 +312,12 @@ struct smb2_read_req {
 	uint32_t minimum_count;
 	uint32_t channel;
 	uint32_t remaining_bytes;
-	const uint8_t *channel_info;	/* Buffer Descriptor V1 array for RDMA */
+	const uint8_t *channel_info; /* Buffer Descriptor V1 array for RDMA */
 	uint16_t channel_info_len;
 };
 ssize_t smb2_read_req_encode(uint8_t *body, size_t cap, const struct smb2_read_req *r);
 struct smb2_read_rsp {
-	const uint8_t *data;		/* NULL when data_length == 0 */
+	const uint8_t *data; /* NULL when data_length == 0 */
 	uint32_t data_length;
 	uint32_t data_remaining;
 	uint8_t data_offset;
@@ -355,7 +353,7 @@ struct smb2_ioctl_req {
 	uint32_t input_len;
 	uint32_t max_input_response;
 	uint32_t max_output_response;
-	uint32_t flags;			/* SMB2_0_IOCTL_IS_FSCTL */
+	uint32_t flags; /* SMB2_0_IOCTL_IS_FSCTL */
 };
 ssize_t smb2_ioctl_req_encode(uint8_t *body, size_t cap, const struct smb2_ioctl_req *r);
 struct smb2_ioctl_rsp {
@@ -376,21 +374,21 @@ ssize_t smb2_cancel_req_encode(uint8_t *body, size_t cap);
 
 /* ---- QUERY_DIRECTORY 2.2.33 / 2.2.34 -------------------------------------- */
 struct smb2_query_directory_req {
-	uint8_t info_class;		/* FileIdBothDirectoryInformation, ... */
+	uint8_t info_class; /* FileIdBothDirectoryInformation, ... */
 	uint8_t flags;
 	uint32_t file_index;
 	struct smb2_fileid fileid;
-	const char *pattern;		/* UTF-8, e.g. "*" */
+	const char *pattern; /* UTF-8, e.g. "*" */
 	uint32_t output_buffer_length;
 };
 ssize_t smb2_query_directory_req_encode(uint8_t *body, size_t cap,
-					const struct smb2_query_directory_req *r);
+                                        const struct smb2_query_directory_req *r);
 struct smb2_query_directory_rsp {
 	const uint8_t *buffer;
 	uint32_t buffer_len;
 };
 int smb2_query_directory_rsp_decode(const uint8_t *msg, size_t len,
-				    struct smb2_query_directory_rsp *r);
+                                    struct smb2_query_directory_rsp *r);
 
 /* One entry of FileIdBothDirectoryInformation / FileIdFullDirectoryInformation
  * / FileDirectoryInformation / FileFullDirectoryInformation ([MS-FSCC] 2.4). */
@@ -400,16 +398,16 @@ struct smb2_dirent {
 	uint64_t end_of_file;
 	uint64_t allocation_size;
 	uint32_t file_attributes;
-	uint32_t ea_size;		/* or reparse tag when FILE_ATTRIBUTE_REPARSE_POINT */
-	uint64_t file_id;		/* 0 for classes without FileId */
-	const uint8_t *name16;		/* UTF-16LE, not terminated */
+	uint32_t ea_size;      /* or reparse tag when FILE_ATTRIBUTE_REPARSE_POINT */
+	uint64_t file_id;      /* 0 for classes without FileId */
+	const uint8_t *name16; /* UTF-16LE, not terminated */
 	uint32_t name16_len;
 };
 /* Iterate the buffer: *off starts at 0.  Returns 1 with *e filled, 0 at the
  * end, -EBADMSG on a malformed chain (NextEntryOffset not advancing, not
  * 8-aligned where it must be, or a name outside the buffer). */
 int smb2_dirent_next(uint8_t info_class, const uint8_t *buf, uint32_t len, uint32_t *off,
-		     struct smb2_dirent *e);
+                     struct smb2_dirent *e);
 
 /* ---- QUERY_INFO 2.2.37 / 2.2.38 ------------------------------------------- */
 struct smb2_query_info_req {
@@ -422,8 +420,7 @@ struct smb2_query_info_req {
 	uint32_t flags;
 	struct smb2_fileid fileid;
 };
-ssize_t smb2_query_info_req_encode(uint8_t *body, size_t cap,
-				   const struct smb2_query_info_req *r);
+ssize_t smb2_query_info_req_encode(uint8_t *body, size_t cap, const struct smb2_query_info_req *r);
 struct smb2_query_info_rsp {
 	const uint8_t *buffer;
 	uint32_t buffer_len;
@@ -440,22 +437,22 @@ struct smb2_file_standard_info {
 	uint32_t number_of_links;
 	uint8_t delete_pending, directory;
 };
-struct smb2_file_all_info {		/* 2.4.2: the fixed parts we use */
+struct smb2_file_all_info { /* 2.4.2: the fixed parts we use */
 	struct smb2_file_basic_info basic;
 	struct smb2_file_standard_info standard;
-	uint64_t index_number;		/* FileInternalInformation */
+	uint64_t index_number; /* FileInternalInformation */
 	uint32_t ea_size;
 	uint32_t access_flags;
 	uint64_t current_byte_offset;
 	uint32_t mode;
 	uint32_t alignment_requirement;
 };
-struct smb2_file_network_open_info {	/* 2.4.29 */
+struct smb2_file_network_open_info { /* 2.4.29 */
 	uint64_t creation_time, last_access_time, last_write_time, change_time;
 	uint64_t allocation_size, end_of_file;
 	uint32_t file_attributes;
 };
-struct smb2_fs_full_size_info {		/* 2.5.4 */
+struct smb2_fs_full_size_info { /* 2.5.4 */
 	uint64_t total_allocation_units;
 	uint64_t caller_available_allocation_units;
 	uint64_t actual_available_allocation_units;
@@ -463,12 +460,11 @@ struct smb2_fs_full_size_info {		/* 2.5.4 */
 	uint32_t bytes_per_sector;
 };
 int smb2_file_basic_info_decode(const uint8_t *b, size_t len, struct smb2_file_basic_info *o);
-int smb2_file_standard_info_decode(const uint8_t *b, size_t len,
-				   struct smb2_file_standard_info *o);
+int smb2_file_standard_info_decode(const uint8_t *b, size_t len, struct smb2_file_standard_info *o);
 int smb2_file_internal_info_decode(const uint8_t *b, size_t len, uint64_t *index_number);
 int smb2_file_all_info_decode(const uint8_t *b, size_t len, struct smb2_file_all_info *o);
 int smb2_file_network_open_info_decode(const uint8_t *b, size_t len,
-				       struct smb2_file_network_open_info *o);
+                                       struct smb2_file_network_open_info *o);
 int smb2_fs_full_size_info_decode(const uint8_t *b, size_t len, struct smb2_fs_full_size_info *o);
 
 /* ---- SET_INFO 2.2.39 / 2.2.40 --------------------------------------------- */
@@ -490,10 +486,14 @@ ssize_t smb2_file_eof_info_encode(uint8_t *buf, size_t cap, uint64_t end_of_file
 ssize_t smb2_file_disposition_info_encode(uint8_t *buf, size_t cap, bool delete_pending);
 /* FileRenameInformation type 2 (SMB2): target is UTF-8, relative to the share. */
 ssize_t smb2_file_rename_info_encode(uint8_t *buf, size_t cap, bool replace_if_exists,
-				     const char *target);
+                                     const char *target);
 
 /* ---- names for log lines --------------------------------------------------- */
 const char *smb2_command_str(uint16_t command);
+/* "3.1.1" etc.; "0x0abc" (static per-thread buffer) for unknown dialects. */
+const char *smb2_dialect_str(uint16_t dialect);
+/* "AES-GMAC" etc. ([MS-SMB2] 2.2.3.1.7); "unknown" otherwise. */
+const char *smb2_signing_alg_str(uint16_t alg);
 /* "STATUS_LOGON_FAILURE" etc.; "STATUS_0xC00000XX" form (static per-thread
  * buffer) for values it does not know. */
 const char *smb2_status_str(uint32_t status);

@@ -254,3 +254,36 @@ uint64_t smb_timespec_to_nttime(const struct timespec *ts)
 		return (uint64_t)INT64_MAX;
 	return s * 10000000u + (uint64_t)nsec / 100u;
 }
+
+const char *smb2_dialect_str(uint16_t dialect)
+{
+	static _Thread_local char buf[8];
+
+	switch (dialect) {
+	case SMB2_DIALECT_0202:
+		return "2.0.2";
+	case SMB2_DIALECT_0210:
+		return "2.1";
+	case SMB2_DIALECT_0300:
+		return "3.0";
+	case SMB2_DIALECT_0302:
+		return "3.0.2";
+	case SMB2_DIALECT_0311:
+		return "3.1.1";
+	}
+	snprintf(buf, sizeof(buf), "0x%04x", dialect);
+	return buf;
+}
+
+const char *smb2_signing_alg_str(uint16_t alg)
+{
+	switch (alg) {
+	case SMB2_SIGNING_HMAC_SHA256:
+		return "HMAC-SHA256";
+	case SMB2_SIGNING_AES_CMAC:
+		return "AES-CMAC";
+	case SMB2_SIGNING_AES_GMAC:
+		return "AES-GMAC";
+	}
+	return "unknown";
+}
