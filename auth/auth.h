@@ -19,26 +19,26 @@
 struct smb_auth;
 
 struct smb_auth_creds {
-	const char *user;		/* may be "" for anonymous */
+	const char *user; /* may be "" for anonymous */
 	const char *password;
-	const char *domain;		/* may be NULL or "" */
-	const char *workstation;	/* may be NULL */
-	const char *server_name;	/* host name, for Kerberos SPN and NTLM target info */
+	const char *domain;      /* may be NULL or "" */
+	const char *workstation; /* may be NULL */
+	const char *server_name; /* host name, for Kerberos SPN and NTLM target info */
 };
 
 enum {
-	SMB_AUTH_DONE = 0,		/* finished; *out (maybe empty) is the last blob to send */
-	SMB_AUTH_CONTINUE = 1,		/* send *out and call again with the reply */
+	SMB_AUTH_DONE = 0,     /* finished; *out (maybe empty) is the last blob to send */
+	SMB_AUTH_CONTINUE = 1, /* send *out and call again with the reply */
 };
 
 /* NTLMSSP (NTLMv2, with key exchange and MIC) inside SPNEGO. */
 int smb_auth_ntlmssp_new(void *talloc_parent, const struct smb_auth_creds *creds,
-			 struct smb_auth **out);
+                         struct smb_auth **out);
 /* Returns SMB_AUTH_DONE, SMB_AUTH_CONTINUE, or -errno: -EACCES when the
  * server's token rejects us (SPNEGO reject), -EBADMSG for a malformed token,
  * -EPROTONOSUPPORT when the server offers no mechanism we have. */
 int smb_auth_step(struct smb_auth *a, const uint8_t *in, size_t inlen, const uint8_t **out,
-		  size_t *outlen);
+                  size_t *outlen);
 /* The session key (NTLM: ExportedSessionKey, 16 bytes) once the exchange has
  * produced it; -EAGAIN before. */
 int smb_auth_session_key(struct smb_auth *a, uint8_t *key, size_t *keylen);
