@@ -886,18 +886,26 @@ ssize_t smb2_query_directory_req_encode(uint8_t *body, size_t cap,
 	return wr_result(&w);
 }
 
-int smb2_query_directory_rsp_decode(const uint8_t *msg, size_t len,
-                                    struct smb2_query_directory_rsp *o)
+/* QUERY_DIRECTORY and QUERY_INFO responses share one layout ([MS-SMB2]
+ * 2.2.34, 2.2.38): StructureSize 9, OutputBufferOffset, OutputBufferLength,
+ * then the buffer. */
+static int rsp_out_buffer(const uint8_t *msg, size_t len, const uint8_t **buf, uint32_t *buf_len)
 {
 	struct smb_rd r;
 	int rc = rsp_body(msg, len, 9, &r);
 	if (rc)
 		return rc;
 	uint16_t off = smb_rd_u16(&r);
-	o->buffer_len = smb_rd_u32(&r);
+	*buf_len = smb_rd_u32(&r);
 	if (r.err)
 		return r.err;
-	return rsp_buf(msg, len, off, o->buffer_len, BODY + 8, &o->buffer);
+	return rsp_buf(msg, len, off, *buf_len, BODY + 8, buf);
+}
+
+int smb2_query_directory_rsp_decode(const uint8_t *msg, size_t len,
+                                    struct smb2_query_directory_rsp *o)
+{
+	return rsp_out_buffer(msg, len, &o->buffer, &o->buffer_len);
 }
 
 /* ---- QUERY_INFO 2.2.37 / 2.2.38 ------------------------------------------- */
@@ -926,15 +934,7 @@ ssize_t smb2_query_info_req_encode(uint8_t *body, size_t cap, const struct smb2_
 
 int smb2_query_info_rsp_decode(const uint8_t *msg, size_t len, struct smb2_query_info_rsp *o)
 {
-	struct smb_rd r;
-	int rc = rsp_body(msg, len, 9, &r);
-	if (rc)
-		return rc;
-	uint16_t off = smb_rd_u16(&r);
-	o->buffer_len = smb_rd_u32(&r);
-	if (r.err)
-		return r.err;
-	return rsp_buf(msg, len, off, o->buffer_len, BODY + 8, &o->buffer);
+	return rsp_out_buffer(msg, len, &o->buffer, &o->buffer_len);
 }
 
 /* ---- SET_INFO 2.2.39 / 2.2.40 --------------------------------------------- */
