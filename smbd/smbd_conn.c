@@ -557,7 +557,13 @@ void smbd_conn_recv_failed(struct smbd_conn *c, int err)
 {
 	if (!conn_alive(c))
 		return;
-	smb_err("smbd: receive failed in %s: %s", smbd_conn_state_str(c->state), strerror(-err));
+	/* Receives flush when we disconnect: expected, not an error. */
+	if (c->state == SMBD_DISCONNECTING)
+		smb_debug("smbd: receive flushed in %s: %s", smbd_conn_state_str(c->state),
+		          strerror(-err));
+	else
+		smb_err("smbd: receive failed in %s: %s", smbd_conn_state_str(c->state),
+		        strerror(-err));
 	conn_fail(c, err);
 }
 

@@ -99,6 +99,7 @@ struct rdma_transport {
 	struct smbd_conn *conn;
 	struct smbd_tokens *tokens; /* registration cache + per-I/O tokens */
 	bool has_mw;                /* device binds type-2 windows */
+	uint32_t inv_flags;         /* wc_flags bits meaning Send-with-Invalidate */
 	uint32_t max_mw;
 	bool tokens_stopped; /* under lock: rt_barrier ran, schedule nothing */
 
@@ -407,6 +408,16 @@ static const struct smbd_conn_ops conn_ops = {
     .dead = rt_dead,
 };
 
+/* Soft-RoCE (rdma_rxe, vendor id 0xffffff) fills the user CQE with the
+ * kernel's flag values, and the kernel's IB_WC_WITH_INVALIDATE (1 << 2) is
+ * userspace's IBV_WC_IP_CSUM_OK: a Send-with-Invalidate arrives flagged
+ * with that bit.  IP_CSUM_OK never applies to an RC receive, so on rxe the
+ * bit is read as what the kernel meant.  Missing it would make us invalidate
+ * the window a second time, which oopses rxe (Linux 6.1) in
+ * rxe_invalidate_mw. */
+#define RXE_VENDOR_ID   0xffffffu
+#define RXE_WC_WITH_INV (1u << 2)
+
 /* ---- completions and rdma_cm events (connect()'s thread, then the loop) ---- */
 
 static void rt_handle_wc(struct rdma_transport *rt, const struct ibv_wc *wc)
@@ -420,7 +431,7 @@ static void rt_handle_wc(struct rdma_transport *rt, const struct ibv_wc *wc)
 			    rt->recv_mem + (size_t)slot * rt->params.max_receive_size;
 			/* Before smbd_conn_recv() delivers the response upward:
 			 * the upper layer's token_put() must see it. */
-			if (wc->wc_flags & IBV_WC_WITH_INV) {
+			if (wc->wc_flags & rt->inv_flags) {
 				rt->remote_invalidations++;
 				if (!rt->tokens ||
 				    smbd_tokens_remote_inv(rt->tokens, wc->invalidated_rkey))
@@ -725,6 +736,9 @@ static int rt_try_port(struct rdma_transport *rt, const struct sockaddr *sa, uin
 	rt->recv_slots = rt->params.recv_credit_max + 1u; /* +1: the one being processed */
 	rt->send_slots = rt->params.send_slots;
 	rt->has_mw = (dattr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && dattr.max_mw > 0;
+	rt->inv_flags = IBV_WC_WITH_INV;
+	if (dattr.vendor_id == RXE_VENDOR_ID)
+		rt->inv_flags |= RXE_WC_WITH_INV;
 	rt->max_mw = rt->has_mw ? (dattr.max_mw < SMBD_MW_POOL_MAX ? (uint32_t)dattr.max_mw
 	                                                           : SMBD_MW_POOL_MAX)
 	                        : 0;
@@ -1135,13 +1149,7 @@ static int rt_get_stats(struct smb_transport *t, struct smb_transport_stats *out
 /* The offload ops of client/transport.h over smbd_offload.h (defined below). */
 static void rt_set_dialect(struct smb_transport *t, uint16_t dialect)
 {
-	/* Remote invalidation (RDMA_V1_INVALIDATE, 3.0.2+) stays off until the
-	 * receive path's IBV_WC_WITH_INV handling is proven against ksmbd: with
-	 * it on, the guest's rxe (Debian 6.1) oopsed in rxe_invalidate_mw on our
-	 * local invalidate of a window the server had already invalidated.
-	 * Windows are still bound per I/O and invalidated locally (RDMA_V1), so
-	 * each token still dies with its I/O. */
-	smbd_offload_set_dialect(t, dialect < 0x0300 ? dialect : 0x0300);
+	smbd_offload_set_dialect(t, dialect);
 }
 
 static int rt_region_add(struct smb_transport *t, void *addr, size_t len)
