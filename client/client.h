@@ -193,6 +193,21 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
  * total written. */
 int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
               size_t len, smb_write_cb cb, void *arg);
+/* Like smb_write(), but data is lent rather than copied when the write can be
+ * offloaded straight from a region given to smb_client_region_add(): the
+ * server then RDMA-Reads the payload from data itself.  The caller keeps data
+ * valid and unchanged until cb has run (whichever path the write took). */
+int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
+                   size_t len, smb_write_cb cb, void *arg);
+
+/* Register [addr, addr+len) once with the mount's RDMA channel (the
+ * registration cache), so smb_write_lent() from inside it moves no payload
+ * through the daemon.  0; -EOPNOTSUPP when the mount does not offload
+ * (TCP, or offload set-up failed); -errno.  The memory must stay allocated
+ * until smb_client_destroy() returned.  Any thread; at most
+ * SMB_CLIENT_MAX_REGIONS regions. */
+#define SMB_CLIENT_MAX_REGIONS 8
+int smb_client_region_add(struct smb_client *c, void *addr, size_t len);
 int smb_flush(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg);
 
 /* List a directory opened with smb_open(FILE_DIRECTORY_FILE, FILE_LIST_DIRECTORY).

@@ -33,6 +33,13 @@ struct smb_client {
 	uint32_t inline_max_read, inline_max_write;
 	uint32_t rdma_threshold;
 	struct smb_offload_pool pool;
+	/* Caller regions registered by smb_client_region_add(); set before
+	 * the I/O that uses them, read on any thread (nregions is atomic). */
+	struct {
+		uintptr_t addr;
+		size_t len;
+	} regions[SMB_CLIENT_MAX_REGIONS];
+	int nregions;
 };
 
 /* A request to this client's tree on its channel. */

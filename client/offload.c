@@ -105,6 +105,7 @@ struct oio {
 	size_t len;
 	struct smb_io_token *tok;
 	bool is_read;
+	bool lent; /* buf is the caller's (a registered region), not the pool's */
 	smb_read_cb rcb;
 	smb_write_cb wcb;
 	void *arg;
@@ -128,7 +129,8 @@ static void oio_finish(void *arg)
 		else
 			o->wcb(o->arg, 0, o->status, o->status == STATUS_SUCCESS ? o->moved : 0);
 	}
-	pool_put(&o->c->pool, o->buf);
+	if (!o->lent)
+		pool_put(&o->c->pool, o->buf);
 	free(o);
 }
 
@@ -186,7 +188,8 @@ static void oio_done(struct smb_req *req)
 static void oio_release_only(void *arg)
 {
 	struct oio *o = arg;
-	pool_put(&o->c->pool, o->buf);
+	if (!o->lent)
+		pool_put(&o->c->pool, o->buf);
 	free(o);
 }
 
@@ -202,7 +205,7 @@ static int oio_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t off
 
 	o->c = c;
 	o->len = len;
-	o->buf = pool_get(&c->pool);
+	o->buf = o->lent ? (uint8_t *)wdata : pool_get(&c->pool);
 	if (!o->buf) {
 		free(o);
 		return -EAGAIN;
@@ -211,11 +214,12 @@ static int oio_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t off
 	                               o->is_read ? SMB_IO_SERVER_WRITES : SMB_IO_SERVER_READS,
 	                               &o->tok, desc, &channel);
 	if (err) {
-		pool_put(&c->pool, o->buf);
+		if (!o->lent)
+			pool_put(&c->pool, o->buf);
 		free(o);
 		return err;
 	}
-	if (wdata) {
+	if (wdata && !o->lent) {
 		memcpy(o->buf, wdata, len);
 		__atomic_add_fetch(&c->payload_bytes_copied, len, __ATOMIC_RELAXED);
 	}
@@ -282,4 +286,51 @@ int smb_offload_write(struct smb_client *c, struct smb2_fileid fid, uint64_t off
 	o->wcb = cb;
 	o->arg = arg;
 	return oio_submit(c, fid, offset, len, data, o);
+}
+
+/* Any thread.  Is [p, p+len) inside one caller region? */
+static bool in_region(struct smb_client *c, const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	int n = __atomic_load_n(&c->nregions, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		if (a >= c->regions[i].addr && a - c->regions[i].addr <= c->regions[i].len &&
+		    len <= c->regions[i].len - (a - c->regions[i].addr))
+			return true;
+	return false;
+}
+
+int smb_offload_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
+                           const void *data, size_t len, smb_write_cb cb, void *arg)
+{
+	if (!c->pool.mem || len <= c->rdma_threshold || len > c->max_write ||
+	    !in_region(c, data, len))
+		return -EAGAIN;
+	struct oio *o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->wcb = cb;
+	o->arg = arg;
+	o->lent = true;
+	return oio_submit(c, fid, offset, len, data, o);
+}
+
+int smb_client_region_add(struct smb_client *c, void *addr, size_t len)
+{
+	struct smb_transport *t = c->conn->transport;
+	if (!c->pool.mem)
+		return -EOPNOTSUPP;
+	if (!addr || !len)
+		return -EINVAL;
+	pthread_mutex_lock(&c->pool.lock);
+	int n = c->nregions, err = 0;
+	if (n == SMB_CLIENT_MAX_REGIONS)
+		err = -ENOSPC;
+	else if (!(err = t->ops->region_add(t, addr, len))) {
+		c->regions[n].addr = (uintptr_t)addr;
+		c->regions[n].len = len;
+		__atomic_store_n(&c->nregions, n + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&c->pool.lock);
+	return err;
 }

@@ -35,5 +35,11 @@ int smb_offload_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offs
                      smb_read_cb cb, void *arg);
 int smb_offload_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
                       const void *data, size_t len, smb_write_cb cb, void *arg);
+/* A write whose data lies in a region of smb_client_region_add() and fits
+ * one offloaded I/O: the server reads data in place (no pool buffer, no
+ * copy); data stays the caller's, untouched until cb.  -EAGAIN when it does
+ * not qualify (the caller then takes another path); no callback then. */
+int smb_offload_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
+                           const void *data, size_t len, smb_write_cb cb, void *arg);
 
 #endif

@@ -834,6 +834,13 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 	return 0;
 }
 
+int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
+                   size_t len, smb_write_cb cb, void *arg)
+{
+	int rc = smb_offload_write_lent(c, fid, offset, data, len, cb, arg);
+	return rc == -EAGAIN ? smb_write(c, fid, offset, data, len, cb, arg) : rc;
+}
+
 /* ---- QUERY_DIRECTORY ---------------------------------------------------------------- */
 
 static void readdir_done(struct smb_req *req)

@@ -36,10 +36,13 @@
 #include "common/log.h"
 #include "fuse/ctl.h" /* smbrdmactl: control socket */
 #include "fuse/options.h"
+#include "fuse/reqbuf.h"
 #include "fuse/smbfs.h"
 #include "fuse/unc.h"
 
 #define PROG "mount.smbrdma"
+
+_Static_assert(REQBUF_MAX_WRITE == SMBFS_MAX_IO, "request buffers hold the largest WRITE");
 
 struct mount_args {
 	struct smb_unc unc;
@@ -302,40 +305,65 @@ static void detach_stdio(void)
  */
 struct fuse_pump {
 	struct fuse_session *se;
-	struct fuse_buf buf;
+	struct reqbuf_pool *bufs; /* requests are read into these (reqbuf.h) */
+	int fd;
 	struct ev_fd *evf;
 	bool done; /* atomic: the session ended (unmounted or failed) */
 };
+
+/* sizeof(struct fuse_in_header) of the kernel ABI. */
+#define FUSE_IN_HEADER_SIZE 40
 
 static void fuse_pump_readable(struct ev_fd *f, uint32_t events, void *arg)
 {
 	struct fuse_pump *p = arg;
 
-	/* Bounded, so SMB replies are not starved by a stream of requests. */
+	/* We read /dev/fuse ourselves rather than through
+	 * fuse_session_receive_buf(), so each request lands in a buffer we
+	 * chose: one the engine registered, that a write can borrow.  Bounded,
+	 * so SMB replies are not starved by a stream of requests. */
 	for (int i = 0; i < 64; i++) {
-		int res = fuse_session_receive_buf(p->se, &p->buf);
-		if (res == -EAGAIN)
+		uint8_t *mem = reqbuf_current(p->bufs);
+		ssize_t res = read(p->fd, mem, REQBUF_SIZE);
+		int err = res < 0 ? errno : 0;
+		if (err == EAGAIN)
 			return;
-		if (res == -EINTR)
+		if (err == EINTR || err == ENOENT) /* ENOENT: the request was aborted */
 			continue;
-		if (res <= 0 || fuse_session_exited(p->se)) {
-			if (res < 0)
-				smb_err("reading /dev/fuse: %s", strerror(-res));
+		if (res >= 0 && res < FUSE_IN_HEADER_SIZE && res != 0) {
+			smb_err("reading /dev/fuse: short read of %zd bytes", res);
+			err = EIO;
+		}
+		if (err || res == 0 || fuse_session_exited(p->se)) {
+			/* ENODEV: unmounted.  Anything else ends the session too. */
+			if (err && err != ENODEV)
+				smb_err("reading /dev/fuse: %s", strerror(err));
 			ev_fd_del(f);
 			p->evf = NULL;
 			__atomic_store_n(&p->done, true, __ATOMIC_RELEASE);
 			return;
 		}
-		fuse_session_process_buf(p->se, &p->buf);
+		struct fuse_buf fb = {.size = (size_t)res, .mem = mem};
+		fuse_session_process_buf(p->se, &fb);
+		reqbuf_advance(p->bufs);
+		if (fuse_session_exited(p->se)) {
+			ev_fd_del(f);
+			p->evf = NULL;
+			__atomic_store_n(&p->done, true, __ATOMIC_RELEASE);
+			return;
+		}
 	}
 }
 
-static int fuse_pump_start(struct fuse_pump *p, struct fuse_session *se, struct ev_loop *loop)
+static int fuse_pump_start(struct fuse_pump *p, struct fuse_session *se, struct reqbuf_pool *bufs,
+                           struct ev_loop *loop)
 {
 	int fd = fuse_session_fd(se);
 	int fl = fcntl(fd, F_GETFL);
 
 	p->se = se;
+	p->bufs = bufs;
+	p->fd = fd;
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;
 	return ev_fd_add(loop, fd, EPOLLIN, fuse_pump_readable, p, &p->evf);
@@ -410,6 +438,24 @@ static int run(struct mount_args *a)
 		report("could not mount %s: %s", a->source, strerror(ENOMEM));
 		goto out;
 	}
+	/* Request buffers: on an RDMA mount, 32 registered ones that writes
+	 * borrow, so WRITE payloads leave by RDMA without a copy; else one. */
+	fs.reqbufs = reqbuf_pool_new(copts.rdma ? 32 : 1);
+	if (!fs.reqbufs) {
+		report("could not mount %s: %s", a->source, strerror(ENOMEM));
+		goto out;
+	}
+	if (copts.rdma) {
+		size_t len;
+		void *mem = reqbuf_pool_mem(fs.reqbufs, &len);
+		int err = smb_client_region_add(fs.client, mem, len);
+		if (err == 0)
+			reqbuf_pool_set_lendable(fs.reqbufs, true);
+		else
+			smb_info("%s: request buffers not registered (%s): writes are copied "
+			         "once into the engine's buffers",
+			         a->source, strerror(-err));
+	}
 	fs.policy.uid = a->opts.uid;
 	fs.policy.gid = a->opts.gid;
 	fs.policy.file_mode = a->opts.file_mode;
@@ -459,7 +505,7 @@ static int run(struct mount_args *a)
 	/* Signals stay blocked: fuse_pump_wait() takes them synchronously. */
 
 	struct fuse_pump pump = {0};
-	rc = fuse_pump_start(&pump, se, smb_client_loop(fs.client));
+	rc = fuse_pump_start(&pump, se, fs.reqbufs, smb_client_loop(fs.client));
 	if (rc == 0)
 		rc = fuse_pump_wait(&pump, &block);
 	/* 0: unmounted; > 0: the signal that stopped us; < 0: -errno */
@@ -478,7 +524,6 @@ static int run(struct mount_args *a)
 	smbfs_free_handles(&fs);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
-	free(pump.buf.mem);
 	smb_log(LOG_NOTICE, "unmounted %s from %s", a->source, a->mountpoint);
 out:
 	if (se)
@@ -488,6 +533,7 @@ out:
 	smbfs_free_handles(&fs);
 	pthread_mutex_destroy(&fs.handles_lock);
 	smb_inode_table_free(fs.inodes);
+	reqbuf_pool_free(fs.reqbufs);
 	return ret;
 }
 

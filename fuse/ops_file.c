@@ -3,6 +3,7 @@
  *
  * libfuse hands the op a fuse_file_info on its own stack: a reply sent
  * later from a callback uses a copy kept in the request's context. */
+#include "fuse/reqbuf.h"
 #include "fuse/smbfs.h"
 
 #include <errno.h>
@@ -349,6 +350,7 @@ struct write_ctx {
 	fuse_req_t req;
 	struct smbfs *fs;
 	uint64_t nodeid;
+	int lent; /* reqbuf id of the buffer holding the payload, or -1 */
 };
 
 static void write_done(void *arg, int err, uint32_t status, size_t written)
@@ -357,6 +359,8 @@ static void write_done(void *arg, int err, uint32_t status, size_t written)
 	int e = smb_errno(err, status);
 
 	free(arg);
+	if (ctx.lent >= 0)
+		reqbuf_return(ctx.fs->reqbufs, ctx.lent);
 	/* Size and mtime moved on the server. */
 	smb_inode_invalidate_attr(ctx.fs->inodes, ctx.nodeid);
 	if (e)
@@ -390,10 +394,19 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	ctx->req = req;
 	ctx->fs = fs;
 	ctx->nodeid = ino;
-	/* The engine copies buf before returning; libfuse may reuse it. */
-	rc = smb_write(fs->client, smbfs_file_of(fi)->fid, (uint64_t)off, buf, size, write_done,
-	               ctx);
+	/* buf lies in the request buffer the pump read into: borrow that
+	 * buffer until the write is done, and the engine can have the server
+	 * RDMA-Read the payload from it in place.  Else smb_write() copies. */
+	ctx->lent = reqbuf_lend(fs->reqbufs, buf, size);
+	if (ctx->lent >= 0)
+		rc = smb_write_lent(fs->client, smbfs_file_of(fi)->fid, (uint64_t)off, buf, size,
+		                    write_done, ctx);
+	else
+		rc = smb_write(fs->client, smbfs_file_of(fi)->fid, (uint64_t)off, buf, size,
+		               write_done, ctx);
 	if (rc < 0) {
+		if (ctx->lent >= 0)
+			reqbuf_return(fs->reqbufs, ctx->lent);
 		free(ctx);
 		fuse_reply_err(req, -rc);
 	}

@@ -43,6 +43,8 @@ struct smbfs {
 	 * session ended first) are freed at teardown. */
 	pthread_mutex_t handles_lock;
 	struct smbfs_file *handles; /* guarded by handles_lock */
+	/* The buffers /dev/fuse is read into; writes borrow them (reqbuf.h). */
+	struct reqbuf_pool *reqbufs;
 };
 
 /* An open handle: fi->fh points at one of these from open/create/opendir to
