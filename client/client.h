@@ -48,6 +48,10 @@ struct smb_client_opts {
 	unsigned connect_timeout_ms; /* 0 = 15000 */
 	bool rdma;                   /* carry the channel over SMB Direct instead of TCP */
 	unsigned rdma_threshold;     /* READ/WRITE above this go by RDMA offload; 0 = 4096 */
+	bool multichannel;           /* open more channels to the server's interfaces */
+	unsigned max_channels;       /* channels in all with multichannel; 0 = 2 */
+	unsigned mc_requery_s;       /* re-query the interface list; 0 = 600 s */
+	bool no_rdma_channels;       /* multichannel: TCP channels only */
 };
 
 /* Connect, negotiate, authenticate, tree connect.  On failure returns -errno
@@ -86,6 +90,8 @@ struct smb_channel_stats {
 	uint32_t send_credits, recv_credits; /* transport credits (SMB Direct) */
 	uint64_t mw_bound, mw_invalidated_remote, mw_invalidated_local;
 	uint64_t reconnects;
+	uint64_t failovers; /* requests this channel lost that went to another */
+	uint64_t replays;   /* requests replayed on this channel */
 };
 struct smb_client_stats {
 	uint16_t dialect;

@@ -9,6 +9,35 @@
 #include "client/client.h"
 #include "client/conn.h"
 #include "client/offload.h"
+#include "multichannel/mc.h"
+#include "multichannel/sched.h"
+
+/* One channel of the session: a connection and what is per connection.
+ * Created before it is published in c->chans; never freed before
+ * smb_client_destroy() (a dead channel stays, marked dead), so a pointer
+ * taken from c->chans stays valid for the client's life. */
+struct smb_chan {
+	struct smb_client *c;
+	int index;
+	struct smb_conn *conn;
+	struct smb_signing signing; /* Channel.SigningKey (channel 0 uses the session's) */
+	uint8_t preauth[64];        /* the connection's preauth hash (3.1.1) */
+	bool rdma;                  /* SMB Direct transport */
+	uint64_t link_speed;        /* the server interface's advertised bits/s, 0 unknown */
+	/* What one SMB2 message may carry inline (0 = no transport limit), the
+	 * READ/WRITE sizes on this channel, and its offload pool (registered
+	 * with this channel's transport, so per channel). */
+	uint32_t inline_max_read, inline_max_write;
+	uint32_t max_read, max_write;
+	struct smb_offload_pool pool;
+	int nregions; /* caller regions registered with this transport (pool.lock) */
+	/* Scheduler inputs (atomic). */
+	uint64_t inflight_bytes;
+	uint64_t lat_ewma_us;
+	bool dead;
+	/* Counts for smbrdmactl (atomic). */
+	uint64_t failovers, replays;
+};
 
 struct smb_client {
 	char *host, *share, *user, *domain, *unc;
@@ -16,35 +45,60 @@ struct smb_client {
 	bool rdma;
 	unsigned timeout_ms;
 	struct ev_loop *loop;
-	struct smb_conn *conn;
+	struct smb_conn *conn; /* chans[0]->conn: session set-up, tree connect, logoff */
+	/* Channels: chans[0] is the one the session was set up on.  Appended
+	 * under chans_lock; nchans is read without it (atomic, release/acquire). */
+	struct smb_chan *chans[SMB_CLIENT_MAX_CHANNELS];
+	int nchans;
+	pthread_mutex_t chans_lock;
 
 	uint16_t dialect;
 	uint16_t server_security_mode;
 	uint32_t server_caps;
+	uint8_t client_guid[16]; /* the same on every channel (binding needs it) */
 	uint32_t max_read, max_write, max_transact;
 	uint64_t session_id;
 	uint32_t tree_id;
 	uint32_t share_type;
-	struct smb_signing signing;
-	uint8_t preauth[64];           /* connection's, then the session's preauth hash */
+	struct smb_signing signing; /* Session.SigningKey */
+	uint8_t session_key[16];    /* Session.SessionKey (binding may need it) */
+	bool guest;
+	bool closing;                  /* atomic: smb_client_destroy() began */
+	struct smb_mc *mc;             /* multichannel/mc.c; NULL with one channel */
 	uint64_t payload_bytes_copied; /* atomic */
-	/* What one SMB2 message may carry inline (0 = no transport limit), and
-	 * the offload pool when the transport can move payloads by RDMA. */
-	uint32_t inline_max_read, inline_max_write;
 	uint32_t rdma_threshold;
-	struct smb_offload_pool pool;
-	/* Caller regions registered by smb_client_region_add(); set before
-	 * the I/O that uses them, read on any thread (nregions is atomic). */
+	/* Caller regions registered by smb_client_region_add(); appended under
+	 * chans_lock, read on any thread (nregions is atomic). */
 	struct {
-		uintptr_t addr;
+		void *addr;
 		size_t len;
 	} regions[SMB_CLIENT_MAX_REGIONS];
 	int nregions;
 };
 
-/* A request to this client's tree on its channel. */
+/* A request to this client's tree on the channel the scheduler picks for a
+ * small (metadata) request. */
 struct smb_req *smb_client_req(struct smb_client *c, void *talloc_parent);
-/* Submit and wait (not on the loop thread).  Returns req->err. */
+/* A request to this client's tree on channel ch. */
+struct smb_req *smb_chan_req(struct smb_chan *ch, void *talloc_parent);
+/* Submit on req->conn and wait (not on the loop thread).  Returns req->err. */
 int smb_client_submit_sync(struct smb_client *c, struct smb_req *req);
+
+/* Channel set-up (session.c), used for channel 0 by smb_client_connect()
+ * and for further channels by multichannel/.  Not on the loop thread. */
+int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct smb_client_opts *o,
+                       uint8_t **sec_blob, size_t *sec_len, void *mem, char *errbuf, size_t errlen);
+/* binding: bind ch to the existing session (SMB2_SESSION_FLAG_BINDING). */
+int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
+                           const struct smb_client_opts *o, bool binding, const uint8_t *blob,
+                           size_t blob_len, void *mem, char *errbuf, size_t errlen);
+/* Allocate a channel (talloc child of c) with its conn open to addr. */
+int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr *addr,
+                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
+                  struct smb_chan **out);
+/* Publish a set-up channel: the scheduler may pick it from now on. */
+int smb_chan_publish(struct smb_client *c, struct smb_chan *ch);
+/* Close and free a channel that was never published. */
+void smb_chan_discard(struct smb_chan *ch);
 
 #endif

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <talloc.h>
+#include <time.h>
 
 #define CONN_TICK_MS       1000
 #define CONN_CREDIT_TARGET 512  /* credits we try to keep available */
@@ -276,8 +277,30 @@ static int req_send(struct smb_conn *c, struct smb_req *req)
 	return n ? err : 0;
 }
 
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The scheduler's latency input: small requests only (a READ or WRITE's
+ * time is mostly its payload's). */
+static void note_latency(struct smb_req *req)
+{
+	struct smb_conn *c = req->conn;
+	if (req->err || !c || !req->t0_us || req->pdu[0].payload_len ||
+	    req->pdu[0].command == SMB2_READ || req->pdu[0].command == SMB2_WRITE)
+		return;
+	uint64_t sample = now_us() - req->t0_us;
+	uint64_t old = __atomic_load_n(&c->st_lat_ewma_us, __ATOMIC_RELAXED);
+	uint64_t ewma = old ? (old * 7 + sample) / 8 : sample;
+	__atomic_store_n(&c->st_lat_ewma_us, ewma ? ewma : 1, __ATOMIC_RELAXED);
+}
+
 static void req_complete(struct smb_req *req)
 {
+	note_latency(req);
 	req->done(req);
 }
 
@@ -329,6 +352,7 @@ int smb_conn_submit(struct smb_conn *c, struct smb_req *req)
 	if (req->npdu == 0)
 		return -EINVAL;
 	req->conn = c;
+	req->t0_us = now_us();
 	if (c->timeout_ms && !req->deadline_ms)
 		req->deadline_ms = ev_now_ms() + c->timeout_ms;
 	pthread_mutex_lock(&c->lock);

@@ -73,6 +73,7 @@ struct smb_req {
 	uint64_t session_id;
 	uint32_t tree_id;
 	uint64_t deadline_ms; /* 0: none */
+	uint64_t t0_us;       /* submitted (monotonic), for the latency estimate */
 	int err;
 	int received;
 	void (*done)(struct smb_req *req);
@@ -121,6 +122,7 @@ struct smb_conn {
 
 	/* statistics (atomic) */
 	uint64_t st_requests, st_bytes_sent, st_bytes_received;
+	uint64_t st_lat_ewma_us; /* recent round trip of small requests (1/8 EWMA) */
 };
 
 /* Allocate a conn and connect its transport (blocking, not on the loop). */

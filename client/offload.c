@@ -25,10 +25,10 @@
 
 #define POOL_BUFS 32
 
-int smb_offload_setup(struct smb_client *c, size_t bufsize)
+int smb_offload_setup(struct smb_chan *ch, size_t bufsize)
 {
-	struct smb_offload_pool *p = &c->pool;
-	struct smb_transport *t = c->conn->transport;
+	struct smb_offload_pool *p = &ch->pool;
+	struct smb_transport *t = ch->conn->transport;
 	int nbuf = POOL_BUFS, err = -ENOMEM;
 
 	/* Some providers (siw) count registered memory against RLIMIT_MEMLOCK
@@ -65,13 +65,13 @@ int smb_offload_setup(struct smb_client *c, size_t bufsize)
 	return 0;
 }
 
-void smb_offload_teardown(struct smb_client *c)
+void smb_offload_teardown(struct smb_chan *ch)
 {
 	/* The transport deregisters its regions when it is destroyed. */
-	if (c->pool.mem) {
-		pthread_mutex_destroy(&c->pool.lock);
-		free(c->pool.mem);
-		c->pool.mem = NULL;
+	if (ch->pool.mem) {
+		pthread_mutex_destroy(&ch->pool.lock);
+		free(ch->pool.mem);
+		ch->pool.mem = NULL;
 	}
 }
 
@@ -92,15 +92,16 @@ static void pool_put(struct smb_offload_pool *p, uint8_t *b)
 	pthread_mutex_unlock(&p->lock);
 }
 
-bool smb_offload_wanted(const struct smb_client *c, size_t len)
+bool smb_offload_wanted(const struct smb_chan *ch, size_t len)
 {
-	return c->pool.mem && len > c->rdma_threshold && len <= c->pool.bufsize;
+	return ch->pool.mem && len > ch->c->rdma_threshold && len <= ch->pool.bufsize;
 }
 
 /* One offloaded I/O.  Allocated apart from the request: it outlives it until
  * the token is released. */
 struct oio {
 	struct smb_client *c;
+	struct smb_chan *ch;
 	uint8_t *buf;
 	size_t len;
 	struct smb_io_token *tok;
@@ -130,14 +131,14 @@ static void oio_finish(void *arg)
 			o->wcb(o->arg, 0, o->status, o->status == STATUS_SUCCESS ? o->moved : 0);
 	}
 	if (!o->lent)
-		pool_put(&o->c->pool, o->buf);
+		pool_put(&o->ch->pool, o->buf);
 	free(o);
 }
 
 static void oio_done(struct smb_req *req)
 {
 	struct oio *o = req->arg;
-	struct smb_transport *t = o->c->conn->transport;
+	struct smb_transport *t = o->ch->conn->transport;
 
 	o->err = req->err;
 	if (!o->err) {
@@ -189,23 +190,25 @@ static void oio_release_only(void *arg)
 {
 	struct oio *o = arg;
 	if (!o->lent)
-		pool_put(&o->c->pool, o->buf);
+		pool_put(&o->ch->pool, o->buf);
 	free(o);
 }
 
 /* Takes ownership of o: on success o lives until oio_finish(); on failure it
  * is freed here (through the token's release when a token was taken) and the
  * caller is not called back. */
-static int oio_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
+static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, size_t len,
                       const void *wdata, struct oio *o)
 {
-	struct smb_transport *t = c->conn->transport;
+	struct smb_client *c = ch->c;
+	struct smb_transport *t = ch->conn->transport;
 	uint8_t desc[16];
 	uint32_t channel;
 
 	o->c = c;
+	o->ch = ch;
 	o->len = len;
-	o->buf = o->lent ? (uint8_t *)wdata : pool_get(&c->pool);
+	o->buf = o->lent ? (uint8_t *)wdata : pool_get(&ch->pool);
 	if (!o->buf) {
 		free(o);
 		return -EAGAIN;
@@ -215,7 +218,7 @@ static int oio_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t off
 	                               &o->tok, desc, &channel);
 	if (err) {
 		if (!o->lent)
-			pool_put(&c->pool, o->buf);
+			pool_put(&ch->pool, o->buf);
 		free(o);
 		return err;
 	}
@@ -223,7 +226,7 @@ static int oio_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t off
 		memcpy(o->buf, wdata, len);
 		__atomic_add_fetch(&c->payload_bytes_copied, len, __ATOMIC_RELAXED);
 	}
-	struct smb_req *req = smb_client_req(c, NULL);
+	struct smb_req *req = smb_chan_req(ch, NULL);
 	uint8_t *body =
 	    req ? smb_req_begin_pdu(req, o->is_read ? SMB2_READ : SMB2_WRITE, 80) : NULL;
 	if (!body) {
@@ -251,10 +254,10 @@ static int oio_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t off
 		err = smb_req_end_pdu(req, smb2_write_req_encode(body, 80, &w));
 	}
 	if (!err) {
-		req->pdu[0].credit_charge = smb_credit_charge(c->conn, len);
+		req->pdu[0].credit_charge = smb_credit_charge(ch->conn, len);
 		req->arg = o;
 		req->done = oio_done;
-		err = smb_conn_submit(c->conn, req);
+		err = smb_conn_submit(ch->conn, req);
 	}
 	if (err) {
 		if (req)
@@ -265,7 +268,7 @@ static int oio_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t off
 	return err;
 }
 
-int smb_offload_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
+int smb_offload_read(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, size_t len,
                      smb_read_cb cb, void *arg)
 {
 	struct oio *o = calloc(1, sizeof(*o));
@@ -274,10 +277,10 @@ int smb_offload_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offs
 	o->is_read = true;
 	o->rcb = cb;
 	o->arg = arg;
-	return oio_submit(c, fid, offset, len, NULL, o);
+	return oio_submit(ch, fid, offset, len, NULL, o);
 }
 
-int smb_offload_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
+int smb_offload_write(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
                       const void *data, size_t len, smb_write_cb cb, void *arg)
 {
 	struct oio *o = calloc(1, sizeof(*o));
@@ -285,26 +288,28 @@ int smb_offload_write(struct smb_client *c, struct smb2_fileid fid, uint64_t off
 		return -ENOMEM;
 	o->wcb = cb;
 	o->arg = arg;
-	return oio_submit(c, fid, offset, len, data, o);
+	return oio_submit(ch, fid, offset, len, data, o);
 }
 
-/* Any thread.  Is [p, p+len) inside one caller region? */
-static bool in_region(struct smb_client *c, const void *p, size_t len)
+/* Any thread.  Is [p, p+len) inside one caller region registered on ch? */
+static bool in_region(struct smb_chan *ch, const void *p, size_t len)
 {
+	struct smb_client *c = ch->c;
 	uintptr_t a = (uintptr_t)p;
-	int n = __atomic_load_n(&c->nregions, __ATOMIC_ACQUIRE);
-	for (int i = 0; i < n; i++)
-		if (a >= c->regions[i].addr && a - c->regions[i].addr <= c->regions[i].len &&
-		    len <= c->regions[i].len - (a - c->regions[i].addr))
+	int n = __atomic_load_n(&ch->nregions, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++) {
+		uintptr_t r = (uintptr_t)c->regions[i].addr;
+		if (a >= r && a - r <= c->regions[i].len && len <= c->regions[i].len - (a - r))
 			return true;
+	}
 	return false;
 }
 
-int smb_offload_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
+int smb_offload_write_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
                            const void *data, size_t len, smb_write_cb cb, void *arg)
 {
-	if (!c->pool.mem || len <= c->rdma_threshold || len > c->max_write ||
-	    !in_region(c, data, len))
+	if (!ch->pool.mem || len <= ch->c->rdma_threshold || len > ch->max_write ||
+	    !in_region(ch, data, len))
 		return -EAGAIN;
 	struct oio *o = calloc(1, sizeof(*o));
 	if (!o)
@@ -312,25 +317,48 @@ int smb_offload_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_
 	o->wcb = cb;
 	o->arg = arg;
 	o->lent = true;
-	return oio_submit(c, fid, offset, len, data, o);
+	return oio_submit(ch, fid, offset, len, data, o);
+}
+
+int smb_offload_regions_sync(struct smb_chan *ch)
+{
+	struct smb_client *c = ch->c;
+	struct smb_transport *t = ch->conn->transport;
+	if (!ch->pool.mem)
+		return 0;
+	int n = __atomic_load_n(&c->nregions, __ATOMIC_ACQUIRE);
+	for (int i = ch->nregions; i < n; i++) {
+		int err = t->ops->region_add(t, c->regions[i].addr, c->regions[i].len);
+		if (err)
+			return err;
+		__atomic_store_n(&ch->nregions, i + 1, __ATOMIC_RELEASE);
+	}
+	return 0;
 }
 
 int smb_client_region_add(struct smb_client *c, void *addr, size_t len)
 {
-	struct smb_transport *t = c->conn->transport;
-	if (!c->pool.mem)
-		return -EOPNOTSUPP;
 	if (!addr || !len)
 		return -EINVAL;
-	pthread_mutex_lock(&c->pool.lock);
-	int n = c->nregions, err = 0;
-	if (n == SMB_CLIENT_MAX_REGIONS)
-		err = -ENOSPC;
-	else if (!(err = t->ops->region_add(t, addr, len))) {
-		c->regions[n].addr = (uintptr_t)addr;
-		c->regions[n].len = len;
-		__atomic_store_n(&c->nregions, n + 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&c->chans_lock);
+	int n = c->nregions, err = 0, offloading = 0;
+	if (n == SMB_CLIENT_MAX_REGIONS) {
+		pthread_mutex_unlock(&c->chans_lock);
+		return -ENOSPC;
 	}
-	pthread_mutex_unlock(&c->pool.lock);
-	return err;
+	c->regions[n].addr = addr;
+	c->regions[n].len = len;
+	__atomic_store_n(&c->nregions, n + 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < c->nchans && !err; i++) {
+		if (!c->chans[i]->pool.mem || c->chans[i]->dead)
+			continue;
+		offloading++;
+		err = smb_offload_regions_sync(c->chans[i]);
+	}
+	/* No offloading channel: forget it.  (On an error some channels may
+	 * have it and others not; each lends only what it registered.) */
+	if (!offloading)
+		__atomic_store_n(&c->nregions, n, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&c->chans_lock);
+	return err ? err : offloading ? 0 : -EOPNOTSUPP;
 }

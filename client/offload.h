@@ -22,24 +22,31 @@ struct smb_offload_pool {
 	int free_stack[SMB_OFFLOAD_MAX_BUFS];
 };
 
-/* At mount, not on the loop thread: allocate and register the pool.  -errno
- * (e.g. -EOPNOTSUPP on TCP) leaves the mount without offload. */
-int smb_offload_setup(struct smb_client *c, size_t bufsize);
-void smb_offload_teardown(struct smb_client *c);
-/* Should an I/O of len bytes be offloaded?  (A pool exists, len is above the
- * threshold and fits a pool buffer.) */
-bool smb_offload_wanted(const struct smb_client *c, size_t len);
-/* Like smb_read()/smb_write() for one offloadable I/O.  -EAGAIN when every
- * pool buffer is busy (the caller then sends it inline); no callback then. */
-int smb_offload_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
+struct smb_chan;
+
+/* At channel set-up, not on the loop thread: allocate and register the pool
+ * with ch's transport.  -errno (e.g. -EOPNOTSUPP on TCP) leaves the channel
+ * without offload. */
+int smb_offload_setup(struct smb_chan *ch, size_t bufsize);
+void smb_offload_teardown(struct smb_chan *ch);
+/* Should an I/O of len bytes on ch be offloaded?  (A pool exists, len is
+ * above the threshold and fits a pool buffer.) */
+bool smb_offload_wanted(const struct smb_chan *ch, size_t len);
+/* Like smb_read()/smb_write() for one offloadable I/O on ch.  -EAGAIN when
+ * every pool buffer is busy (the caller then sends it inline); no callback
+ * then. */
+int smb_offload_read(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, size_t len,
                      smb_read_cb cb, void *arg);
-int smb_offload_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
+int smb_offload_write(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
                       const void *data, size_t len, smb_write_cb cb, void *arg);
 /* A write whose data lies in a region of smb_client_region_add() and fits
- * one offloaded I/O: the server reads data in place (no pool buffer, no
- * copy); data stays the caller's, untouched until cb.  -EAGAIN when it does
- * not qualify (the caller then takes another path); no callback then. */
-int smb_offload_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
+ * one offloaded I/O on ch: the server reads data in place (no pool buffer,
+ * no copy); data stays the caller's, untouched until cb.  -EAGAIN when it
+ * does not qualify (the caller then takes another path); no callback then. */
+int smb_offload_write_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
                            const void *data, size_t len, smb_write_cb cb, void *arg);
+/* Register with ch's transport every caller region it does not have yet
+ * (called under c->chans_lock). */
+int smb_offload_regions_sync(struct smb_chan *ch);
 
 #endif

@@ -634,10 +634,10 @@ static void read_done(struct smb_req *req)
 	smb_req_put(req);
 }
 
-static int read_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t off, size_t len,
+static int read_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t off, size_t len,
                        struct read_piece *tmpl)
 {
-	struct smb_req *req = smb_client_req(c, NULL);
+	struct smb_req *req = smb_chan_req(ch, NULL);
 	if (!req)
 		return -ENOMEM;
 	struct read_piece *rp = talloc(req, struct read_piece);
@@ -655,7 +655,7 @@ static int read_submit(struct smb_client *c, struct smb2_fileid fid, uint64_t of
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_READ, 56);
 	int err = body ? smb_req_end_pdu(req, smb2_read_req_encode(body, 56, &r)) : -ENOMEM;
 	if (!err)
-		req->pdu[0].credit_charge = smb_credit_charge(c->conn, len);
+		req->pdu[0].credit_charge = smb_credit_charge(ch->conn, len);
 	return op_submit(req, err, read_done);
 }
 
@@ -663,16 +663,17 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
              smb_read_cb cb, void *arg)
 {
 	struct read_piece tmpl = {.c = c, .cb = cb, .arg = arg};
+	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
 	/* Offloaded when it fits a pool buffer and one is free; otherwise
 	 * inline, in pieces no larger than one message carries. */
-	size_t chunk = c->inline_max_read ? c->inline_max_read : c->max_read;
-	if (smb_offload_wanted(c, len)) {
-		int rc = smb_offload_read(c, fid, offset, len, cb, arg);
+	size_t chunk = ch->inline_max_read ? ch->inline_max_read : ch->max_read;
+	if (smb_offload_wanted(ch, len)) {
+		int rc = smb_offload_read(ch, fid, offset, len, cb, arg);
 		if (rc != -EAGAIN)
 			return rc;
 	}
 	if (len <= chunk)
-		return read_submit(c, fid, offset, len, &tmpl);
+		return read_submit(ch, fid, offset, len, &tmpl);
 
 	struct read_join *j = talloc_zero(NULL, struct read_join);
 	if (!j)
@@ -697,7 +698,7 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
 		size_t l = len - off < j->chunk ? len - off : j->chunk;
 		tmpl.join = j;
 		tmpl.index = i;
-		err = read_submit(c, fid, offset + off, l, &tmpl);
+		err = read_submit(ch, fid, offset + off, l, &tmpl);
 		if (err) {
 			__atomic_sub_fetch(&j->b.left, j->npieces - i, __ATOMIC_ACQ_REL);
 			break;
@@ -776,9 +777,10 @@ static void write_done(struct smb_req *req)
 int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
               size_t len, smb_write_cb cb, void *arg)
 {
-	size_t chunk = c->inline_max_write ? c->inline_max_write : c->max_write;
-	if (smb_offload_wanted(c, len)) {
-		int rc = smb_offload_write(c, fid, offset, data, len, cb, arg);
+	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
+	size_t chunk = ch->inline_max_write ? ch->inline_max_write : ch->max_write;
+	if (smb_offload_wanted(ch, len)) {
+		int rc = smb_offload_write(ch, fid, offset, data, len, cb, arg);
 		if (rc != -EAGAIN)
 			return rc;
 	}
@@ -793,7 +795,7 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 	for (int i = 0; i < npieces; i++) {
 		size_t off = (size_t)i * chunk;
 		size_t l = len - off < chunk ? len - off : chunk;
-		struct smb_req *req = smb_client_req(c, NULL);
+		struct smb_req *req = smb_chan_req(ch, NULL);
 		struct write_piece *wp = req ? talloc(req, struct write_piece) : NULL;
 		void *copy = wp ? talloc_memdup(req, (const uint8_t *)data + off, l ? l : 1) : NULL;
 		if (copy)
@@ -816,7 +818,8 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 			err = body ? smb_req_end_pdu(req, smb2_write_req_encode(body, 56, &w))
 			           : -ENOMEM;
 			if (!err)
-				smb_req_set_payload(req, 0, copy, l, smb_credit_charge(c->conn, l));
+				smb_req_set_payload(req, 0, copy, l,
+				                    smb_credit_charge(ch->conn, l));
 			err = op_submit(req, err, write_done);
 		}
 		if (err) {
@@ -837,7 +840,8 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
                    size_t len, smb_write_cb cb, void *arg)
 {
-	int rc = smb_offload_write_lent(c, fid, offset, data, len, cb, arg);
+	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
+	int rc = smb_offload_write_lent(ch, fid, offset, data, len, cb, arg);
 	return rc == -EAGAIN ? smb_write(c, fid, offset, data, len, cb, arg) : rc;
 }
 
@@ -930,6 +934,6 @@ int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_
 	int err =
 	    body ? smb_req_end_pdu(req, smb2_query_directory_req_encode(body, 48, &q)) : -ENOMEM;
 	if (!err)
-		req->pdu[0].credit_charge = smb_credit_charge(c->conn, outlen);
+		req->pdu[0].credit_charge = smb_credit_charge(req->conn, outlen);
 	return op_submit(req, err, readdir_done);
 }

@@ -57,7 +57,7 @@ int smb_client_submit_sync(struct smb_client *c, struct smb_req *req)
 	struct sync_wait w = {.m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 	req->done = sync_done;
 	req->priv = &w;
-	int err = smb_conn_submit(c->conn, req);
+	int err = smb_conn_submit(req->conn, req);
 	if (err)
 		return err;
 	pthread_mutex_lock(&w.m);
@@ -67,14 +67,19 @@ int smb_client_submit_sync(struct smb_client *c, struct smb_req *req)
 	return req->err;
 }
 
-struct smb_req *smb_client_req(struct smb_client *c, void *talloc_parent)
+struct smb_req *smb_chan_req(struct smb_chan *ch, void *talloc_parent)
 {
-	struct smb_req *req = smb_req_new(c->conn, talloc_parent);
+	struct smb_req *req = smb_req_new(ch->conn, talloc_parent);
 	if (req) {
-		req->session_id = c->session_id;
-		req->tree_id = c->tree_id;
+		req->session_id = ch->c->session_id;
+		req->tree_id = ch->c->tree_id;
 	}
 	return req;
+}
+
+struct smb_req *smb_client_req(struct smb_client *c, void *talloc_parent)
+{
+	return smb_chan_req(smb_sched_pick(c, SMB_SCHED_META, 0), talloc_parent);
 }
 
 static int preauth_update(uint8_t hash[64], const uint8_t *msg, size_t len)
@@ -94,9 +99,11 @@ static ssize_t enc_negotiate(uint8_t *b, size_t cap, const struct smb2_negotiate
 	return smb2_negotiate_req_encode(b, cap, r);
 }
 
-static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, bool sign,
-                        uint8_t **sec_blob, size_t *sec_len, void *mem, char *errbuf, size_t errlen)
+int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct smb_client_opts *o,
+                       uint8_t **sec_blob, size_t *sec_len, void *mem, char *errbuf, size_t errlen)
 {
+	bool primary = ch->index == 0;
+	bool sign = o->require_signing;
 	struct smb2_negotiate_req nr = {0};
 	uint16_t lo = o->min_dialect ? o->min_dialect : SMB2_DIALECT_0202;
 	uint16_t hi = o->max_dialect ? o->max_dialect : SMB2_DIALECT_0311;
@@ -109,15 +116,20 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 	}
 	nr.security_mode =
 	    SMB2_NEGOTIATE_SIGNING_ENABLED | (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0);
-	nr.capabilities = SMB2_GLOBAL_CAP_LARGE_MTU;
-	smb_random_bytes(nr.client_guid, sizeof(nr.client_guid));
+	nr.capabilities =
+	    SMB2_GLOBAL_CAP_LARGE_MTU | (o->multichannel ? SMB2_GLOBAL_CAP_MULTI_CHANNEL : 0);
+	/* Every channel of a session comes from the same client (Samba hands
+	 * a binding connection to the process serving this ClientGuid). */
+	if (primary)
+		smb_random_bytes(c->client_guid, sizeof(c->client_guid));
+	memcpy(nr.client_guid, c->client_guid, sizeof(nr.client_guid));
 	smb_random_bytes(nr.preauth_salt, sizeof(nr.preauth_salt));
 	nr.signing_algs[0] = SMB2_SIGNING_AES_GMAC;
 	nr.signing_algs[1] = SMB2_SIGNING_AES_CMAC;
 	nr.signing_algs[2] = SMB2_SIGNING_HMAC_SHA256;
 	nr.signing_alg_count = 3;
 
-	struct smb_req *req = smb_client_req(c, mem);
+	struct smb_req *req = smb_chan_req(ch, mem);
 	if (!req)
 		return -ENOMEM;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_NEGOTIATE, 512);
@@ -157,70 +169,85 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 		smb_req_put(req);
 		return -EPROTO;
 	}
-	c->dialect = rsp.dialect;
-	c->server_security_mode = rsp.security_mode;
-	c->server_caps = rsp.capabilities;
-	c->max_read = rsp.max_read_size;
-	c->max_write = rsp.max_write_size;
-	c->max_transact = rsp.max_transact_size;
-	if (!(rsp.capabilities & SMB2_GLOBAL_CAP_LARGE_MTU) || c->dialect == SMB2_DIALECT_0202) {
-		c->max_read = c->max_read > 65536 ? 65536 : c->max_read;
-		c->max_write = c->max_write > 65536 ? 65536 : c->max_write;
-		c->max_transact = c->max_transact > 65536 ? 65536 : c->max_transact;
-	} else {
-		c->conn->large_mtu = true;
+	if (!primary && rsp.dialect != c->dialect) {
+		set_err(errbuf, errlen, "%s chose SMB %s on a new channel, SMB %s on the first",
+		        ch->conn->peer, smb2_dialect_str(rsp.dialect),
+		        smb2_dialect_str(c->dialect));
+		smb_req_put(req);
+		return -EPROTO;
 	}
-	if (c->max_read > (8u << 20))
-		c->max_read = 8u << 20;
-	if (c->max_write > (8u << 20))
-		c->max_write = 8u << 20;
+	if (primary) {
+		c->dialect = rsp.dialect;
+		c->server_security_mode = rsp.security_mode;
+		c->server_caps = rsp.capabilities;
+		c->max_transact = rsp.max_transact_size;
+	}
+	ch->max_read = rsp.max_read_size;
+	ch->max_write = rsp.max_write_size;
+	if (!(rsp.capabilities & SMB2_GLOBAL_CAP_LARGE_MTU) || c->dialect == SMB2_DIALECT_0202) {
+		ch->max_read = ch->max_read > 65536 ? 65536 : ch->max_read;
+		ch->max_write = ch->max_write > 65536 ? 65536 : ch->max_write;
+		if (primary)
+			c->max_transact = c->max_transact > 65536 ? 65536 : c->max_transact;
+	} else {
+		ch->conn->large_mtu = true;
+	}
+	if (ch->max_read > (8u << 20))
+		ch->max_read = 8u << 20;
+	if (ch->max_write > (8u << 20))
+		ch->max_write = 8u << 20;
 	/* A transport that limits whole messages (SMB Direct without offload)
 	 * bounds READ/WRITE/QUERY sizes: headers plus slack must fit too. */
 	struct smb_transport_info ti;
-	c->conn->transport->ops->info(c->conn->transport, &ti);
+	ch->conn->transport->ops->info(ch->conn->transport, &ti);
 	if (ti.max_inline_recv) {
 		uint32_t lim = ti.max_inline_recv > 512 ? (ti.max_inline_recv - 256) & ~4095u : 0;
-		c->inline_max_read = lim;
-		if (c->max_transact > lim)
+		ch->inline_max_read = lim;
+		if (primary && c->max_transact > lim)
 			c->max_transact = lim;
 	}
 	if (ti.max_inline_send)
-		c->inline_max_write =
+		ch->inline_max_write =
 		    ti.max_inline_send > 512 ? (ti.max_inline_send - 256) & ~4095u : 0;
 	/* With offload a READ/WRITE carries a buffer descriptor and may be as
 	 * large as a pool buffer (the transport's MaxReadWriteSize, at most
 	 * 1 MiB, FUSE's largest request); without it, what fits inline. */
 	uint32_t bufsize =
 	    ti.max_read_write && ti.max_read_write < (1u << 20) ? ti.max_read_write : (1u << 20);
-	c->conn->transport->ops->set_dialect(c->conn->transport, c->dialect);
+	ch->conn->transport->ops->set_dialect(ch->conn->transport, c->dialect);
+	ch->rdma = ti.caps & SMB_TRANSPORT_CAP_RDMA;
 	int offload_err = -EOPNOTSUPP;
 	if ((ti.caps & SMB_TRANSPORT_CAP_RDMA) && bufsize >= 65536) {
-		offload_err = smb_offload_setup(c, bufsize);
+		offload_err = smb_offload_setup(ch, bufsize);
 		if (offload_err)
 			smb_warn("%s: no RDMA offload (registering the I/O buffers failed: %s); "
 			         "READ/WRITE go inline",
-			         c->host, strerror(-offload_err));
+			         ch->conn->peer, strerror(-offload_err));
 	}
 	if (offload_err == 0) {
 		smb_info("%s: RDMA offload on for READ/WRITE above %u bytes (up to %u per I/O)",
-		         c->host, c->rdma_threshold, bufsize);
-		if (c->max_read > bufsize)
-			c->max_read = bufsize;
-		if (c->max_write > bufsize)
-			c->max_write = bufsize;
+		         ch->conn->peer, c->rdma_threshold, bufsize);
+		if (ch->max_read > bufsize)
+			ch->max_read = bufsize;
+		if (ch->max_write > bufsize)
+			ch->max_write = bufsize;
 	} else {
-		if (c->inline_max_read && c->max_read > c->inline_max_read)
-			c->max_read = c->inline_max_read;
-		if (c->inline_max_write && c->max_write > c->inline_max_write)
-			c->max_write = c->inline_max_write;
+		if (ch->inline_max_read && ch->max_read > ch->inline_max_read)
+			ch->max_read = ch->inline_max_read;
+		if (ch->inline_max_write && ch->max_write > ch->inline_max_write)
+			ch->max_write = ch->inline_max_write;
 	}
-	if (c->max_read < 4096 || c->max_write < 4096) {
-		set_err(errbuf, errlen, "%s offers unusable read/write sizes (%u/%u)", c->host,
-		        c->max_read, c->max_write);
+	if (ch->max_read < 4096 || ch->max_write < 4096) {
+		set_err(errbuf, errlen, "%s offers unusable read/write sizes (%u/%u)",
+		        ch->conn->peer, ch->max_read, ch->max_write);
 		smb_req_put(req);
 		return -EPROTO;
 	}
-	c->signing.alg =
+	if (primary) {
+		c->max_read = ch->max_read;
+		c->max_write = ch->max_write;
+	}
+	uint16_t alg =
 	    c->dialect >= SMB2_DIALECT_0300 ? SMB2_SIGNING_AES_CMAC : SMB2_SIGNING_HMAC_SHA256;
 	if (c->dialect == SMB2_DIALECT_0311) {
 		if (!rsp.preauth_seen || rsp.preauth_hash_alg != SMB2_PREAUTH_INTEGRITY_SHA512) {
@@ -231,15 +258,25 @@ static int do_negotiate(struct smb_client *c, const struct smb_client_opts *o, b
 			return -EPROTO;
 		}
 		if (rsp.signing_seen)
-			c->signing.alg = rsp.signing_alg;
-		memset(c->preauth, 0, sizeof(c->preauth));
-		preauth_update(c->preauth, p->buf, p->len);
-		preauth_update(c->preauth, p->rsp, p->rsp_len);
+			alg = rsp.signing_alg;
+		memset(ch->preauth, 0, sizeof(ch->preauth));
+		preauth_update(ch->preauth, p->buf, p->len);
+		preauth_update(ch->preauth, p->rsp, p->rsp_len);
 	}
+	if (primary)
+		c->signing.alg = alg;
+	else if (alg != c->signing.alg) {
+		set_err(errbuf, errlen, "%s chose signing %s on a new channel, %s on the first",
+		        ch->conn->peer, smb2_signing_alg_str(alg),
+		        smb2_signing_alg_str(c->signing.alg));
+		smb_req_put(req);
+		return -EPROTO;
+	}
+	ch->signing.alg = alg;
 	*sec_len = rsp.security_buffer_len;
 	*sec_blob = *sec_len ? talloc_memdup(mem, rsp.security_buffer, *sec_len) : NULL;
-	smb_info("%s: negotiated SMB %s, max read %u write %u, signing %s by server", c->host,
-	         smb2_dialect_str(c->dialect), c->max_read, c->max_write,
+	smb_info("%s: negotiated SMB %s, max read %u write %u, signing %s by server",
+	         ch->conn->peer, smb2_dialect_str(c->dialect), ch->max_read, ch->max_write,
 	         rsp.security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED ? "required" : "optional");
 	smb_req_put(req);
 	return 0;
@@ -252,21 +289,22 @@ static ssize_t enc_session_setup(uint8_t *b, size_t cap, const struct smb2_sessi
 	return smb2_session_setup_req_encode(b, cap, r);
 }
 
-static int derive_signing_key(struct smb_client *c, const uint8_t *skey, size_t skey_len)
+/* [MS-SMB2] 3.2.5.3.1: the signing key from a session key and (3.1.1) the
+ * preauth hash of the SESSION_SETUP exchange. */
+static int derive_signing_key(uint16_t dialect, const uint8_t key16[16], const uint8_t preauth[64],
+                              uint8_t out[16])
 {
-	uint8_t key16[16] = {0};
-	memcpy(key16, skey, skey_len < 16 ? skey_len : 16);
-	if (c->dialect < SMB2_DIALECT_0300) {
-		memcpy(c->signing.key, key16, 16);
+	if (dialect < SMB2_DIALECT_0300) {
+		memcpy(out, key16, 16);
 		return 0;
 	}
-	if (c->dialect == SMB2_DIALECT_0311) {
+	if (dialect == SMB2_DIALECT_0311) {
 		static const uint8_t label[] = "SMBSigningKey";
-		return smb_kdf(key16, 16, label, sizeof(label), c->preauth, 64, c->signing.key, 16);
+		return smb_kdf(key16, 16, label, sizeof(label), preauth, 64, out, 16);
 	}
 	static const uint8_t label[] = "SMB2AESCMAC";
 	static const uint8_t ctx[] = "SmbSign";
-	return smb_kdf(key16, 16, label, sizeof(label), ctx, sizeof(ctx), c->signing.key, 16);
+	return smb_kdf(key16, 16, label, sizeof(label), ctx, sizeof(ctx), out, 16);
 }
 
 static const char *logon_hint(uint32_t st)
@@ -291,10 +329,37 @@ static const char *logon_hint(uint32_t st)
 	}
 }
 
-static int do_session_setup(struct smb_client *c, const struct smb_client_opts *o, bool sign,
-                            const uint8_t *blob, size_t blob_len, void *mem, char *errbuf,
-                            size_t errlen)
+/* The final SESSION_SETUP response of a binding is signed with the new
+ * Channel.SigningKey.  [MS-SMB2] derives it from the session key; Samba
+ * derives it from the key of the binding's own authentication.  Try that
+ * one first, then the first authentication's, and keep what verifies. */
+static int bind_channel_key(struct smb_client *c, struct smb_chan *ch, const uint8_t bind_key[16],
+                            const uint8_t preauth[64], const struct smb_pdu *p)
 {
+	const uint8_t *keys[2] = {bind_key, c->session_key};
+	for (int k = 0; k < 2; k++) {
+		struct smb_signing s = {.alg = c->signing.alg, .have_key = true};
+		if (derive_signing_key(c->dialect, keys[k], preauth, s.key))
+			return -EIO;
+		if (smb_verify_pdu(&s, p->rsp, p->rsp_len) == 0) {
+			memcpy(ch->signing.key, s.key, 16);
+			ch->signing.have_key = true;
+			ch->signing.active = c->signing.active;
+			smb_debug("%s: channel key from the %s authentication's session key",
+			          ch->conn->peer, k ? "first" : "binding");
+			memset(&s, 0, sizeof(s));
+			return 0;
+		}
+		memset(&s, 0, sizeof(s));
+	}
+	return -EIO;
+}
+
+int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
+                           const struct smb_client_opts *o, bool binding, const uint8_t *blob,
+                           size_t blob_len, void *mem, char *errbuf, size_t errlen)
+{
+	bool sign = o->require_signing;
 	struct smb_auth *auth;
 	struct smb_auth_creds creds = {
 	    .user = o->user ? o->user : "",
@@ -309,9 +374,12 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 		return err;
 	}
 	uint8_t hash[64];
-	memcpy(hash, c->preauth, 64);
+	memcpy(hash, ch->preauth, 64);
 	const uint8_t *in = blob;
 	size_t inlen = blob_len;
+	/* A binding's requests are signed with Session.SigningKey. */
+	if (binding)
+		ch->conn->signing = &c->signing;
 
 	for (int round = 0; round < 8; round++) {
 		const uint8_t *out;
@@ -332,17 +400,22 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 			return -EPROTO;
 		}
 		struct smb2_session_setup_req sr = {
+		    .flags = binding ? SMB2_SESSION_FLAG_BINDING : 0,
 		    .security_mode = (uint8_t)(SMB2_NEGOTIATE_SIGNING_ENABLED |
 		                               (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0)),
 		    .security_buffer = out,
 		    .security_buffer_len = (uint16_t)outlen,
 		};
-		struct smb_req *req = smb_client_req(c, mem);
+		struct smb_req *req = smb_chan_req(ch, mem);
 		if (!req) {
 			smb_auth_free(auth);
 			return -ENOMEM;
 		}
-		req->no_sign = true;
+		req->tree_id = 0;
+		if (binding)
+			req->force_sign = true;
+		else
+			req->no_sign = true;
 		req->no_verify = true;
 		uint8_t *body = smb_req_begin_pdu(req, SMB2_SESSION_SETUP, 64 + outlen);
 		err = body ? smb_req_end_pdu(req, enc_session_setup(body, 64 + outlen, &sr))
@@ -354,8 +427,8 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 		}
 		err = smb_client_submit_sync(c, req);
 		if (err) {
-			set_err(errbuf, errlen, "no SESSION_SETUP answer from %s: %s", c->host,
-			        strerror(-err));
+			set_err(errbuf, errlen, "no SESSION_SETUP answer from %s: %s",
+			        ch->conn->peer, strerror(-err));
 			smb_req_put(req);
 			smb_auth_free(auth);
 			return err;
@@ -365,9 +438,14 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 		if (c->dialect == SMB2_DIALECT_0311)
 			preauth_update(hash, p->buf, p->len);
 		if (st != STATUS_SUCCESS && st != STATUS_MORE_PROCESSING_REQUIRED) {
-			set_err(errbuf, errlen, "%s (%s) for user '%s%s%s' on %s", logon_hint(st),
-			        smb2_status_str(st), creds.domain[0] ? creds.domain : "",
-			        creds.domain[0] ? "\\" : "", creds.user, c->host);
+			if (binding)
+				set_err(errbuf, errlen, "%s refused to bind a channel: %s",
+				        ch->conn->peer, smb2_status_str(st));
+			else
+				set_err(errbuf, errlen, "%s (%s) for user '%s%s%s' on %s",
+				        logon_hint(st), smb2_status_str(st),
+				        creds.domain[0] ? creds.domain : "",
+				        creds.domain[0] ? "\\" : "", creds.user, c->host);
 			smb_req_put(req);
 			smb_auth_free(auth);
 			return st == STATUS_LOGON_FAILURE || st == STATUS_WRONG_PASSWORD ? -EACCES
@@ -376,12 +454,20 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 		struct smb2_session_setup_rsp ssr;
 		if (smb2_session_setup_rsp_decode(p->rsp, p->rsp_len, &ssr) < 0) {
 			set_err(errbuf, errlen, "malformed SESSION_SETUP response from %s",
-			        c->host);
+			        ch->conn->peer);
 			smb_req_put(req);
 			smb_auth_free(auth);
 			return -EBADMSG;
 		}
-		c->session_id = p->rsp_hdr.session_id;
+		if (!binding) {
+			c->session_id = p->rsp_hdr.session_id;
+		} else if (p->rsp_hdr.session_id != c->session_id) {
+			set_err(errbuf, errlen, "%s bound the channel to another session",
+			        ch->conn->peer);
+			smb_req_put(req);
+			smb_auth_free(auth);
+			return -EPROTO;
+		}
 		if (st == STATUS_MORE_PROCESSING_REQUIRED) {
 			if (c->dialect == SMB2_DIALECT_0311)
 				preauth_update(hash, p->rsp, p->rsp_len);
@@ -407,15 +493,41 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 		}
 		bool guest =
 		    ssr.session_flags & (SMB2_SESSION_FLAG_IS_GUEST | SMB2_SESSION_FLAG_IS_NULL);
-		uint8_t skey[64];
+		uint8_t skey[64], key16[16] = {0};
 		size_t skey_len = sizeof(skey);
 		err = smb_auth_session_key(auth, skey, &skey_len);
-		if (!err && !guest) {
-			memcpy(c->preauth, hash, 64);
-			err = derive_signing_key(c, skey, skey_len);
-			c->signing.have_key = !err;
-			memset(skey, 0, sizeof(skey));
+		if (!err)
+			memcpy(key16, skey, skey_len < 16 ? skey_len : 16);
+		memset(skey, 0, sizeof(skey));
+		if (binding) {
+			/* [MS-SMB2] 3.2.5.3.3 */
+			if (!err && (guest || !(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
+				set_err(errbuf, errlen, "%s answered the channel binding %s",
+				        ch->conn->peer, guest ? "as guest" : "unsigned");
+				err = -EPROTO;
+			} else if (!err && bind_channel_key(c, ch, key16, hash, p) < 0) {
+				set_err(errbuf, errlen,
+				        "the channel binding response from %s has a bad signature",
+				        ch->conn->peer);
+				err = -EIO;
+			}
+			memset(key16, 0, sizeof(key16));
+			smb_req_put(req);
+			smb_auth_free(auth);
+			if (err)
+				return err;
+			ch->conn->signing = &ch->signing;
+			smb_info("%s: channel bound to session 0x%llx", ch->conn->peer,
+			         (unsigned long long)c->session_id);
+			return 0;
 		}
+		if (!err && !guest) {
+			memcpy(ch->preauth, hash, 64);
+			memcpy(c->session_key, key16, 16);
+			err = derive_signing_key(c->dialect, key16, hash, c->signing.key);
+			c->signing.have_key = !err;
+		}
+		memset(key16, 0, sizeof(key16));
 		bool must_sign =
 		    sign || (c->server_security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
 		if (!err && !guest && (must_sign || (p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
@@ -445,6 +557,7 @@ static int do_session_setup(struct smb_client *c, const struct smb_client_opts *
 				c->signing.active = true;
 			}
 		}
+		c->guest = guest;
 		smb_req_put(req);
 		smb_auth_free(auth);
 		if (err)
@@ -522,6 +635,71 @@ static int do_tree_connect(struct smb_client *c, void *mem, char *errbuf, size_t
 	return 0;
 }
 
+/* ---- channels ------------------------------------------------------------------- */
+
+static void chan_dead(void *arg, int err)
+{
+	struct smb_chan *ch = arg;
+	__atomic_store_n(&ch->dead, true, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&ch->c->closing, __ATOMIC_ACQUIRE))
+		return; /* the logoff ended the session: the server drops channels */
+	if (ch->index > 0 || __atomic_load_n(&ch->c->nchans, __ATOMIC_ACQUIRE) > 1)
+		smb_warn("%s: channel %d lost (%s); it takes no new requests", ch->conn->peer,
+		         ch->index, strerror(-err));
+	smb_mc_channel_died(ch->c, ch);
+}
+
+int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr *addr,
+                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
+                  struct smb_chan **out)
+{
+	struct smb_chan *ch = talloc_zero(c, struct smb_chan);
+	if (!ch)
+		return -ENOMEM;
+	ch->c = c;
+	ch->index = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
+	int err = smb_conn_open(c->loop, kind, addr, addrlen, peer, connect_timeout_ms,
+	                        c->timeout_ms, &ch->conn);
+	if (err) {
+		talloc_free(ch);
+		return err;
+	}
+	ch->conn->on_dead = chan_dead;
+	ch->conn->on_dead_arg = ch;
+	*out = ch;
+	return 0;
+}
+
+int smb_chan_publish(struct smb_client *c, struct smb_chan *ch)
+{
+	pthread_mutex_lock(&c->chans_lock);
+	int n = c->nchans;
+	if (n == SMB_CLIENT_MAX_CHANNELS) {
+		pthread_mutex_unlock(&c->chans_lock);
+		return -ENOSPC;
+	}
+	ch->index = n;
+	/* Regions the caller registered before this channel existed. */
+	if (smb_offload_regions_sync(ch))
+		smb_warn("%s: could not register the request buffers on this channel; its "
+		         "writes are copied",
+		         ch->conn->peer);
+	c->chans[n] = ch;
+	__atomic_store_n(&c->nchans, n + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&c->chans_lock);
+	return 0;
+}
+
+void smb_chan_discard(struct smb_chan *ch)
+{
+	if (!ch)
+		return;
+	smb_conn_close(ch->conn);
+	smb_offload_teardown(ch);
+	memset(&ch->signing, 0, sizeof(ch->signing));
+	talloc_free(ch);
+}
+
 /* ---- connect / destroy ------------------------------------------------------------- */
 
 static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *errbuf, size_t errlen)
@@ -547,11 +725,17 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 	int err = -EHOSTUNREACH;
 	char peer[300];
 	snprintf(peer, sizeof(peer), "%s port %u", c->host, c->port);
+	struct smb_chan *ch = NULL;
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-		err = smb_conn_open(c->loop, c->rdma ? "rdma" : "tcp", ai->ai_addr, ai->ai_addrlen,
-		                    peer, ctimeout, c->timeout_ms, &c->conn);
+		err = smb_chan_open(c, c->rdma ? "rdma" : "tcp", ai->ai_addr, ai->ai_addrlen, peer,
+		                    ctimeout, &ch);
 		if (!err)
 			break;
+	}
+	if (!err) {
+		/* Channel 0 is published at once: session set-up runs on it. */
+		smb_chan_publish(c, ch);
+		c->conn = ch->conn;
 	}
 	freeaddrinfo(res);
 	if (c->rdma &&
@@ -592,6 +776,7 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	struct smb_client *c = talloc_zero(NULL, struct smb_client);
 	if (!c)
 		return -ENOMEM;
+	pthread_mutex_init(&c->chans_lock, NULL);
 	void *mem = talloc_new(c);
 	c->host = talloc_strdup(c, o->host);
 	c->share = talloc_strdup(c, o->share);
@@ -616,16 +801,20 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 		goto fail;
 	/* Session set-up has its own, shorter patience: a server that accepts
 	 * and never answers must not hold the mount for a minute per step. */
-	err = do_negotiate(c, o, o->require_signing, &blob, &blob_len, mem, errbuf, errlen);
+	err = smb_chan_negotiate(c, c->chans[0], o, &blob, &blob_len, mem, errbuf, errlen);
 	if (err)
 		goto fail;
 	c->conn->signing = &c->signing;
-	err = do_session_setup(c, o, o->require_signing, blob, blob_len, mem, errbuf, errlen);
+	err = smb_chan_session_setup(c, c->chans[0], o, false, blob, blob_len, mem, errbuf, errlen);
 	if (err)
 		goto fail;
 	err = do_tree_connect(c, mem, errbuf, errlen);
 	if (err)
 		goto fail;
+	if (o->multichannel && (err = smb_mc_start(c, o)) < 0) {
+		set_err(errbuf, errlen, "cannot start multichannel: %s", strerror(-err));
+		goto fail;
+	}
 	talloc_free(mem);
 	smb_info("mounted %s (SMB %s, signing %s)", c->unc, smb2_dialect_str(c->dialect),
 	         c->signing.active ? "on" : "off");
@@ -640,6 +829,7 @@ void smb_client_destroy(struct smb_client *c)
 {
 	if (!c)
 		return;
+	__atomic_store_n(&c->closing, true, __ATOMIC_RELEASE);
 	if (c->conn) {
 		if (c->session_id && c->loop) {
 			/* Best effort: tell the server we are leaving. */
@@ -652,13 +842,20 @@ void smb_client_destroy(struct smb_client *c)
 			if (req)
 				smb_req_put(req);
 		}
-		smb_conn_close(c->conn);
-		c->conn = NULL;
 	}
-	smb_offload_teardown(c);
+	smb_mc_stop(c);
+	for (int i = 0; i < c->nchans; i++) {
+		smb_conn_close(c->chans[i]->conn);
+		c->chans[i]->conn = NULL;
+		smb_offload_teardown(c->chans[i]);
+		memset(&c->chans[i]->signing, 0, sizeof(c->chans[i]->signing));
+	}
+	c->conn = NULL;
 	if (c->loop)
 		ev_loop_free(c->loop);
 	memset(&c->signing, 0, sizeof(c->signing));
+	memset(c->session_key, 0, sizeof(c->session_key));
+	pthread_mutex_destroy(&c->chans_lock);
 	talloc_free(c);
 }
 
@@ -687,31 +884,38 @@ void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out)
 	out->dialect = c->dialect;
 	out->signing = c->signing.active;
 	out->payload_bytes_copied = __atomic_load_n(&c->payload_bytes_copied, __ATOMIC_RELAXED);
-	if (!c->conn)
-		return;
-	struct smb_conn *cn = c->conn;
-	struct smb_channel_stats *ch = &out->channels[out->nchannels++];
-	struct smb_transport_info ti;
-	cn->transport->ops->info(cn->transport, &ti);
-	snprintf(ch->transport, sizeof(ch->transport), "%s", ti.kind ? ti.kind : "?");
-	addr_str(&ti.local, ch->local, sizeof(ch->local));
-	addr_str(&ti.remote, ch->remote, sizeof(ch->remote));
-	pthread_mutex_lock(&cn->lock);
-	snprintf(ch->state, sizeof(ch->state), "%s", cn->state == SMB_CONN_UP ? "up" : "dead");
-	ch->credits = cn->credits;
-	pthread_mutex_unlock(&cn->lock);
-	ch->requests = __atomic_load_n(&cn->st_requests, __ATOMIC_RELAXED);
-	ch->bytes_sent = __atomic_load_n(&cn->st_bytes_sent, __ATOMIC_RELAXED);
-	ch->bytes_received = __atomic_load_n(&cn->st_bytes_received, __ATOMIC_RELAXED);
-	struct smb_transport_stats ts;
-	if (cn->transport->ops->get_stats(cn->transport, &ts) == 0) {
-		ch->rdma_read_bytes = ts.rdma_read_bytes;
-		ch->rdma_write_bytes = ts.rdma_write_bytes;
-		ch->send_credits = ts.send_credits;
-		ch->recv_credits = ts.recv_credits;
-		ch->mw_bound = ts.mw_bound;
-		ch->mw_invalidated_remote = ts.mw_invalidated_remote;
-		ch->mw_invalidated_local = ts.mw_invalidated_local;
+	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++) {
+		struct smb_chan *chn = c->chans[i];
+		struct smb_conn *cn = chn->conn;
+		if (!cn)
+			continue;
+		struct smb_channel_stats *ch = &out->channels[out->nchannels++];
+		struct smb_transport_info ti;
+		cn->transport->ops->info(cn->transport, &ti);
+		snprintf(ch->transport, sizeof(ch->transport), "%s", ti.kind ? ti.kind : "?");
+		addr_str(&ti.local, ch->local, sizeof(ch->local));
+		addr_str(&ti.remote, ch->remote, sizeof(ch->remote));
+		pthread_mutex_lock(&cn->lock);
+		snprintf(ch->state, sizeof(ch->state), "%s",
+		         cn->state == SMB_CONN_UP ? "up" : "dead");
+		ch->credits = cn->credits;
+		pthread_mutex_unlock(&cn->lock);
+		ch->requests = __atomic_load_n(&cn->st_requests, __ATOMIC_RELAXED);
+		ch->bytes_sent = __atomic_load_n(&cn->st_bytes_sent, __ATOMIC_RELAXED);
+		ch->bytes_received = __atomic_load_n(&cn->st_bytes_received, __ATOMIC_RELAXED);
+		ch->failovers = __atomic_load_n(&chn->failovers, __ATOMIC_RELAXED);
+		ch->replays = __atomic_load_n(&chn->replays, __ATOMIC_RELAXED);
+		struct smb_transport_stats ts;
+		if (cn->transport->ops->get_stats(cn->transport, &ts) == 0) {
+			ch->rdma_read_bytes = ts.rdma_read_bytes;
+			ch->rdma_write_bytes = ts.rdma_write_bytes;
+			ch->send_credits = ts.send_credits;
+			ch->recv_credits = ts.recv_credits;
+			ch->mw_bound = ts.mw_bound;
+			ch->mw_invalidated_remote = ts.mw_invalidated_remote;
+			ch->mw_invalidated_local = ts.mw_invalidated_local;
+		}
 	}
 }
 

@@ -416,6 +416,8 @@ static int run(struct mount_args *a)
 	copts.max_dialect = a->opts.max_dialect;
 	copts.rdma = a->opts.rdma;
 	copts.rdma_threshold = a->opts.rdma_threshold;
+	copts.multichannel = a->opts.multichannel;
+	copts.max_channels = a->opts.max_channels;
 	smb_info("connecting to %s port %u as '%s'%s%s, dialects 0x%04x-0x%04x", a->source,
 	         copts.port ? copts.port : 445, copts.user ? copts.user : "",
 	         copts.domain ? " domain " : "", copts.domain ? copts.domain : "",

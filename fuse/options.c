@@ -240,6 +240,18 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		if (parse_unsigned(value, 10, 1u << 30, &v) < 0)
 			BAD_VALUE();
 		o->rdma_threshold = (unsigned)v;
+	} else if (strcmp(key, "multichannel") == 0 && !value) {
+		o->multichannel = true;
+	} else if (strcmp(key, "nomultichannel") == 0 && !value) {
+		o->multichannel = false;
+	} else if (strcmp(key, "max_channels") == 0) {
+		/* As mount.cifs: 1..32; a value above 1 implies multichannel. */
+		NEEDS_VALUE();
+		if (parse_unsigned(value, 10, 32, &v) < 0 || v < 1)
+			BAD_VALUE();
+		o->max_channels = (unsigned)v;
+		if (v > 1)
+			o->multichannel = true;
 	} else if (!value && in_list(key, kernel_flags, ARRAY_LEN(kernel_flags))) {
 		return add_kernel_flag(o, key, err, errlen);
 	} else if (!value && in_list(key, ignored_flags, ARRAY_LEN(ignored_flags))) {

@@ -4,6 +4,7 @@
  * getpwnam_r()/getgrnam_r().  Options accepted (see mount.smbrdma(8)):
  *   username= user=   password= pass=   domain= dom= workgroup=
  *   port=  vers=  uid=  gid=  file_mode=  dir_mode=  actimeo=  ro rw  debug
+ *   rdma  rdma_threshold=  multichannel nomultichannel  max_channels=
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
  * nofail _netdev user (without '=') users nouser owner group relatime ...,
  * x-* and comment=; nosuid/suid/nodev/dev/noexec/exec/sync/async/dirsync/
@@ -35,6 +36,8 @@ struct smb_mount_opts {
 	bool ro;
 	bool rdma;               /* SMB Direct instead of TCP */
 	unsigned rdma_threshold; /* 0: the engine's default (4096) */
+	bool multichannel;       /* more channels to the server's interfaces */
+	unsigned max_channels;   /* 0: the engine's default (2); 1..32 */
 	unsigned actimeo;        /* seconds */
 	bool debug;
 	/* Mount flags for the kernel, comma-separated, in the order given. */

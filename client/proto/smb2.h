@@ -505,4 +505,23 @@ struct timespec;
 void smb_nttime_to_timespec(uint64_t nt, struct timespec *ts);
 uint64_t smb_timespec_to_nttime(const struct timespec *ts);
 
+/* ---- FSCTL_QUERY_NETWORK_INTERFACE_INFO output, 2.2.32.5 ------------------- */
+/* One NETWORK_INTERFACE_INFO entry.  Addresses in network byte order. */
+struct smb2_netif {
+	uint32_t if_index;
+	uint32_t capability; /* SMB2_NETIF_CAP_* */
+	uint64_t link_speed; /* bits per second */
+	int family;          /* AF_INET or AF_INET6 */
+	uint8_t addr[16];    /* 4 bytes used for AF_INET */
+	uint32_t scope_id;   /* AF_INET6 */
+};
+/* Walk the Next chain of buf (the IOCTL output).  Fills up to max entries
+ * of out (entries of unknown address family are skipped) and sets *count to
+ * the number of usable entries in the chain, which may exceed max.  Every
+ * entry must lie inside buf and each Next must move forward by at least a
+ * whole entry.  0, or -EBADMSG (out may be partly written).  No allocation;
+ * out is the caller's. */
+int smb2_netif_decode(const uint8_t *buf, size_t len, struct smb2_netif *out, size_t max,
+                      size_t *count);
+
 #endif

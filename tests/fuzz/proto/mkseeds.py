@@ -127,6 +127,26 @@ def compound(*msgs):
     return out
 
 
+def v4(addr):
+    """SOCKADDR_STORAGE for an IPv4 address ([MS-SMB2] 2.2.32.5.1.1)."""
+    return struct.pack('<HH', 0x0002, 0) + bytes(int(x) for x in addr.split('.')) + bytes(120)
+
+
+def v6(addr, scope=0):
+    import ipaddress
+    return (struct.pack('<HHI', 0x0017, 0, 0) + ipaddress.IPv6Address(addr).packed +
+            struct.pack('<I', scope) + bytes(100))
+
+
+def netif_chain(entries):
+    """NETWORK_INTERFACE_INFO entries (ifindex, capability, speed, sockaddr)."""
+    out = b''
+    for i, (idx, cap, speed, sa) in enumerate(entries):
+        nxt = 152 if i + 1 < len(entries) else 0
+        out += struct.pack('<IIIIQ', nxt, idx, cap, 0, speed) + sa
+    return out
+
+
 def main():
     mxac = (b'MxAc', struct.pack('<II', 0, 0x1f01ff))
     qfid = (b'QFid', bytes(range(32)))
@@ -163,6 +183,13 @@ def main():
             'not_found': error_rsp(5, 0xC0000034),
             'too_small': error_rsp(16, 0xC0000023, struct.pack('<I', 40)),
             'symlink': error_rsp(5, 0x8000002D, struct.pack('<II', 32, 0) + bytes(24)),
+        },
+        'proto_netif': {
+            'v4_v6': netif_chain([(1, 0x3, 10**10, v4('10.77.1.1')),
+                                  (2, 0x1, 10**9, v6('fd00::1', 3))]),
+            'one_v4': netif_chain([(7, 0x1, 10**9, v4('127.0.0.1'))]),
+            'unknown_family': netif_chain([(1, 0, 0, struct.pack('<H', 0x1234) + bytes(126)),
+                                           (2, 0x2, 25 * 10**9, v4('10.99.1.1'))]),
         },
         'proto_utf16': {
             'ascii': utf16('file.txt'),

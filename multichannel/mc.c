@@ -1,0 +1,320 @@
+/* multichannel/mc.c — discover interfaces, bind channels (see mc.h). */
+#include "multichannel/mc.h"
+#include "client/client_int.h"
+#include "client/proto/smb2.h"
+#include "client/proto/smb2_const.h"
+#include "common/log.h"
+#include "multichannel/sched.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <talloc.h>
+#include <time.h>
+
+#define MC_MAX_IFACES 64
+
+struct smb_mc {
+	struct smb_client *c;
+	struct smb_client_opts opts; /* strings owned by this struct (talloc) */
+	unsigned max_channels;
+	unsigned requery_s;
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t lock; /* guards stop and kick */
+	pthread_cond_t cv;
+	bool stop, kick;
+};
+
+/* FSCTL_QUERY_NETWORK_INTERFACE_INFO on a live channel.  Not on the loop. */
+static int query_ifaces(struct smb_client *c, struct smb2_netif *out, size_t max, size_t *n)
+{
+	struct smb_req *req = smb_client_req(c, NULL);
+	if (!req)
+		return -ENOMEM;
+	struct smb2_ioctl_req r = {
+	    .ctl_code = FSCTL_QUERY_NETWORK_INTERFACE_INFO,
+	    .fileid = {UINT64_MAX, UINT64_MAX},
+	    .max_output_response = 65536,
+	    .flags = SMB2_0_IOCTL_IS_FSCTL,
+	};
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_IOCTL, 64);
+	int err = body ? smb_req_end_pdu(req, smb2_ioctl_req_encode(body, 64, &r)) : -ENOMEM;
+	if (!err)
+		req->pdu[0].credit_charge = smb_credit_charge(req->conn, 65536);
+	if (!err)
+		err = smb_client_submit_sync(c, req);
+	if (!err) {
+		uint32_t st = req->pdu[0].rsp_hdr.status;
+		struct smb2_ioctl_rsp rsp;
+		if (st != STATUS_SUCCESS) {
+			smb_warn("%s: the server lists no network interfaces (%s)", c->host,
+			         smb2_status_str(st));
+			err = -EOPNOTSUPP;
+		} else if (smb2_ioctl_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &rsp) < 0 ||
+		           smb2_netif_decode(rsp.output, rsp.output_len, out, max, n) < 0) {
+			smb_err("%s: malformed network interface list; no more channels", c->host);
+			err = -EBADMSG;
+		}
+	}
+	smb_req_put(req);
+	return err;
+}
+
+static void netif_sockaddr(const struct smb2_netif *f, uint16_t port, struct sockaddr_storage *ss,
+                           socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (f->family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+		a->sin_family = AF_INET;
+		a->sin_port = htons(port);
+		memcpy(&a->sin_addr, f->addr, 4);
+		*len = sizeof(*a);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(port);
+		memcpy(&a->sin6_addr, f->addr, 16);
+		a->sin6_scope_id = f->scope_id;
+		*len = sizeof(*a);
+	}
+}
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return !memcmp(&((const struct sockaddr_in *)a)->sin_addr,
+		               &((const struct sockaddr_in *)b)->sin_addr, 4);
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		               &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+	return false;
+}
+
+/* Is a live channel of this kind already going to this address? */
+static bool have_channel(struct smb_client *c, const struct sockaddr_storage *ss, bool rdma)
+{
+	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++) {
+		struct smb_chan *ch = c->chans[i];
+		if (__atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE) || ch->rdma != rdma)
+			continue;
+		struct smb_transport_info ti;
+		ch->conn->transport->ops->info(ch->conn->transport, &ti);
+		if (same_addr(&ti.remote, ss))
+			return true;
+	}
+	return false;
+}
+
+static int live_channels(struct smb_client *c)
+{
+	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE), live = 0;
+	for (int i = 0; i < n; i++)
+		live += !__atomic_load_n(&c->chans[i]->dead, __ATOMIC_ACQUIRE);
+	return live;
+}
+
+/* Open, negotiate and bind one channel; publish it.  Not on the loop. */
+static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
+{
+	struct smb_client *c = mc->c;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	char host[INET6_ADDRSTRLEN] = "?", peer[96], err[256] = "";
+	netif_sockaddr(f, rdma ? 0 : c->port, &ss, &sl);
+	inet_ntop(f->family, f->addr, host, sizeof(host));
+	snprintf(peer, sizeof(peer), "%s %s channel", host, rdma ? "rdma" : "tcp");
+
+	void *mem = talloc_new(NULL);
+	struct smb_chan *ch = NULL;
+	uint8_t *blob = NULL;
+	size_t blob_len = 0;
+	int rc = mem ? smb_chan_open(
+	                   c, rdma ? "rdma" : "tcp", (struct sockaddr *)&ss, sl, peer,
+	                   mc->opts.connect_timeout_ms ? mc->opts.connect_timeout_ms : 15000, &ch)
+	             : -ENOMEM;
+	if (!rc) {
+		ch->link_speed = f->link_speed;
+		rc = smb_chan_negotiate(c, ch, &mc->opts, &blob, &blob_len, mem, err, sizeof(err));
+	}
+	if (!rc)
+		rc = smb_chan_session_setup(c, ch, &mc->opts, true, blob, blob_len, mem, err,
+		                            sizeof(err));
+	if (!rc)
+		rc = smb_chan_publish(c, ch);
+	talloc_free(mem);
+	if (rc) {
+		smb_warn("%s: no %s channel to %s: %s", c->host, rdma ? "SMB Direct" : "TCP", host,
+		         err[0] ? err : strerror(-rc));
+		smb_chan_discard(ch);
+		return rc;
+	}
+	smb_info("%s: channel %d over %s to %s (%llu Mb/s advertised)", c->host, ch->index,
+	         rdma ? "SMB Direct" : "TCP", host, (unsigned long long)(f->link_speed / 1000000));
+	return 0;
+}
+
+/* One pass: query, then fill up to max_channels live channels. */
+static void mc_pass(struct smb_mc *mc)
+{
+	struct smb_client *c = mc->c;
+	struct smb2_netif ifs[MC_MAX_IFACES];
+	size_t n = 0;
+	if ((unsigned)live_channels(c) >= mc->max_channels)
+		return;
+	if (query_ifaces(c, ifs, MC_MAX_IFACES, &n) < 0)
+		return;
+	if (n > MC_MAX_IFACES)
+		n = MC_MAX_IFACES;
+	/* Channels opened before the list (channel 0) learn their speed. */
+	int nch = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
+	for (int k = 0; k < nch; k++) {
+		struct smb_chan *ch = c->chans[k];
+		struct smb_transport_info ti;
+		ch->conn->transport->ops->info(ch->conn->transport, &ti);
+		for (size_t i = 0; i < n && !ch->link_speed; i++) {
+			struct sockaddr_storage ss;
+			socklen_t sl;
+			netif_sockaddr(&ifs[i], 0, &ss, &sl);
+			if (same_addr(&ss, &ti.remote))
+				ch->link_speed = ifs[i].link_speed;
+		}
+	}
+	/* RDMA-capable interfaces first, then by advertised speed. */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0; j--) {
+			const struct smb2_netif *a = &ifs[j - 1], *b = &ifs[j];
+			bool ra = a->capability & SMB2_NETIF_CAP_RDMA,
+			     rb = b->capability & SMB2_NETIF_CAP_RDMA;
+			if (ra > rb || (ra == rb && a->link_speed >= b->link_speed))
+				break;
+			struct smb2_netif t = ifs[j - 1];
+			ifs[j - 1] = ifs[j];
+			ifs[j] = t;
+		}
+	for (size_t i = 0; i < n && (unsigned)live_channels(c) < mc->max_channels; i++) {
+		const struct smb2_netif *f = &ifs[i];
+		if (f->family != AF_INET && f->family != AF_INET6)
+			continue;
+		struct sockaddr_storage ss;
+		socklen_t sl;
+		netif_sockaddr(f, 0, &ss, &sl);
+		bool rdma = (f->capability & SMB2_NETIF_CAP_RDMA) && !mc->opts.no_rdma_channels;
+		if (rdma && !have_channel(c, &ss, true) && bind_one(mc, f, true) == 0)
+			continue;
+		if (!have_channel(c, &ss, false) && !have_channel(c, &ss, true))
+			bind_one(mc, f, false);
+	}
+	/* Room left: RSS-capable interfaces take more than one connection
+	 * (the server spreads them over its queues), round robin. */
+	for (int tries = 0;
+	     tries < 2 * SMB_CLIENT_MAX_CHANNELS && (unsigned)live_channels(c) < mc->max_channels;
+	     tries++) {
+		const struct smb2_netif *f = &ifs[tries % (n ? n : 1)];
+		if (!n)
+			break;
+		if (!(f->capability & SMB2_NETIF_CAP_RSS) ||
+		    (f->family != AF_INET && f->family != AF_INET6))
+			continue;
+		bool rdma = (f->capability & SMB2_NETIF_CAP_RDMA) && !mc->opts.no_rdma_channels;
+		if (bind_one(mc, f, rdma) < 0 && (!rdma || bind_one(mc, f, false) < 0))
+			break;
+	}
+}
+
+static void *mc_thread(void *arg)
+{
+	struct smb_mc *mc = arg;
+	pthread_mutex_lock(&mc->lock);
+	while (!mc->stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += mc->requery_s;
+		while (!mc->stop && !mc->kick)
+			if (pthread_cond_timedwait(&mc->cv, &mc->lock, &ts) == ETIMEDOUT)
+				break;
+		if (mc->stop)
+			break;
+		mc->kick = false;
+		pthread_mutex_unlock(&mc->lock);
+		mc_pass(mc);
+		pthread_mutex_lock(&mc->lock);
+	}
+	pthread_mutex_unlock(&mc->lock);
+	return NULL;
+}
+
+int smb_mc_start(struct smb_client *c, const struct smb_client_opts *o)
+{
+	if (c->dialect < SMB2_DIALECT_0300 || !(c->server_caps & SMB2_GLOBAL_CAP_MULTI_CHANNEL)) {
+		smb_warn("%s: the server does not offer multichannel (SMB %s%s); one channel",
+		         c->host, smb2_dialect_str(c->dialect),
+		         c->dialect >= SMB2_DIALECT_0300 ? ", no MULTI_CHANNEL capability" : "");
+		return 0;
+	}
+	if (c->guest) {
+		smb_warn("%s: a guest session cannot bind channels; one channel", c->host);
+		return 0;
+	}
+	struct smb_mc *mc = talloc_zero(c, struct smb_mc);
+	if (!mc)
+		return -ENOMEM;
+	mc->c = c;
+	mc->opts = *o;
+	mc->opts.host = talloc_strdup(mc, o->host ? o->host : "");
+	mc->opts.share = talloc_strdup(mc, o->share ? o->share : "");
+	mc->opts.user = talloc_strdup(mc, o->user ? o->user : "");
+	mc->opts.password = talloc_strdup(mc, o->password ? o->password : "");
+	mc->opts.domain = talloc_strdup(mc, o->domain ? o->domain : "");
+	mc->max_channels = o->max_channels ? o->max_channels : 2;
+	if (mc->max_channels > SMB_CLIENT_MAX_CHANNELS)
+		mc->max_channels = SMB_CLIENT_MAX_CHANNELS;
+	mc->requery_s = o->mc_requery_s ? o->mc_requery_s : 600;
+	pthread_mutex_init(&mc->lock, NULL);
+	pthread_cond_init(&mc->cv, NULL);
+	c->mc = mc;
+	mc_pass(mc); /* the first channels before the mount is announced */
+	if (pthread_create(&mc->thread, NULL, mc_thread, mc) == 0)
+		mc->thread_started = true;
+	else
+		smb_warn("%s: cannot start the multichannel thread; channels are not renewed",
+		         c->host);
+	return 0;
+}
+
+void smb_mc_stop(struct smb_client *c)
+{
+	struct smb_mc *mc = c->mc;
+	if (!mc)
+		return;
+	pthread_mutex_lock(&mc->lock);
+	mc->stop = true;
+	pthread_cond_signal(&mc->cv);
+	pthread_mutex_unlock(&mc->lock);
+	if (mc->thread_started)
+		pthread_join(mc->thread, NULL);
+	if (mc->opts.password)
+		memset((char *)mc->opts.password, 0, strlen(mc->opts.password));
+	/* mc itself stays until the client is freed: a channel dying on the
+	 * loop thread meanwhile may still signal it. */
+}
+
+void smb_mc_channel_died(struct smb_client *c, struct smb_chan *ch)
+{
+	struct smb_mc *mc = c->mc;
+	(void)ch;
+	if (!mc)
+		return;
+	pthread_mutex_lock(&mc->lock);
+	mc->kick = true;
+	pthread_cond_signal(&mc->cv);
+	pthread_mutex_unlock(&mc->lock);
+}

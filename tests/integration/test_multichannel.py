@@ -1,0 +1,78 @@
+"""Issue 5, on loopback: one session, several channels to a real Samba
+(`server multi channel support = yes`), bound with signed binding session
+setups; bulk I/O spread over them; data intact.  The multi-link namespace
+tests (tests/lib/netns.py) shape separate links; this one needs only
+127.0.0.1, whose advertised RSS capability lets several channels share it."""
+
+import hashlib
+import os
+
+import pytest
+
+from lib.fileops import MIB, make_random_file, sha256
+from test_smbrdmactl import ctl_json
+
+MC_GLOBAL = ["server multi channel support = yes",
+             'interfaces = "127.0.0.1;speed=10000000000,capability=RSS"']
+
+
+def _dd(src, dst, flag):
+    import subprocess
+    r = subprocess.run(["dd", f"if={src}", f"of={dst}", "bs=1M", flag],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("signing", [False, True])
+def test_three_channels_share_the_io(samba_factory, mount_factory, tmp_path, signing):
+    extra = MC_GLOBAL + (["server signing = mandatory"] if signing else [])
+    srv = samba_factory(extra_global=extra)
+    m = mount_factory(srv, options=["max_channels=3"])
+    st = ctl_json("stats", m.path)
+    chans = st["channels"]
+    assert len(chans) == 3, st
+    assert all(c["state"] == "up" and c["transport"] == "tcp" for c in chans), st
+
+    src = tmp_path / "src.bin"
+    make_random_file(src, 48)
+    _dd(src, os.path.join(m.path, "f.bin"), "oflag=direct")
+    back = tmp_path / "back.bin"
+    _dd(os.path.join(m.path, "f.bin"), back, "iflag=direct")
+    assert sha256(str(back)) == sha256(str(src))
+    assert sha256(os.path.join(srv.share_path, "f.bin")) == sha256(str(src))
+
+    st = ctl_json("stats", m.path)
+    moved = [c["bytes_sent"] + c["bytes_received"] for c in st["channels"]]
+    total = sum(moved)
+    assert total >= 2 * 48 * MIB
+    # Every channel carried a real share of the payload (not just its
+    # session setup): at least a sixth of an even split.
+    for i, b in enumerate(moved):
+        assert b >= total / 3 / 6, f"channel {i} carried {b} of {total} bytes: {st}"
+    if signing:
+        assert st["signing"] is True, st
+
+
+def test_server_without_multichannel_keeps_one_channel(samba_factory, mount_factory, tmp_path):
+    srv = samba_factory(extra_global=["server multi channel support = no"])
+    m = mount_factory(srv, options=["max_channels=4"])
+    st = ctl_json("stats", m.path)
+    assert len(st["channels"]) == 1, st
+    data = os.urandom(3 * MIB)
+    with open(os.path.join(m.path, "x"), "wb") as f:
+        f.write(data)
+    with open(os.path.join(m.path, "x"), "rb") as f:
+        assert hashlib.sha256(f.read()).digest() == hashlib.sha256(data).digest()
+    assert "does not offer multichannel" in m.log_text()
+
+
+def test_max_channels_out_of_range_is_refused(samba, tmp_path):
+    import subprocess
+    from lib.mount import daemon_binary
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = subprocess.run([daemon_binary(), f"//{samba.host}:{samba.port}/{samba.share}", str(mnt),
+                        "-o", f"username={samba.user},password={samba.password},max_channels=33"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "max_channels" in r.stderr, r.stderr
