@@ -52,6 +52,7 @@ struct smb_client_opts {
 	unsigned max_channels;       /* channels in all with multichannel; 0 = 2 */
 	unsigned mc_requery_s;       /* re-query the interface list; 0 = 600 s */
 	bool no_rdma_channels;       /* multichannel: TCP channels only */
+	unsigned mc_echo_ms;         /* multichannel keepalive per channel; 0 = 5000 */
 };
 
 /* Connect, negotiate, authenticate, tree connect.  On failure returns -errno

@@ -37,6 +37,7 @@ struct smb_chan {
 	bool dead;
 	/* Counts for smbrdmactl (atomic). */
 	uint64_t failovers, replays;
+	bool seq_bumped; /* atomic: its loss bumped channel_sequence */
 };
 
 struct smb_client {
@@ -64,6 +65,7 @@ struct smb_client {
 	uint8_t session_key[16];    /* Session.SessionKey (binding may need it) */
 	bool guest;
 	bool closing;                  /* atomic: smb_client_destroy() began */
+	uint16_t channel_sequence;     /* Session.ChannelSequence (atomic) */
 	struct smb_mc *mc;             /* multichannel/mc.c; NULL with one channel */
 	uint64_t payload_bytes_copied; /* atomic */
 	uint32_t rdma_threshold;

@@ -12,6 +12,7 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <talloc.h>
@@ -168,6 +169,7 @@ static int pending_remove_req(struct smb_conn *c, struct smb_req *req)
 static void tx_done(struct smb_txbuf *buf, int err)
 {
 	struct smb_req *req = buf->arg;
+	__atomic_store_n(&req->tx_busy[buf == &req->txs[1]], false, __ATOMIC_RELEASE);
 	smb_req_put(req);
 }
 
@@ -187,6 +189,7 @@ static void req_prepare_locked(struct smb_conn *c, struct smb_req *req)
 			ask = (uint16_t)(n + 64);
 		struct smb2_hdr h = {
 		    .credit_charge = p->credit_charge,
+		    .status = c->channel_sequence ? *c->channel_sequence : 0,
 		    .command = p->command,
 		    .credits = ask,
 		    .message_id = p->msgid,
@@ -196,6 +199,9 @@ static void req_prepare_locked(struct smb_conn *c, struct smb_req *req)
 		};
 		if (req->related && i > 0)
 			h.flags |= SMB2_FLAGS_RELATED_OPERATIONS;
+		if (req->replay && c->channel_sequence)
+			h.flags |= SMB2_FLAGS_REPLAY_OPERATION;
+		req->sent_seq = (uint16_t)h.status;
 		bool last = i == req->npdu - 1;
 		if (!last) {
 			size_t padded = (p->len + 7) & ~(size_t)7;
@@ -237,7 +243,8 @@ static int req_sign(struct smb_conn *c, struct smb_req *req)
 
 static void req_build_tx(struct smb_req *req)
 {
-	struct smb_txbuf *tx = &req->tx;
+	struct smb_txbuf *tx = &req->txs[req->txi];
+	req->tx = tx;
 	tx->iovcnt = 0;
 	tx->len = 0;
 	for (int i = 0; i < req->npdu; i++) {
@@ -255,6 +262,19 @@ static void req_build_tx(struct smb_req *req)
 	tx->arg = req;
 }
 
+static bool conn_gone(int err)
+{
+	return err == -ECONNABORTED || err == -ECONNRESET || err == -ENOTCONN || err == -EPIPE;
+}
+
+/* The channel is gone under a request not yet on the wire: another channel
+ * may take it (multichannel).  true if it did. */
+static bool offer_orphan(struct smb_conn *c, struct smb_req *req, int err)
+{
+	return conn_gone(err) && !req->no_replay && c->on_orphan &&
+	       c->on_orphan(c->on_dead_arg, req);
+}
+
 /* Sign and hand to the transport.  The req is already pending.  Returns 0, or
  * -errno when the req could not be sent and was taken back out of pending
  * (the caller owns it again); if someone else already completed it, 0. */
@@ -265,15 +285,19 @@ static int req_send(struct smb_conn *c, struct smb_req *req)
 		req_build_tx(req);
 		smb_req_get(req); /* for the transport */
 		__atomic_add_fetch(&c->st_requests, 1, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&c->st_bytes_sent, req->tx.len, __ATOMIC_RELAXED);
-		err = smb_transport_send(c->transport, &req->tx);
+		__atomic_add_fetch(&c->st_bytes_sent, req->tx->len, __ATOMIC_RELAXED);
+		__atomic_store_n(&req->tx_busy[req->txi], true, __ATOMIC_RELEASE);
+		err = smb_transport_send(c->transport, req->tx);
 		if (!err)
 			return 0;
+		__atomic_store_n(&req->tx_busy[req->txi], false, __ATOMIC_RELEASE);
 		smb_req_put(req);
 	}
 	pthread_mutex_lock(&c->lock);
 	int n = pending_remove_req(c, req);
 	pthread_mutex_unlock(&c->lock);
+	if (n && offer_orphan(c, req, err))
+		return 0;
 	return n ? err : 0;
 }
 
@@ -358,7 +382,10 @@ int smb_conn_submit(struct smb_conn *c, struct smb_req *req)
 	pthread_mutex_lock(&c->lock);
 	if (c->state != SMB_CONN_UP) {
 		int err = c->dead_err ? c->dead_err : -ENOTCONN;
+		bool fresh = c->state == SMB_CONN_DEAD;
 		pthread_mutex_unlock(&c->lock);
+		if (fresh && offer_orphan(c, req, err))
+			return 0;
 		return err;
 	}
 	unsigned need = req_credits(req);
@@ -396,6 +423,30 @@ int smb_verify_pdu(const struct smb_signing *s, const uint8_t *pdu, size_t len)
 	return memcmp(saved, calc, 16) == 0 ? 0 : -EIO;
 }
 
+/* [MS-SMB2] 3.3.5.2.10: after a channel loss bumped the ChannelSequence, a
+ * WRITE (or SET_INFO, IOCTL) sent before the bump on another channel may
+ * reach the server after a newer one and be refused with
+ * STATUS_FILE_NOT_AVAILABLE.  Nothing was done: send it again, now with
+ * the current sequence.  true if resent (the req completes later). */
+static bool resend_stale(struct smb_conn *c, struct smb_req *req)
+{
+	if (req->err || !c->channel_sequence || req->seq_retries >= 3 ||
+	    req->sent_seq == __atomic_load_n(c->channel_sequence, __ATOMIC_ACQUIRE))
+		return false;
+	bool stale = false;
+	for (int i = 0; i < req->npdu; i++)
+		stale |= req->pdu[i].rsp_hdr.status == STATUS_FILE_NOT_AVAILABLE;
+	if (!stale || smb_req_reset_for_replay(req))
+		return false;
+	req->seq_retries++;
+	smb_debug("%s: %s refused for an old ChannelSequence; sending it again", c->peer,
+	          smb2_command_str(req->pdu[0].command));
+	if (smb_conn_submit(c, req) == 0)
+		return true;
+	req->err = -EIO;
+	return false;
+}
+
 static void conn_fatal(struct smb_conn *c, const char *why)
 {
 	smb_err("%s: %s; dropping the connection", c->peer, why);
@@ -408,6 +459,7 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 	struct smb_req *done_head = NULL, **done_tail = &done_head;
 
 	__atomic_add_fetch(&c->st_bytes_received, len + 4, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->last_rx_ms, ev_now_ms(), __ATOMIC_RELAXED);
 	if (len >= 4 && smb_le32(msg) == SMB2_TRANSFORM_ID) {
 		talloc_free(msg);
 		conn_fatal(c, "server sent an encrypted message, and encryption is not negotiated");
@@ -504,7 +556,8 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 complete:
 	while (done_head) {
 		struct smb_req *next = done_head->dnext;
-		req_complete(done_head);
+		if (!resend_stale(c, done_head))
+			req_complete(done_head);
 		done_head = next;
 	}
 	conn_kick(c);
@@ -552,6 +605,32 @@ static void fail_list(struct smb_req *list, int err)
 	}
 }
 
+int smb_req_reset_for_replay(struct smb_req *req)
+{
+	/* The next send uses the other txbuf; it must be free. */
+	int next = req->txi ^ 1;
+	if (__atomic_load_n(&req->tx_busy[next], __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	req->txi = next;
+	req->err = 0;
+	req->received = 0;
+	req->last_rx = NULL;
+	req->wnext = req->dnext = NULL;
+	req->replay = true;
+	req->deadline_ms = 0;
+	for (int i = 0; i < req->npdu; i++) {
+		struct smb_pdu *p = &req->pdu[i];
+		p->have_rsp = false;
+		p->async = false;
+		p->async_id = 0;
+		p->rsp = NULL;
+		p->rsp_len = 0;
+		p->hnext = NULL;
+		memset(&p->rsp_hdr, 0, sizeof(p->rsp_hdr));
+	}
+	return 0;
+}
+
 static void conn_dead(void *arg, int err)
 {
 	struct smb_conn *c = arg;
@@ -565,12 +644,32 @@ static void conn_dead(void *arg, int err)
 		c->tick = NULL;
 	}
 	pthread_mutex_unlock(&c->lock);
+	unsigned inflight = 0;
+	for (struct smb_req *r = list; r; r = r->wnext)
+		inflight++;
 	if (!closing)
-		smb_err("%s: connection lost (%s); failing %s requests in flight", c->peer,
-		        strerror(-err), list ? "the" : "no");
+		smb_err("%s: connection lost (%s) with %u requests in flight", c->peer,
+		        strerror(-err), inflight);
 	else
 		smb_debug("%s: connection closed", c->peer);
-	fail_list(list, -ECONNABORTED);
+	/* Offer each to another channel first (multichannel failover). */
+	struct smb_req *keep = NULL;
+	while (list) {
+		struct smb_req *next = list->wnext;
+		list->wnext = NULL;
+		if (closing || list->err || !c->on_orphan || !c->on_orphan(c->on_dead_arg, list)) {
+			list->wnext = keep;
+			keep = list;
+		}
+		list = next;
+	}
+	unsigned failed = 0;
+	for (struct smb_req *r = keep; r; r = r->wnext)
+		failed++;
+	if (inflight && !closing)
+		smb_log(failed ? LOG_ERR : LOG_NOTICE, "%s: %u moved to other channels, %u failed",
+		        c->peer, inflight - failed, failed);
+	fail_list(keep, -ECONNABORTED);
 	if (c->on_dead)
 		c->on_dead(c->on_dead_arg, err);
 	/* Last touch of c on this path: smb_conn_close() may free it now. */
@@ -580,11 +679,37 @@ static void conn_dead(void *arg, int err)
 	pthread_mutex_unlock(&c->lock);
 }
 
+static void echo_done(struct smb_req *req)
+{
+	struct smb_conn *c = req->conn;
+	pthread_mutex_lock(&c->lock);
+	c->echo_sent_ms = 0;
+	pthread_mutex_unlock(&c->lock);
+	smb_req_put(req);
+}
+
+/* Loop thread, conn->lock not held. */
+static void send_echo(struct smb_conn *c)
+{
+	struct smb_req *req = smb_req_new(c, NULL);
+	uint8_t *body = req ? smb_req_begin_pdu(req, SMB2_ECHO, 8) : NULL;
+	if (!body || smb_req_end_pdu(req, smb2_echo_req_encode(body, 8)) < 0) {
+		if (req)
+			smb_req_put(req);
+		return;
+	}
+	req->no_replay = true;
+	req->done = echo_done;
+	if (smb_conn_submit(c, req) < 0)
+		smb_req_put(req);
+}
+
 static void conn_tick(void *arg)
 {
 	struct smb_conn *c = arg;
 	uint64_t now = ev_now_ms();
 	struct smb_req *list = NULL;
+	bool echo = false, silent = false;
 
 	pthread_mutex_lock(&c->lock);
 	c->tick = NULL;
@@ -619,8 +744,24 @@ static void conn_tick(void *arg)
 	}
 	if (!c->wait_head)
 		c->wait_tail = NULL;
+	if (c->echo_ms) {
+		uint64_t rx = __atomic_load_n(&c->last_rx_ms, __ATOMIC_RELAXED);
+		if (c->echo_sent_ms && now - c->echo_sent_ms >= c->echo_ms && rx < c->echo_sent_ms)
+			silent = true;
+		else if (!c->echo_sent_ms && now - rx >= c->echo_ms) {
+			c->echo_sent_ms = now;
+			echo = true;
+		}
+	}
 	ev_timer_add(c->loop, CONN_TICK_MS, conn_tick, c, &c->tick);
 	pthread_mutex_unlock(&c->lock);
+	if (silent) {
+		char why[96];
+		snprintf(why, sizeof(why), "no answer to the keepalive ECHO in %u ms", c->echo_ms);
+		conn_fatal(c, why);
+	} else if (echo) {
+		send_echo(c);
+	}
 	for (struct smb_req *r = list; r; r = r->wnext)
 		smb_err("%s: %s request (MessageId %llu) got no answer in %u ms; failing it with "
 		        "ETIMEDOUT",
@@ -659,6 +800,7 @@ int smb_conn_open(struct ev_loop *loop, const char *kind, const struct sockaddr 
 	}
 	pthread_mutex_lock(&c->lock);
 	c->state = SMB_CONN_UP;
+	c->last_rx_ms = ev_now_ms();
 	ev_timer_add(loop, CONN_TICK_MS, conn_tick, c, &c->tick);
 	pthread_mutex_unlock(&c->lock);
 	*out = c;

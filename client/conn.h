@@ -66,10 +66,14 @@ struct smb_req {
 	struct smb_conn *conn;
 	int npdu;
 	struct smb_pdu pdu[SMB_REQ_MAX_PDU];
-	bool related;    /* PDUs 2..n carry SMB2_FLAGS_RELATED_OPERATIONS */
-	bool no_sign;    /* session setup: never sign this request */
-	bool force_sign; /* sign even when signing is not active (3.1.1 TREE_CONNECT) */
-	bool no_verify;  /* caller verifies response signatures itself */
+	bool related;        /* PDUs 2..n carry SMB2_FLAGS_RELATED_OPERATIONS */
+	bool no_sign;        /* session setup: never sign this request */
+	bool force_sign;     /* sign even when signing is not active (3.1.1 TREE_CONNECT) */
+	bool no_verify;      /* caller verifies response signatures itself */
+	bool replay;         /* resent after its channel died: SMB2_FLAGS_REPLAY_OPERATION */
+	bool no_replay;      /* channel-bound (session setup): never move it */
+	uint16_t sent_seq;   /* ChannelSequence it went out with */
+	uint8_t seq_retries; /* resent for STATUS_FILE_NOT_AVAILABLE */
 	uint64_t session_id;
 	uint32_t tree_id;
 	uint64_t deadline_ms; /* 0: none */
@@ -80,7 +84,12 @@ struct smb_req {
 	void *arg;  /* the submitter's */
 	void *priv; /* the submitter's */
 	int refs;   /* atomic */
-	struct smb_txbuf tx;
+	/* Two, so a replay can be sent while the dead transport may still
+	 * hold the first (it calls done() when it lets go; tx_busy, atomic). */
+	struct smb_txbuf txs[2];
+	bool tx_busy[2];
+	int txi;
+	struct smb_txbuf *tx;  /* the one of the latest send */
 	struct smb_req *wnext; /* credit wait queue, conn->lock */
 	struct smb_req *dnext; /* completion list, loop thread */
 	const void *last_rx;   /* receive buffer last referenced, loop thread */
@@ -104,6 +113,19 @@ struct smb_conn {
 	struct smb_signing *signing;         /* the session's; NULL before session setup */
 	void (*on_dead)(void *arg, int err); /* optional, loop thread */
 	void *on_dead_arg;
+	/* Optional, loop thread, from the death report, before on_dead: offered
+	 * each request the death would fail; returns true if it took the req
+	 * (and resubmitted it elsewhere), false to let it fail here. */
+	bool (*on_orphan)(void *arg, struct smb_req *req);
+	/* Keepalive: when nothing came for echo_ms, send an ECHO; when that is
+	 * not answered within another echo_ms, the channel is dead (transport
+	 * shut down, its requests failed or replayed).  0: off.  Set before
+	 * the channel carries requests. */
+	unsigned echo_ms;
+	uint64_t last_rx_ms;   /* atomic */
+	uint64_t echo_sent_ms; /* under lock; 0: no ECHO outstanding */
+	/* 3.x: ChannelSequence for every request (the session's, may change). */
+	const uint16_t *channel_sequence;
 
 	pthread_mutex_t lock;
 	/* under lock: */
@@ -143,6 +165,9 @@ int smb_req_end_pdu(struct smb_req *req, ssize_t body_len);
 void smb_req_set_payload(struct smb_req *req, int i, const void *data, size_t len,
                          uint16_t credit_charge);
 int smb_conn_submit(struct smb_conn *c, struct smb_req *req);
+/* Make a req that was in flight on a dead channel sendable again: no
+ * responses, no error, flagged as a replay.  The caller resubmits it. */
+int smb_req_reset_for_replay(struct smb_req *req); /* 0, or -EBUSY */
 void smb_req_get(struct smb_req *req);
 void smb_req_put(struct smb_req *req);
 

@@ -107,6 +107,8 @@ struct oio {
 	struct smb_io_token *tok;
 	bool is_read;
 	bool lent; /* buf is the caller's (a registered region), not the pool's */
+	struct smb2_fileid fid;
+	uint64_t offset;
 	smb_read_cb rcb;
 	smb_write_cb wcb;
 	void *arg;
@@ -115,10 +117,38 @@ struct oio {
 	size_t moved;
 };
 
+/* The channel died under this I/O: its descriptor named memory registered
+ * with that channel's transport, so the request cannot move as it is.
+ * Send the I/O again through the ordinary path, which picks a live channel
+ * (inline or offloaded there).  true if reissued (the callback then comes
+ * from there). */
+static bool oio_failover(struct oio *o)
+{
+	struct smb_client *c = o->c;
+	if (o->err != -ECONNABORTED && o->err != -ECONNRESET && o->err != -ENOTCONN &&
+	    o->err != -EPIPE)
+		return false;
+	if (__atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+		return false;
+	struct smb_chan *to = smb_sched_pick(c, SMB_SCHED_BULK, o->len);
+	if (!to || to == o->ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE))
+		return false;
+	/* smb_write() copies the data before it returns; buf is ours until then. */
+	int rc = o->is_read ? smb_read(c, o->fid, o->offset, o->len, o->rcb, o->arg)
+	                    : smb_write(c, o->fid, o->offset, o->buf, o->len, o->wcb, o->arg);
+	if (rc)
+		return false;
+	__atomic_add_fetch(&o->ch->failovers, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
 static void oio_finish(void *arg)
 {
 	struct oio *o = arg;
-	if (o->is_read) {
+	if (o->err && oio_failover(o)) {
+		/* reissued: the new request calls back */
+	} else if (o->is_read) {
 		if (o->err)
 			o->rcb(o->arg, o->err, 0, NULL, 0);
 		else
@@ -208,6 +238,8 @@ static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 	o->c = c;
 	o->ch = ch;
 	o->len = len;
+	o->fid = fid;
+	o->offset = offset;
 	o->buf = o->lent ? (uint8_t *)wdata : pool_get(&ch->pool);
 	if (!o->buf) {
 		free(o);
@@ -254,6 +286,7 @@ static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 		err = smb_req_end_pdu(req, smb2_write_req_encode(body, 80, &w));
 	}
 	if (!err) {
+		req->no_replay = true; /* its descriptor is bound to this channel */
 		req->pdu[0].credit_charge = smb_credit_charge(ch->conn, len);
 		req->arg = o;
 		req->done = oio_done;

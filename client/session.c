@@ -132,6 +132,7 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 	struct smb_req *req = smb_chan_req(ch, mem);
 	if (!req)
 		return -ENOMEM;
+	req->no_replay = true;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_NEGOTIATE, 512);
 	int err = body ? smb_req_end_pdu(req, enc_negotiate(body, 512, &nr)) : -ENOMEM;
 	if (err) {
@@ -215,6 +216,8 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 	uint32_t bufsize =
 	    ti.max_read_write && ti.max_read_write < (1u << 20) ? ti.max_read_write : (1u << 20);
 	ch->conn->transport->ops->set_dialect(ch->conn->transport, c->dialect);
+	if (c->dialect >= SMB2_DIALECT_0300)
+		ch->conn->channel_sequence = &c->channel_sequence;
 	ch->rdma = ti.caps & SMB_TRANSPORT_CAP_RDMA;
 	int offload_err = -EOPNOTSUPP;
 	if ((ti.caps & SMB_TRANSPORT_CAP_RDMA) && bufsize >= 65536) {
@@ -412,6 +415,7 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 			return -ENOMEM;
 		}
 		req->tree_id = 0;
+		req->no_replay = true;
 		if (binding)
 			req->force_sign = true;
 		else
@@ -649,6 +653,38 @@ static void chan_dead(void *arg, int err)
 	smb_mc_channel_died(ch->c, ch);
 }
 
+/* From ch's death report (loop thread) or a send refused by its dead
+ * transport (any thread): move a request that was in flight on
+ * ch to a live channel, as a replay ([MS-SMB2] 3.2.4.1.1: the replay flag,
+ * and a ChannelSequence bumped once per lost channel). */
+static bool chan_orphan(void *arg, struct smb_req *req)
+{
+	struct smb_chan *ch = arg;
+	struct smb_client *c = ch->c;
+	__atomic_store_n(&ch->dead, true, __ATOMIC_RELEASE);
+	if (req->no_replay || c->dialect < SMB2_DIALECT_0300 ||
+	    __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+		return false;
+	uint16_t cmd = req->pdu[0].command;
+	bool bulk = cmd == SMB2_READ || cmd == SMB2_WRITE;
+	struct smb_chan *to =
+	    smb_sched_pick(c, bulk ? SMB_SCHED_BULK : SMB_SCHED_META, bulk ? 65536 : 0);
+	if (!to || to == ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE))
+		return false;
+	if (smb_req_reset_for_replay(req))
+		return false;
+	if (!__atomic_exchange_n(&ch->seq_bumped, true, __ATOMIC_ACQ_REL))
+		__atomic_add_fetch(&c->channel_sequence, 1, __ATOMIC_ACQ_REL);
+	req->session_id = c->session_id;
+	if (smb_conn_submit(to->conn, req))
+		return false;
+	__atomic_add_fetch(&ch->failovers, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
+	smb_debug("%s: %s replayed on channel %d", ch->conn->peer, smb2_command_str(cmd),
+	          to->index);
+	return true;
+}
+
 int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr *addr,
                   socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
                   struct smb_chan **out)
@@ -665,6 +701,7 @@ int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr 
 		return err;
 	}
 	ch->conn->on_dead = chan_dead;
+	ch->conn->on_orphan = chan_orphan;
 	ch->conn->on_dead_arg = ch;
 	*out = ch;
 	return 0;

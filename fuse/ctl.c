@@ -249,6 +249,8 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 			json_ku64(o, &f, "mw_invalidated_local", ch->mw_invalidated_local);
 		}
 		json_ku64(o, &f, "reconnects", ch->reconnects);
+		json_ku64(o, &f, "failovers", ch->failovers);
+		json_ku64(o, &f, "replays", ch->replays);
 		out_add(o, "}", 1);
 	}
 	out_add(o, "]}\n", 3);
@@ -348,6 +350,8 @@ static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 		table_col(&t, "MW_INV_LOCAL", true);
 	}
 	table_col(&t, "RECONNECTS", true);
+	table_col(&t, "FAILOVERS", true);
+	table_col(&t, "REPLAYS", true);
 	for (int i = 0; i < st->nchannels; i++) {
 		const struct smb_channel_stats *ch = &st->channels[i];
 		int c = 0;
@@ -376,6 +380,8 @@ static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 			CELL("%" PRIu64, ch->mw_invalidated_local);
 		}
 		CELL("%" PRIu64, ch->reconnects);
+		CELL("%" PRIu64, ch->failovers);
+		CELL("%" PRIu64, ch->replays);
 #undef CELL
 		t.nrows++;
 	}

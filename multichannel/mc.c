@@ -23,6 +23,7 @@ struct smb_mc {
 	struct smb_client_opts opts; /* strings owned by this struct (talloc) */
 	unsigned max_channels;
 	unsigned requery_s;
+	unsigned echo_ms;
 	pthread_t thread;
 	bool thread_started;
 	pthread_mutex_t lock; /* guards stop and kick */
@@ -148,8 +149,10 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 	if (!rc)
 		rc = smb_chan_session_setup(c, ch, &mc->opts, true, blob, blob_len, mem, err,
 		                            sizeof(err));
-	if (!rc)
+	if (!rc) {
+		ch->conn->echo_ms = mc->echo_ms;
 		rc = smb_chan_publish(c, ch);
+	}
 	talloc_free(mem);
 	if (rc) {
 		smb_warn("%s: no %s channel to %s: %s", c->host, rdma ? "SMB Direct" : "TCP", host,
@@ -278,6 +281,10 @@ int smb_mc_start(struct smb_client *c, const struct smb_client_opts *o)
 	if (mc->max_channels > SMB_CLIENT_MAX_CHANNELS)
 		mc->max_channels = SMB_CLIENT_MAX_CHANNELS;
 	mc->requery_s = o->mc_requery_s ? o->mc_requery_s : 600;
+	/* A channel that stops answering must be found out quickly: its
+	 * requests move only once it is declared dead. */
+	mc->echo_ms = o->mc_echo_ms ? o->mc_echo_ms : 5000;
+	c->chans[0]->conn->echo_ms = mc->echo_ms;
 	pthread_mutex_init(&mc->lock, NULL);
 	pthread_cond_init(&mc->cv, NULL);
 	c->mc = mc;

@@ -326,5 +326,6 @@ enum smb2_command {
 #define STATUS_SMB_BAD_CLUSTER_DIALECT    0xC05D0001u
 #define STATUS_FS_DRIVER_REQUIRED         0xC000019Cu
 #define STATUS_NO_SUCH_USER               0xC0000064u
+#define STATUS_FILE_NOT_AVAILABLE         0xC0000467u
 
 #endif

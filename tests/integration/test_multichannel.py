@@ -76,3 +76,71 @@ def test_max_channels_out_of_range_is_refused(samba, tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "max_channels" in r.stderr, r.stderr
+
+
+def _channel_sockets(port):
+    """Local ports of mount.smbrdma's connections to the server port."""
+    import subprocess
+    out = subprocess.run(["ss", "-tnpH", "state", "established", f"( dport = :{port} )"],
+                         capture_output=True, text=True, timeout=10).stdout
+    return [line.split()[2].rsplit(":", 1)[1] for line in out.splitlines()
+            if "mount.smbrdma" in line]
+
+
+def _kill_socket(port, sport):
+    import subprocess
+    return subprocess.run(["ss", "-K", "dst", "127.0.0.1", "dport", "=", f":{port}",
+                           "sport", "=", f":{sport}"], capture_output=True, text=True,
+                          timeout=10)
+
+
+def test_failover_channels_killed_mid_io(samba_factory, mount_factory, tmp_path):
+    """fio writes and reads back with verification on 3 channels while the
+    test kills a channel's connection every second (ss -K): every request
+    in flight on a dead channel is replayed on a live one, nothing fails,
+    no byte is wrong, and the lost channels are replaced."""
+    import random
+    import shutil
+    import subprocess
+    import time
+    if not shutil.which("fio"):
+        pytest.skip("fio is not installed")
+    srv = samba_factory(extra_global=MC_GLOBAL)
+    m = mount_factory(srv, options=["max_channels=3"])
+    if len(_channel_sockets(srv.port)) != 3:
+        pytest.fail(f"expected 3 connections: {ctl_json('stats', m.path)}")
+    fio = subprocess.Popen(
+        ["fio", "--name=mc", f"--filename={os.path.join(m.path, 'f')}", "--rw=randrw",
+         "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=16", "--size=128M",
+         "--time_based", "--runtime=6", "--verify=crc32c", "--verify_fatal=1",
+         "--verify_backlog=64", "--verify_state_save=0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    killed = 0
+    time.sleep(1)
+    for _ in range(4):
+        socks = _channel_sockets(srv.port)
+        if socks:
+            r = _kill_socket(srv.port, random.choice(socks))
+            if r.returncode != 0 and killed == 0:
+                fio.kill()
+                pytest.skip(f"this kernel cannot kill sockets (ss -K): {r.stderr.strip()}")
+            killed += 1
+        time.sleep(1)
+    out, _ = fio.communicate(timeout=120)
+    assert fio.returncode == 0, out
+    assert "err= 0" in out, out
+    st = ctl_json("stats", m.path)
+    failovers = sum(c["failovers"] for c in st["channels"])
+    replays = sum(c["replays"] for c in st["channels"])
+    assert failovers == replays, st
+    assert failovers > 0, f"no request was in flight on {killed} killed channels: {st}"
+    # the thread replaced what was lost
+    for _ in range(50):
+        st = ctl_json("stats", m.path)
+        if sum(c["state"] == "up" for c in st["channels"]) >= 3:
+            break
+        time.sleep(0.2)
+    assert sum(c["state"] == "up" for c in st["channels"]) >= 3, st
+    with open(os.path.join(m.path, "after"), "wb") as f:
+        f.write(b"still here")
+    with open(os.path.join(srv.share_path, "after"), "rb") as f:
+        assert f.read() == b"still here"
