@@ -650,10 +650,13 @@ static void rt_teardown(struct rdma_transport *rt)
 		free(m);
 		m = next;
 	}
-	if (rt->id && rt->id->qp)
-		rdma_destroy_qp(rt->id);
+	/* Windows first: on rxe (6.1) a bound type-2 window holds a reference
+	 * on the QP that only its invalidation or deallocation drops, and
+	 * rxe_destroy_qp() waits 50 s for it (then WARNs in __rxe_cleanup). */
 	smbd_tokens_free(rt->tokens); /* windows and regions, before the PD */
 	rt->tokens = NULL;
+	if (rt->id && rt->id->qp)
+		rdma_destroy_qp(rt->id);
 	if (rt->recv_mr)
 		ibv_dereg_mr(rt->recv_mr);
 	if (rt->send_mr)
