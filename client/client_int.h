@@ -24,6 +24,7 @@ struct smb_chan {
 	uint8_t preauth[64];        /* the connection's preauth hash (3.1.1) */
 	bool rdma;                  /* SMB Direct transport */
 	uint64_t link_speed;        /* the server interface's advertised bits/s, 0 unknown */
+	uint32_t if_index;          /* the server interface's IfIndex; UINT32_MAX unknown */
 	/* What one SMB2 message may carry inline (0 = no transport limit), the
 	 * READ/WRITE sizes on this channel, and its offload pool (registered
 	 * with this channel's transport, so per channel). */

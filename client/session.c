@@ -693,6 +693,7 @@ int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr 
 	if (!ch)
 		return -ENOMEM;
 	ch->c = c;
+	ch->if_index = UINT32_MAX;
 	ch->index = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
 	int err = smb_conn_open(c->loop, kind, addr, addrlen, peer, connect_timeout_ms,
 	                        c->timeout_ms, &ch->conn);

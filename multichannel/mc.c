@@ -115,6 +115,30 @@ static bool have_channel(struct smb_client *c, const struct sockaddr_storage *ss
 	return false;
 }
 
+static bool usable_addr(const struct smb2_netif *f)
+{
+	static const uint8_t zero[16];
+	if (f->family == AF_INET)
+		return memcmp(f->addr, zero, 4) && (f->addr[0] & 0xf0) != 0xe0;
+	/* Link-local IPv6 needs our interface's scope, which the list cannot
+	 * give: skipped. */
+	if (f->family == AF_INET6)
+		return memcmp(f->addr, zero, 16) && f->addr[0] != 0xff &&
+		       !(f->addr[0] == 0xfe && (f->addr[1] & 0xc0) == 0x80);
+	return false;
+}
+
+/* Has a live channel to the server interface with this IfIndex? */
+static bool have_iface(struct smb_client *c, uint32_t if_index)
+{
+	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		if (!__atomic_load_n(&c->chans[i]->dead, __ATOMIC_ACQUIRE) &&
+		    c->chans[i]->if_index == if_index)
+			return true;
+	return false;
+}
+
 static int live_channels(struct smb_client *c)
 {
 	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE), live = 0;
@@ -144,6 +168,7 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 	             : -ENOMEM;
 	if (!rc) {
 		ch->link_speed = f->link_speed;
+		ch->if_index = f->if_index;
 		rc = smb_chan_negotiate(c, ch, &mc->opts, &blob, &blob_len, mem, err, sizeof(err));
 	}
 	if (!rc)
@@ -177,35 +202,57 @@ static void mc_pass(struct smb_mc *mc)
 		return;
 	if (n > MC_MAX_IFACES)
 		n = MC_MAX_IFACES;
+	/* Drop what no channel can go to: unspecified (ksmbd lists interfaces
+	 * without an address as 0.0.0.0), multicast and link-local IPv6. */
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		char a[INET6_ADDRSTRLEN] = "?";
+		inet_ntop(ifs[i].family, ifs[i].addr, a, sizeof(a));
+		bool usable = usable_addr(&ifs[i]);
+		smb_debug("%s: server interface %u %s%s%s, %llu Mb/s%s", c->host, ifs[i].if_index, a,
+		          ifs[i].capability & SMB2_NETIF_CAP_RDMA ? " RDMA" : "",
+		          ifs[i].capability & SMB2_NETIF_CAP_RSS ? " RSS" : "",
+		          (unsigned long long)(ifs[i].link_speed / 1000000),
+		          usable ? "" : " (not usable)");
+		if (usable)
+			ifs[kept++] = ifs[i];
+	}
+	n = kept;
 	/* Channels opened before the list (channel 0) learn their speed. */
 	int nch = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
 	for (int k = 0; k < nch; k++) {
 		struct smb_chan *ch = c->chans[k];
 		struct smb_transport_info ti;
 		ch->conn->transport->ops->info(ch->conn->transport, &ti);
-		for (size_t i = 0; i < n && !ch->link_speed; i++) {
+		for (size_t i = 0; i < n && ch->if_index == UINT32_MAX; i++) {
 			struct sockaddr_storage ss;
 			socklen_t sl;
 			netif_sockaddr(&ifs[i], 0, &ss, &sl);
-			if (same_addr(&ss, &ti.remote))
+			if (same_addr(&ss, &ti.remote)) {
 				ch->link_speed = ifs[i].link_speed;
+				ch->if_index = ifs[i].if_index;
+			}
 		}
 	}
-	/* RDMA-capable interfaces first, then by advertised speed. */
+	/* RDMA-capable interfaces first, then by advertised speed, IPv4 before
+	 * IPv6 (an interface's link-local IPv6 address needs its scope). */
 	for (size_t i = 1; i < n; i++)
 		for (size_t j = i; j > 0; j--) {
 			const struct smb2_netif *a = &ifs[j - 1], *b = &ifs[j];
 			bool ra = a->capability & SMB2_NETIF_CAP_RDMA,
 			     rb = b->capability & SMB2_NETIF_CAP_RDMA;
-			if (ra > rb || (ra == rb && a->link_speed >= b->link_speed))
+			if (ra > rb || (ra == rb && a->link_speed > b->link_speed) ||
+			    (ra == rb && a->link_speed == b->link_speed &&
+			     (a->family == AF_INET || b->family != AF_INET)))
 				break;
 			struct smb2_netif t = ifs[j - 1];
 			ifs[j - 1] = ifs[j];
 			ifs[j] = t;
 		}
+	/* One channel per server interface first. */
 	for (size_t i = 0; i < n && (unsigned)live_channels(c) < mc->max_channels; i++) {
 		const struct smb2_netif *f = &ifs[i];
-		if (f->family != AF_INET && f->family != AF_INET6)
+		if ((f->family != AF_INET && f->family != AF_INET6) || have_iface(c, f->if_index))
 			continue;
 		struct sockaddr_storage ss;
 		socklen_t sl;
