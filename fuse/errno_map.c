@@ -107,6 +107,8 @@ static const struct status_errno status_table[] = {
     {STATUS_SMB_BAD_CLUSTER_DIALECT, EOPNOTSUPP},
     {STATUS_FS_DRIVER_REQUIRED, EOPNOTSUPP},
     {STATUS_NO_SUCH_USER, EACCES},
+    /* a write under an old ChannelSequence (multichannel): try again */
+    {STATUS_FILE_NOT_AVAILABLE, EAGAIN},
 };
 
 static const struct status_errno *status_find(uint32_t status)

@@ -215,6 +215,8 @@ const char *smb2_status_str(uint32_t status)
 		return "STATUS_FS_DRIVER_REQUIRED";
 	case STATUS_NO_SUCH_USER:
 		return "STATUS_NO_SUCH_USER";
+	case STATUS_FILE_NOT_AVAILABLE:
+		return "STATUS_FILE_NOT_AVAILABLE";
 	}
 	snprintf(unknown, sizeof(unknown), "STATUS_0x%08X", (unsigned)status);
 	return unknown;
