@@ -506,21 +506,29 @@ void smb_nttime_to_timespec(uint64_t nt, struct timespec *ts);
 uint64_t smb_timespec_to_nttime(const struct timespec *ts);
 
 /* ---- FSCTL_QUERY_NETWORK_INTERFACE_INFO output, 2.2.32.5 ------------------- */
-/* One NETWORK_INTERFACE_INFO entry.  Addresses in network byte order. */
+/* One NETWORK_INTERFACE_INFO entry.  addr is in network byte order. */
 struct smb2_netif {
-	uint32_t if_index;
-	uint32_t capability; /* SMB2_NETIF_CAP_* */
+	uint32_t if_index;   /* the same for every address of one interface */
+	uint32_t capability; /* SMB2_NETIF_CAP_RSS | SMB2_NETIF_CAP_RDMA */
 	uint64_t link_speed; /* bits per second */
 	int family;          /* AF_INET or AF_INET6 */
 	uint8_t addr[16];    /* 4 bytes used for AF_INET */
-	uint32_t scope_id;   /* AF_INET6 */
+	/* Host order.  2.2.32.5.1 says servers SHOULD send 0 and clients MUST
+	 * ignore both: connect to the port the session already uses. */
+	uint16_t port;
+	uint32_t scope_id; /* AF_INET6 */
 };
-/* Walk the Next chain of buf (the IOCTL output).  Fills up to max entries
- * of out (entries of unknown address family are skipped) and sets *count to
- * the number of usable entries in the chain, which may exceed max.  Every
- * entry must lie inside buf and each Next must move forward by at least a
- * whole entry.  0, or -EBADMSG (out may be partly written).  No allocation;
- * out is the caller's. */
+/* Walk the Next chain of buf, the IOCTL's output (len bytes; an empty output,
+ * which Samba sends when no interface qualifies, is a chain of none).
+ * Writes the first max usable entries to out[0..max) and sets *count to how
+ * many usable entries the chain holds, which may exceed max: the caller sees
+ * how many it missed.  Entries of an address family other than IPv4 (0x0002)
+ * and IPv6 (0x0017) are skipped, not an error.
+ * Every entry must lie wholly inside buf, and each nonzero Next must move
+ * forward by at least one whole entry (152 bytes) and stay inside buf, so a
+ * chain cannot loop.  Returns 0, or -EBADMSG with *count = 0 (out may then be
+ * partly written).  No allocation: out is the caller's (NULL when max is 0)
+ * and nothing points into buf afterwards. */
 int smb2_netif_decode(const uint8_t *buf, size_t len, struct smb2_netif *out, size_t max,
                       size_t *count);
 

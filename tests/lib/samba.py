@@ -9,6 +9,14 @@ useradd, smbd).
         srv.smbclient("ls")
         srv.port, srv.share_path, srv.user, srv.password
 
+A test may move it elsewhere: host= (the address smbd binds and clients
+use), interfaces= (the smb.conf interfaces list, one entry per element,
+quoted where needed so "10.77.1.1;speed=...,capability=RSS" stays one),
+wrapper= (an argv prefix smbd and the readiness probe run under, e.g.
+["nsenter", "--net=/run/netns/NS"]) and client_wrapper= (the same for
+smbclient()). tests/lib/netns.py uses them to run Samba in a network
+namespace.
+
 Run as a script (python3 -m lib.samba from tests/) it starts a server, prints
 one JSON line describing it, and keeps it up until stdin closes or SIGTERM:
 the benchmark and tools/demo use that.
@@ -70,10 +78,17 @@ def _tail(path, n=40):
         return f"(cannot read {path}: {e})"
 
 
+def _conf_list_item(item):
+    """One element of an smb.conf list: quoted if it holds a list separator
+    (',', ';' or blank), as in "10.77.1.1;speed=1000000000,capability=RSS"."""
+    return f'"{item}"' if any(c in item for c in ",; \t") else item
+
+
 class SambaServer:
     def __init__(self, extra_global=(), extra_share=(), user=DEFAULT_USER,
                  password=DEFAULT_PASSWORD, share="share", tmpfs_size="1536m",
-                 port=None, log_level=None):
+                 port=None, log_level=None, host=HOST, interfaces=None, wrapper=(),
+                 client_wrapper=()):
         self.extra_global = list(extra_global)
         self.extra_share = list(extra_share)
         self.user = user
@@ -84,7 +99,10 @@ class SambaServer:
         # SMBRDMA_SAMBA_LOG_LEVEL=5 (or 10) to see why Samba dropped a client
         self.log_level = log_level if log_level is not None else \
             int(os.environ.get("SMBRDMA_SAMBA_LOG_LEVEL", "1"))
-        self.host = HOST
+        self.host = host
+        self.interfaces = list(interfaces) if interfaces else ["127.0.0.1/8"]
+        self.wrapper = list(wrapper)
+        self.client_wrapper = list(client_wrapper)
         self.dir = None
         self.proc = None
         self._tmpfs_mounted = False
@@ -122,7 +140,7 @@ class SambaServer:
             "workgroup = SMBRDMA",
             "netbios name = SMBRDMATEST",
             "bind interfaces only = yes",
-            "interfaces = 127.0.0.1/8",
+            "interfaces = " + " ".join(_conf_list_item(i) for i in self.interfaces),
             f"smb ports = {self.port}",
             "disable netbios = yes",
             f"private dir = {d}/private",
@@ -179,7 +197,8 @@ class SambaServer:
             pw = pwd.getpwnam(self.user)
             os.chown(self.share_path, pw.pw_uid, pw.pw_gid)
             if self.port is None:
-                self.port = free_port()
+                # a wrapped smbd (another namespace) has ports of its own
+                self.port = 445 if self.wrapper else free_port()
             self._write_conf()
             tp = subprocess.run(["testparm", "-s", self.conf_path],
                                 capture_output=True, text=True)
@@ -195,18 +214,18 @@ class SambaServer:
             # process group and die with it); --no-process-group keeps smbd
             # from leaving it.
             self.proc = subprocess.Popen(
-                [SMBD, "-s", self.conf_path, "--foreground", "--no-process-group",
-                 "--debug-stdout"],
+                self.wrapper + [SMBD, "-s", self.conf_path, "--foreground",
+                                "--no-process-group", "--debug-stdout"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
             log.close()
             deadline = time.monotonic() + timeout
-            while not port_accepts(self.port):
+            while not self.listening():
                 if self.proc.poll() is not None:
                     raise SambaError(f"smbd exited with {self.proc.returncode} before "
                                      f"listening on {self.port}:\n{_tail(self.log_path)}")
                 if time.monotonic() > deadline:
-                    raise SambaError(f"smbd not listening on {HOST}:{self.port} after "
+                    raise SambaError(f"smbd not listening on {self.host}:{self.port} after "
                                      f"{timeout}s:\n{_tail(self.log_path)}")
                 time.sleep(0.1)
         except BaseException:
@@ -250,21 +269,35 @@ class SambaServer:
         self.stop()
 
     # helpers ---------------------------------------------------------
+    def listening(self):
+        """Does smbd accept connections on host:port (seen from where it runs)?"""
+        if not self.wrapper:
+            return port_accepts(self.port, self.host)
+        probe = ("import socket,sys\n"
+                 "try: socket.create_connection((sys.argv[1], int(sys.argv[2])), 0.5).close()\n"
+                 "except OSError: sys.exit(1)\n")
+        r = subprocess.run(self.wrapper + [sys.executable, "-c", probe, self.host,
+                                           str(self.port)], capture_output=True)
+        return r.returncode == 0
+
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
     def log_tail(self, n=40):
         return _tail(self.log_path, n)
 
-    def smbclient(self, command, port=None, timeout=120, extra_args=(), check=True):
+    def smbclient(self, command, port=None, timeout=120, extra_args=(), check=True, host=None):
         """Run smbclient -c COMMAND against the share (optionally through
-        another port, e.g. a proxy's). Returns the CompletedProcess."""
-        args = ["smbclient", f"//{self.host}/{self.share}", "-p", str(port or self.port),
-                "-U", f"{self.user}%{self.password}", "-s", "/dev/null",
-                "-c", command] + list(extra_args)
+        another port, e.g. a proxy's, or another of the server's addresses),
+        under client_wrapper. Returns the CompletedProcess."""
+        args = self.client_wrapper + [
+            "smbclient", f"//{host or self.host}/{self.share}", "-p", str(port or self.port),
+            "-U", f"{self.user}%{self.password}", "-s", "/dev/null",
+            "-c", command] + list(extra_args)
         r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
         if check and r.returncode != 0:
-            raise SambaError(f"{' '.join(args[:4])} ... -c {command!r} failed "
+            raise SambaError(f"{' '.join(args[:len(self.client_wrapper) + 4])} ... "
+                             f"-c {command!r} failed "
                              f"({r.returncode}):\n{r.stdout}{r.stderr}")
         return r
 

@@ -127,23 +127,28 @@ def compound(*msgs):
     return out
 
 
-def v4(addr):
-    """SOCKADDR_STORAGE for an IPv4 address ([MS-SMB2] 2.2.32.5.1.1)."""
-    return struct.pack('<HH', 0x0002, 0) + bytes(int(x) for x in addr.split('.')) + bytes(120)
+def v4(addr, port=0):
+    """SOCKADDR_STORAGE for an IPv4 address ([MS-SMB2] 2.2.32.5.1.1): the
+    family little-endian, the rest in network order."""
+    return (struct.pack('<H', 0x0002) + struct.pack('>H', port) +
+            bytes(int(x) for x in addr.split('.')) + bytes(120))
 
 
-def v6(addr, scope=0):
+def v6(addr, scope=0, port=0):
     import ipaddress
-    return (struct.pack('<HHI', 0x0017, 0, 0) + ipaddress.IPv6Address(addr).packed +
-            struct.pack('<I', scope) + bytes(100))
+    return (struct.pack('<H', 0x0017) + struct.pack('>HI', port, 0) +
+            ipaddress.IPv6Address(addr).packed + struct.pack('>I', scope) + bytes(100))
 
 
-def netif_chain(entries):
-    """NETWORK_INTERFACE_INFO entries (ifindex, capability, speed, sockaddr)."""
+def netif_chain(entries, stride=152):
+    """NETWORK_INTERFACE_INFO entries (ifindex, capability, speed, sockaddr),
+    each stride bytes apart (152, or more: entries are 8-byte aligned and a
+    server may pad)."""
     out = b''
     for i, (idx, cap, speed, sa) in enumerate(entries):
-        nxt = 152 if i + 1 < len(entries) else 0
-        out += struct.pack('<IIIIQ', nxt, idx, cap, 0, speed) + sa
+        nxt = stride if i + 1 < len(entries) else 0
+        e = struct.pack('<IIIIQ', nxt, idx, cap, 0, speed) + sa
+        out += e + (bytes(stride - len(e)) if nxt else b'')
     return out
 
 
@@ -190,6 +195,11 @@ def main():
             'one_v4': netif_chain([(7, 0x1, 10**9, v4('127.0.0.1'))]),
             'unknown_family': netif_chain([(1, 0, 0, struct.pack('<H', 0x1234) + bytes(126)),
                                            (2, 0x2, 25 * 10**9, v4('10.99.1.1'))]),
+            # what the netns fixture's Samba advertises for four links
+            'four_links': netif_chain([(10 + i, 0x1, 10**9, v4(f'10.77.{i}.1'))
+                                       for i in range(1, 5)]),
+            'padded_ports': netif_chain([(1, 0x1, 10**9, v4('192.0.2.1', 445)),
+                                         (1, 0x1, 10**9, v6('fe80::1', 2, 5445))], stride=160),
         },
         'proto_utf16': {
             'ascii': utf16('file.txt'),
