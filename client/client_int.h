@@ -65,8 +65,12 @@ struct smb_client {
 	struct smb_signing signing; /* Session.SigningKey */
 	uint8_t session_key[16];    /* Session.SessionKey (binding may need it) */
 	bool guest;
-	bool closing;                  /* atomic: smb_client_destroy() began */
-	uint16_t channel_sequence;     /* Session.ChannelSequence (atomic) */
+	bool closing;              /* atomic: smb_client_destroy() began */
+	uint16_t channel_sequence; /* Session.ChannelSequence (atomic) */
+	/* Multichannel with every channel dead: requests wait here (until
+	 * their deadline) for a channel to be bound again. */
+	pthread_mutex_t park_lock;
+	struct smb_req *parked;        /* under park_lock, chained by wnext */
 	struct smb_mc *mc;             /* multichannel/mc.c; NULL with one channel */
 	uint64_t payload_bytes_copied; /* atomic */
 	uint32_t rdma_threshold;
@@ -103,5 +107,11 @@ int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr 
 int smb_chan_publish(struct smb_client *c, struct smb_chan *ch);
 /* Close and free a channel that was never published. */
 void smb_chan_discard(struct smb_chan *ch);
+/* Parked requests: send them on a live channel now (any thread); fail
+ * those past their deadline, or all (on the loop thread, via ev_call).
+ * smb_client_parked() says whether any wait. */
+void smb_client_unpark(struct smb_client *c);
+void smb_client_park_expire(struct smb_client *c, bool all);
+bool smb_client_parked(struct smb_client *c);
 
 #endif

@@ -453,6 +453,11 @@ static void conn_fatal(struct smb_conn *c, const char *why)
 	smb_transport_shutdown(c->transport);
 }
 
+void smb_conn_abort(struct smb_conn *c, const char *why)
+{
+	conn_fatal(c, why);
+}
+
 static void conn_recv(void *arg, uint8_t *msg, size_t len)
 {
 	struct smb_conn *c = arg;

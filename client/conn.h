@@ -171,6 +171,10 @@ int smb_req_reset_for_replay(struct smb_req *req); /* 0, or -EBUSY */
 void smb_req_get(struct smb_req *req);
 void smb_req_put(struct smb_req *req);
 
+/* Drop the channel now (any thread): its transport is shut down and the
+ * death is reported as usual (requests fail or move to other channels). */
+void smb_conn_abort(struct smb_conn *c, const char *why);
+
 /* Credit charge for a READ/WRITE of len bytes ([MS-SMB2] 3.1.5.2). */
 uint16_t smb_credit_charge(const struct smb_conn *c, size_t len);
 

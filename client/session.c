@@ -669,13 +669,31 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 	bool bulk = cmd == SMB2_READ || cmd == SMB2_WRITE;
 	struct smb_chan *to =
 	    smb_sched_pick(c, bulk ? SMB_SCHED_BULK : SMB_SCHED_META, bulk ? 65536 : 0);
-	if (!to || to == ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE))
+	bool none = !to || to == ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE);
+	if (none && !c->mc)
 		return false;
 	if (smb_req_reset_for_replay(req))
 		return false;
 	if (!__atomic_exchange_n(&ch->seq_bumped, true, __ATOMIC_ACQ_REL))
 		__atomic_add_fetch(&c->channel_sequence, 1, __ATOMIC_ACQ_REL);
 	req->session_id = c->session_id;
+	if (none) {
+		/* Every channel is down: wait (up to the request timeout) for
+		 * the multichannel thread to bind one again. */
+		req->deadline_ms = ev_now_ms() + c->timeout_ms;
+		pthread_mutex_lock(&c->park_lock);
+		bool first = !c->parked;
+		req->wnext = c->parked;
+		c->parked = req;
+		pthread_mutex_unlock(&c->park_lock);
+		__atomic_add_fetch(&ch->failovers, 1, __ATOMIC_RELAXED);
+		if (first)
+			smb_warn("%s: every channel is down; requests wait up to %u s for one to "
+			         "come back",
+			         c->host, c->timeout_ms / 1000);
+		smb_mc_channel_died(c, ch);
+		return true;
+	}
 	if (smb_conn_submit(to->conn, req))
 		return false;
 	__atomic_add_fetch(&ch->failovers, 1, __ATOMIC_RELAXED);
@@ -683,6 +701,76 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 	smb_debug("%s: %s replayed on channel %d", ch->conn->peer, smb2_command_str(cmd),
 	          to->index);
 	return true;
+}
+
+bool smb_client_parked(struct smb_client *c)
+{
+	pthread_mutex_lock(&c->park_lock);
+	bool any = c->parked != NULL;
+	pthread_mutex_unlock(&c->park_lock);
+	return any;
+}
+
+void smb_client_unpark(struct smb_client *c)
+{
+	pthread_mutex_lock(&c->park_lock);
+	struct smb_req *list = c->parked;
+	c->parked = NULL;
+	pthread_mutex_unlock(&c->park_lock);
+	unsigned n = 0;
+	while (list) {
+		struct smb_req *req = list, *next = req->wnext;
+		req->wnext = NULL;
+		uint16_t cmd = req->pdu[0].command;
+		bool bulk = cmd == SMB2_READ || cmd == SMB2_WRITE;
+		struct smb_chan *to =
+		    smb_sched_pick(c, bulk ? SMB_SCHED_BULK : SMB_SCHED_META, bulk ? 65536 : 0);
+		/* A failed submit offers it to chan_orphan again: parked again. */
+		if (smb_conn_submit(to->conn, req) == 0) {
+			__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
+			n++;
+		}
+		list = next;
+	}
+	if (n)
+		smb_info("%s: %u waiting requests sent again", c->host, n);
+}
+
+static void park_fail_cb(void *arg)
+{
+	struct smb_req *req = arg;
+	req->done(req);
+}
+
+void smb_client_park_expire(struct smb_client *c, bool all)
+{
+	uint64_t now = ev_now_ms();
+	struct smb_req *expired = NULL;
+	pthread_mutex_lock(&c->park_lock);
+	for (struct smb_req **pp = &c->parked; *pp;) {
+		struct smb_req *req = *pp;
+		if (all || req->deadline_ms <= now) {
+			*pp = req->wnext;
+			req->wnext = expired;
+			expired = req;
+			continue;
+		}
+		pp = &req->wnext;
+	}
+	pthread_mutex_unlock(&c->park_lock);
+	while (expired) {
+		struct smb_req *req = expired;
+		expired = req->wnext;
+		req->wnext = NULL;
+		req->err = all ? -ECONNABORTED : -ETIMEDOUT;
+		if (!all)
+			smb_err("%s: %s request waited %u s for a channel; failing it with "
+			        "ETIMEDOUT",
+			        c->host, smb2_command_str(req->pdu[0].command),
+			        c->timeout_ms / 1000);
+		if (ev_call(c->loop, park_fail_cb, req) < 0)
+			req->done(req);
+	}
 }
 
 int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr *addr,
@@ -725,6 +813,7 @@ int smb_chan_publish(struct smb_client *c, struct smb_chan *ch)
 	c->chans[n] = ch;
 	__atomic_store_n(&c->nchans, n + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&c->chans_lock);
+	smb_client_unpark(c);
 	return 0;
 }
 
@@ -815,6 +904,7 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	if (!c)
 		return -ENOMEM;
 	pthread_mutex_init(&c->chans_lock, NULL);
+	pthread_mutex_init(&c->park_lock, NULL);
 	void *mem = talloc_new(c);
 	c->host = talloc_strdup(c, o->host);
 	c->share = talloc_strdup(c, o->share);
@@ -882,6 +972,7 @@ void smb_client_destroy(struct smb_client *c)
 		}
 	}
 	smb_mc_stop(c);
+	smb_client_park_expire(c, true); /* run before the loop stops */
 	for (int i = 0; i < c->nchans; i++) {
 		smb_conn_close(c->chans[i]->conn);
 		c->chans[i]->conn = NULL;
@@ -894,6 +985,7 @@ void smb_client_destroy(struct smb_client *c)
 	memset(&c->signing, 0, sizeof(c->signing));
 	memset(c->session_key, 0, sizeof(c->session_key));
 	pthread_mutex_destroy(&c->chans_lock);
+	pthread_mutex_destroy(&c->park_lock);
 	talloc_free(c);
 }
 

@@ -3,10 +3,19 @@
 #include "client/client_int.h"
 #include "client/proto/smb2.h"
 #include "client/proto/smb2_const.h"
+#include "common/evloop.h"
 #include "common/log.h"
 #include "multichannel/sched.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -26,9 +35,13 @@ struct smb_mc {
 	unsigned echo_ms;
 	pthread_t thread;
 	bool thread_started;
-	pthread_mutex_t lock; /* guards stop and kick */
-	pthread_cond_t cv;
-	bool stop, kick;
+	int wake_fd; /* eventfd: stop or kick */
+	/* The last interface list the server gave (this thread only): with
+	 * every channel down there is no channel to ask on. */
+	struct smb2_netif cache[MC_MAX_IFACES];
+	size_t ncache;
+	int nl_fd;       /* NETLINK_ROUTE, link changes; -1 if unavailable */
+	bool stop, kick; /* atomic */
 };
 
 /* FSCTL_QUERY_NETWORK_INTERFACE_INFO on a live channel.  Not on the loop. */
@@ -43,6 +56,7 @@ static int query_ifaces(struct smb_client *c, struct smb2_netif *out, size_t max
 	    .max_output_response = 65536,
 	    .flags = SMB2_0_IOCTL_IS_FSCTL,
 	};
+	req->no_replay = true; /* never parked: this thread is the one that rebinds */
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_IOCTL, 64);
 	int err = body ? smb_req_end_pdu(req, smb2_ioctl_req_encode(body, 64, &r)) : -ENOMEM;
 	if (!err)
@@ -198,10 +212,17 @@ static void mc_pass(struct smb_mc *mc)
 	size_t n = 0;
 	if ((unsigned)live_channels(c) >= mc->max_channels)
 		return;
-	if (query_ifaces(c, ifs, MC_MAX_IFACES, &n) < 0)
+	if (query_ifaces(c, ifs, MC_MAX_IFACES, &n) == 0) {
+		if (n > MC_MAX_IFACES)
+			n = MC_MAX_IFACES;
+		memcpy(mc->cache, ifs, n * sizeof(ifs[0]));
+		mc->ncache = n;
+	} else if (mc->ncache && live_channels(c) == 0) {
+		n = mc->ncache;
+		memcpy(ifs, mc->cache, n * sizeof(ifs[0]));
+	} else {
 		return;
-	if (n > MC_MAX_IFACES)
-		n = MC_MAX_IFACES;
+	}
 	/* Drop what no channel can go to: unspecified (ksmbd lists interfaces
 	 * without an address as 0.0.0.0), multicast and link-local IPv6. */
 	size_t kept = 0;
@@ -209,8 +230,8 @@ static void mc_pass(struct smb_mc *mc)
 		char a[INET6_ADDRSTRLEN] = "?";
 		inet_ntop(ifs[i].family, ifs[i].addr, a, sizeof(a));
 		bool usable = usable_addr(&ifs[i]);
-		smb_debug("%s: server interface %u %s%s%s, %llu Mb/s%s", c->host, ifs[i].if_index, a,
-		          ifs[i].capability & SMB2_NETIF_CAP_RDMA ? " RDMA" : "",
+		smb_debug("%s: server interface %u %s%s%s, %llu Mb/s%s", c->host, ifs[i].if_index,
+		          a, ifs[i].capability & SMB2_NETIF_CAP_RDMA ? " RDMA" : "",
 		          ifs[i].capability & SMB2_NETIF_CAP_RSS ? " RSS" : "",
 		          (unsigned long long)(ifs[i].link_speed / 1000000),
 		          usable ? "" : " (not usable)");
@@ -280,26 +301,125 @@ static void mc_pass(struct smb_mc *mc)
 	}
 }
 
+/* Addresses of the local interface ifindex (getifaddrs: addresses stay
+ * while a link is down). */
+static int iface_addrs(int ifindex, struct sockaddr_storage *out, int max)
+{
+	struct ifaddrs *ifa0 = NULL;
+	int n = 0;
+	if (getifaddrs(&ifa0) < 0)
+		return 0;
+	for (struct ifaddrs *ifa = ifa0; ifa && n < max; ifa = ifa->ifa_next) {
+		if (!ifa->ifa_addr ||
+		    (ifa->ifa_addr->sa_family != AF_INET && ifa->ifa_addr->sa_family != AF_INET6))
+			continue;
+		if ((int)if_nametoindex(ifa->ifa_name) != ifindex)
+			continue;
+		memset(&out[n], 0, sizeof(out[n]));
+		memcpy(&out[n], ifa->ifa_addr,
+		       ifa->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+		                                           : sizeof(struct sockaddr_in6));
+		n++;
+	}
+	freeifaddrs(ifa0);
+	return n;
+}
+
+/* A local link lost its carrier (or was set down): the channels leaving
+ * through it are dead now - waiting for their keepalive would stall the
+ * I/O queued on them for seconds. */
+static void link_down(struct smb_mc *mc, int ifindex, const char *name)
+{
+	struct smb_client *c = mc->c;
+	struct sockaddr_storage addrs[16];
+	int na = iface_addrs(ifindex, addrs, 16);
+	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n && na; i++) {
+		struct smb_chan *ch = c->chans[i];
+		if (__atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE))
+			continue;
+		struct smb_transport_info ti;
+		ch->conn->transport->ops->info(ch->conn->transport, &ti);
+		for (int k = 0; k < na; k++) {
+			if (!same_addr(&ti.local, &addrs[k]))
+				continue;
+			char why[96];
+			snprintf(why, sizeof(why), "local link %s is down", name);
+			smb_conn_abort(ch->conn, why);
+			break;
+		}
+	}
+}
+
+/* Read the link notifications queued on the netlink socket. */
+static void netlink_read(struct smb_mc *mc)
+{
+	char buf[8192];
+	for (;;) {
+		ssize_t len = recv(mc->nl_fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (len <= 0)
+			return;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len);
+		     h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK)
+				continue;
+			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
+				continue;
+			struct ifinfomsg *ifi = NLMSG_DATA(h);
+			char name[IF_NAMESIZE] = "?";
+			if_indextoname((unsigned)ifi->ifi_index, name);
+			bool up = h->nlmsg_type == RTM_NEWLINK && (ifi->ifi_flags & IFF_UP) &&
+			          (ifi->ifi_flags & IFF_RUNNING);
+			if (!up)
+				link_down(mc, ifi->ifi_index, name);
+			else
+				mc->kick = true; /* a link came (back): look for channels */
+		}
+	}
+}
+
 static void *mc_thread(void *arg)
 {
 	struct smb_mc *mc = arg;
-	pthread_mutex_lock(&mc->lock);
-	while (!mc->stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += mc->requery_s;
-		while (!mc->stop && !mc->kick)
-			if (pthread_cond_timedwait(&mc->cv, &mc->lock, &ts) == ETIMEDOUT)
-				break;
-		if (mc->stop)
+	uint64_t next_pass = ev_now_ms() + (uint64_t)mc->requery_s * 1000;
+	for (;;) {
+		uint64_t now = ev_now_ms();
+		int timeout = now >= next_pass ? 0 : (int)(next_pass - now);
+		bool parked = smb_client_parked(mc->c);
+		if (parked && timeout > 1000)
+			timeout = 1000; /* expire waiting requests, retry binding */
+		struct pollfd pfd[2] = {{.fd = mc->wake_fd, .events = POLLIN},
+		                        {.fd = mc->nl_fd, .events = POLLIN}};
+		int rc = poll(pfd, mc->nl_fd >= 0 ? 2 : 1, timeout);
+		if (rc < 0 && errno != EINTR)
 			break;
-		mc->kick = false;
-		pthread_mutex_unlock(&mc->lock);
-		mc_pass(mc);
-		pthread_mutex_lock(&mc->lock);
+		if (rc > 0 && (pfd[0].revents & POLLIN)) {
+			uint64_t v;
+			if (read(mc->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				break;
+		}
+		if (__atomic_load_n(&mc->stop, __ATOMIC_ACQUIRE))
+			break;
+		if (rc > 0 && mc->nl_fd >= 0 && (pfd[1].revents & POLLIN))
+			netlink_read(mc);
+		bool kick = __atomic_exchange_n(&mc->kick, false, __ATOMIC_ACQ_REL);
+		if (parked) {
+			smb_client_park_expire(mc->c, false);
+			kick = true; /* every channel is down: keep trying */
+		}
+		if (kick || ev_now_ms() >= next_pass) {
+			mc_pass(mc);
+			next_pass = ev_now_ms() + (uint64_t)mc->requery_s * 1000;
+		}
 	}
-	pthread_mutex_unlock(&mc->lock);
 	return NULL;
+}
+
+static void mc_wake(struct smb_mc *mc)
+{
+	uint64_t one = 1;
+	if (write(mc->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		smb_debug("multichannel: cannot wake the channel thread: %s", strerror(errno));
 }
 
 int smb_mc_start(struct smb_client *c, const struct smb_client_opts *o)
@@ -332,8 +452,20 @@ int smb_mc_start(struct smb_client *c, const struct smb_client_opts *o)
 	 * requests move only once it is declared dead. */
 	mc->echo_ms = o->mc_echo_ms ? o->mc_echo_ms : 5000;
 	c->chans[0]->conn->echo_ms = mc->echo_ms;
-	pthread_mutex_init(&mc->lock, NULL);
-	pthread_cond_init(&mc->cv, NULL);
+	mc->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (mc->wake_fd < 0)
+		return -errno;
+	/* Link changes in our network namespace: a link going down kills the
+	 * channels over it at once. */
+	mc->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+	struct sockaddr_nl snl = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_LINK};
+	if (mc->nl_fd >= 0 && bind(mc->nl_fd, (struct sockaddr *)&snl, sizeof(snl)) < 0) {
+		close(mc->nl_fd);
+		mc->nl_fd = -1;
+	}
+	if (mc->nl_fd < 0)
+		smb_warn("%s: no link notifications (%s); a dead link is found by the keepalive",
+		         c->host, strerror(errno));
 	c->mc = mc;
 	mc_pass(mc); /* the first channels before the mount is announced */
 	if (pthread_create(&mc->thread, NULL, mc_thread, mc) == 0)
@@ -349,16 +481,17 @@ void smb_mc_stop(struct smb_client *c)
 	struct smb_mc *mc = c->mc;
 	if (!mc)
 		return;
-	pthread_mutex_lock(&mc->lock);
-	mc->stop = true;
-	pthread_cond_signal(&mc->cv);
-	pthread_mutex_unlock(&mc->lock);
+	__atomic_store_n(&mc->stop, true, __ATOMIC_RELEASE);
+	mc_wake(mc);
 	if (mc->thread_started)
 		pthread_join(mc->thread, NULL);
+	if (mc->nl_fd >= 0)
+		close(mc->nl_fd);
+	mc->nl_fd = -1;
 	if (mc->opts.password)
 		memset((char *)mc->opts.password, 0, strlen(mc->opts.password));
-	/* mc itself stays until the client is freed: a channel dying on the
-	 * loop thread meanwhile may still signal it. */
+	/* mc and its eventfd stay until the client is freed: a channel dying
+	 * on the loop thread meanwhile may still wake it. */
 }
 
 void smb_mc_channel_died(struct smb_client *c, struct smb_chan *ch)
@@ -367,8 +500,6 @@ void smb_mc_channel_died(struct smb_client *c, struct smb_chan *ch)
 	(void)ch;
 	if (!mc)
 		return;
-	pthread_mutex_lock(&mc->lock);
-	mc->kick = true;
-	pthread_cond_signal(&mc->cv);
-	pthread_mutex_unlock(&mc->lock);
+	__atomic_store_n(&mc->kick, true, __ATOMIC_RELEASE);
+	mc_wake(mc);
 }
