@@ -53,6 +53,8 @@ struct smb_client_opts {
 	unsigned mc_requery_s;       /* re-query the interface list; 0 = 600 s */
 	bool no_rdma_channels;       /* multichannel: TCP channels only */
 	unsigned mc_echo_ms;         /* multichannel keepalive per channel; 0 = 5000 */
+	const char *mc_interfaces;   /* "eth1:eth2": extra channels only via these local
+	                                interfaces; NULL = any */
 };
 
 /* Connect, negotiate, authenticate, tree connect.  On failure returns -errno

@@ -418,6 +418,7 @@ static int run(struct mount_args *a)
 	copts.rdma_threshold = a->opts.rdma_threshold;
 	copts.multichannel = a->opts.multichannel;
 	copts.max_channels = a->opts.max_channels;
+	copts.mc_interfaces = a->opts.interfaces;
 	smb_info("connecting to %s port %u as '%s'%s%s, dialects 0x%04x-0x%04x", a->source,
 	         copts.port ? copts.port : 445, copts.user ? copts.user : "",
 	         copts.domain ? " domain " : "", copts.domain ? copts.domain : "",

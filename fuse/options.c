@@ -34,7 +34,8 @@ void smb_mount_opts_free(struct smb_mount_opts *o)
 	free(o->user);
 	wipe_free(o->password);
 	free(o->domain);
-	o->user = o->password = o->domain = NULL;
+	free(o->interfaces);
+	o->user = o->password = o->domain = o->interfaces = NULL;
 }
 
 static const struct {
@@ -244,6 +245,16 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->multichannel = true;
 	} else if (strcmp(key, "nomultichannel") == 0 && !value) {
 		o->multichannel = false;
+	} else if (strcmp(key, "interfaces") == 0) {
+		/* Local interface names, ':'-separated (',' separates options). */
+		NEEDS_VALUE();
+		if (!*value || strlen(value) > 255)
+			BAD_VALUE();
+		free(o->interfaces);
+		if (!(o->interfaces = strdup(value))) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
 	} else if (strcmp(key, "max_channels") == 0) {
 		/* As mount.cifs: 1..32; a value above 1 implies multichannel. */
 		NEEDS_VALUE();

@@ -38,6 +38,7 @@ struct smb_mount_opts {
 	unsigned rdma_threshold; /* 0: the engine's default (4096) */
 	bool multichannel;       /* more channels to the server's interfaces */
 	unsigned max_channels;   /* 0: the engine's default (2); 1..32 */
+	char *interfaces;        /* "eth1:eth2" or NULL: local interfaces for channels */
 	unsigned actimeo;        /* seconds */
 	bool debug;
 	/* Mount flags for the kernel, comma-separated, in the order given. */

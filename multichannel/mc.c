@@ -161,6 +161,54 @@ static int live_channels(struct smb_client *c)
 	return live;
 }
 
+/* interfaces=: would a connection to ss leave through one of the allowed
+ * local interfaces?  (The kernel's route choice, read back from a
+ * connected UDP socket: nothing is sent.) */
+static bool route_allowed(struct smb_mc *mc, const struct sockaddr_storage *ss, socklen_t sl)
+{
+	const char *list = mc->opts.mc_interfaces;
+	if (!list || !*list)
+		return true;
+	struct sockaddr_storage probe = *ss, local;
+	socklen_t ll = sizeof(local);
+	if (probe.ss_family == AF_INET)
+		((struct sockaddr_in *)&probe)->sin_port = htons(9);
+	else
+		((struct sockaddr_in6 *)&probe)->sin6_port = htons(9);
+	int fd = socket(ss->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	bool ok = connect(fd, (struct sockaddr *)&probe, sl) == 0 &&
+	          getsockname(fd, (struct sockaddr *)&local, &ll) == 0;
+	close(fd);
+	if (!ok)
+		return false;
+	struct ifaddrs *ifa0 = NULL;
+	bool allowed = false;
+	if (getifaddrs(&ifa0) < 0)
+		return false;
+	for (struct ifaddrs *ifa = ifa0; ifa && !allowed; ifa = ifa->ifa_next) {
+		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != local.ss_family)
+			continue;
+		struct sockaddr_storage a = {0};
+		memcpy(&a, ifa->ifa_addr,
+		       local.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+		                                  : sizeof(struct sockaddr_in6));
+		if (!same_addr(&a, &local))
+			continue;
+		size_t nl = strlen(ifa->ifa_name);
+		for (const char *p = list; *p;) {
+			const char *e = strchr(p, ':');
+			size_t l = e ? (size_t)(e - p) : strlen(p);
+			if (l == nl && !memcmp(p, ifa->ifa_name, l))
+				allowed = true;
+			p += l + (e ? 1 : 0);
+		}
+	}
+	freeifaddrs(ifa0);
+	return allowed;
+}
+
 /* Open, negotiate and bind one channel; publish it.  Not on the loop. */
 static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 {
@@ -170,6 +218,11 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 	char host[INET6_ADDRSTRLEN] = "?", peer[96], err[256] = "";
 	netif_sockaddr(f, rdma ? 0 : c->port, &ss, &sl);
 	inet_ntop(f->family, f->addr, host, sizeof(host));
+	if (!route_allowed(mc, &ss, sl)) {
+		smb_debug("%s: %s is not reached through interfaces=%s; no channel", c->host, host,
+		          mc->opts.mc_interfaces);
+		return -ENETUNREACH;
+	}
 	snprintf(peer, sizeof(peer), "%s %s channel", host, rdma ? "rdma" : "tcp");
 
 	void *mem = talloc_new(NULL);
@@ -444,6 +497,7 @@ int smb_mc_start(struct smb_client *c, const struct smb_client_opts *o)
 	mc->opts.user = talloc_strdup(mc, o->user ? o->user : "");
 	mc->opts.password = talloc_strdup(mc, o->password ? o->password : "");
 	mc->opts.domain = talloc_strdup(mc, o->domain ? o->domain : "");
+	mc->opts.mc_interfaces = o->mc_interfaces ? talloc_strdup(mc, o->mc_interfaces) : NULL;
 	mc->max_channels = o->max_channels ? o->max_channels : 2;
 	if (mc->max_channels > SMB_CLIENT_MAX_CHANNELS)
 		mc->max_channels = SMB_CLIENT_MAX_CHANNELS;

@@ -134,3 +134,23 @@ def test_all_links_down_for_10s(netns_factory, need_fio, tmp_path):
         assert sum(c["replays"] for c in st["channels"]) > 0, st
     finally:
         subprocess.run(["umount", str(mnt)], timeout=60)
+
+
+def test_interfaces_option_restricts_local_links(netns_factory, tmp_path):
+    lab = netns_factory(links=2, capability="")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    only1 = lab.link(1).client_if
+    _mount(lab, mnt, f"max_channels=2,interfaces={only1}")
+    try:
+        st = _stats(mnt)
+        assert _up(st) == 1, st  # link 2 leaves through another interface
+    finally:
+        subprocess.run(["umount", str(mnt)], timeout=60)
+    _mount(lab, mnt, f"max_channels=2,interfaces={only1}:{lab.link(2).client_if}")
+    try:
+        st = _stats(mnt)
+        assert _up(st) == 2, st
+        assert {c["remote"].split(":")[0] for c in st["channels"]} == set(lab.server_addrs), st
+    finally:
+        subprocess.run(["umount", str(mnt)], timeout=60)
