@@ -402,6 +402,106 @@ static void test_malformed_message(void)
 	smb_conn_close(c);
 }
 
+/* ---- multichannel: replay on another channel ----------------------------------- */
+
+static struct smb_conn *orphan_target;
+static int orphan_calls;
+
+/* What client/session.c's chan_orphan does, minus the channel choice. */
+static bool move_to_target(void *arg, struct smb_req *req)
+{
+	orphan_calls++;
+	if (smb_req_reset_for_replay(req))
+		return false;
+	return smb_conn_submit(orphan_target, req) == 0;
+}
+
+static int fake_sent(struct fake *f)
+{
+	pthread_mutex_lock(&f->m);
+	int n = f->nsent;
+	pthread_mutex_unlock(&f->m);
+	return n;
+}
+
+static bool wait_sent(struct fake *f, int n)
+{
+	for (int i = 0; i < 400 && fake_sent(f) < n; i++)
+		usleep(5000);
+	return fake_sent(f) >= n;
+}
+
+static void test_replay_on_other_channel(void)
+{
+	uint16_t seq = 0;
+	struct smb_conn *b = open_conn(0);
+	struct fake *fb = the_fake;
+	struct smb_conn *a = open_conn(0);
+	struct fake *fa = the_fake;
+	a->channel_sequence = b->channel_sequence = &seq;
+	a->on_orphan = move_to_target;
+	orphan_target = b;
+	orphan_calls = 0;
+	struct result r;
+	result_init(&r);
+	CHECK_EQ(smb_conn_submit(a, echo_req(a, &r, 1)), 0);
+	CHECK_EQ(fake_sent(fa), 1);
+	CHECK(!(fa->sent[0].flags & SMB2_FLAGS_REPLAY_OPERATION));
+	CHECK_EQ(fa->sent[0].status, 0);
+	/* Channel a dies with the request in flight; the session's sequence moves. */
+	seq = 1;
+	smb_conn_abort(a, "test: channel cut");
+	CHECK(wait_sent(fb, 1));
+	CHECK_EQ(orphan_calls, 1);
+	CHECK(fb->sent[0].flags & SMB2_FLAGS_REPLAY_OPERATION);
+	CHECK_EQ(fb->sent[0].status & 0xffff, 1); /* ChannelSequence */
+	CHECK_EQ(r.calls, 0);                     /* not failed */
+	uint8_t m[128];
+	size_t l = make_rsp(m, SMB2_ECHO, fb->sent[0].message_id, 0, 10, 0, 0, 0);
+	the_fake = fb;
+	deliver(loop, m, l);
+	CHECK(wait_calls(&r, 1, 2000));
+	CHECK_EQ(r.err, 0);
+	CHECK_EQ(r.status[0], 0);
+
+	/* Submitting on the dead channel moves the request too. */
+	struct result r2;
+	result_init(&r2);
+	CHECK_EQ(smb_conn_submit(a, echo_req(a, &r2, 1)), 0);
+	CHECK(wait_sent(fb, 2));
+	CHECK_EQ(orphan_calls, 2);
+
+	/* A WRITE-like refusal for the old ChannelSequence is sent again. */
+	seq = 2;
+	l = make_rsp(m, SMB2_ECHO, fb->sent[1].message_id, STATUS_FILE_NOT_AVAILABLE, 10, 0, 0, 0);
+	deliver(loop, m, l);
+	CHECK(wait_sent(fb, 3));
+	CHECK_EQ(fb->sent[2].status & 0xffff, 2);
+	CHECK(fb->sent[2].flags & SMB2_FLAGS_REPLAY_OPERATION);
+	CHECK_EQ(r2.calls, 0);
+	l = make_rsp(m, SMB2_ECHO, fb->sent[2].message_id, 0, 10, 0, 0, 0);
+	deliver(loop, m, l);
+	CHECK(wait_calls(&r2, 1, 2000));
+	CHECK_EQ(r2.err, 0);
+	CHECK_EQ(r2.status[0], 0);
+	smb_conn_close(a);
+	smb_conn_close(b);
+	CHECK_EQ(r.calls, 1);
+	CHECK_EQ(r2.calls, 1);
+}
+
+static void test_no_taker_fails_the_request(void)
+{
+	struct smb_conn *a = open_conn(0);
+	struct result r;
+	result_init(&r);
+	CHECK_EQ(smb_conn_submit(a, echo_req(a, &r, 1)), 0);
+	smb_conn_abort(a, "test: channel cut"); /* no on_orphan: fails */
+	CHECK(wait_calls(&r, 1, 2000));
+	CHECK_EQ(r.err, -ECONNABORTED);
+	smb_conn_close(a);
+}
+
 int main(void)
 {
 	smb_log_init("test_conn", false, LOG_ERR);
@@ -413,6 +513,8 @@ int main(void)
 	RUN(test_bad_signature);
 	RUN(test_timeout_and_death);
 	RUN(test_malformed_message);
+	RUN(test_replay_on_other_channel);
+	RUN(test_no_taker_fails_the_request);
 	ev_loop_free(loop);
 	return check_report();
 }
