@@ -423,25 +423,48 @@ int smb_verify_pdu(const struct smb_signing *s, const uint8_t *pdu, size_t len)
 	return memcmp(saved, calc, 16) == 0 ? 0 : -EIO;
 }
 
-/* [MS-SMB2] 3.3.5.2.10: after a channel loss bumped the ChannelSequence, a
- * WRITE (or SET_INFO, IOCTL) sent before the bump on another channel may
- * reach the server after a newer one and be refused with
- * STATUS_FILE_NOT_AVAILABLE.  Nothing was done: send it again, now with
- * the current sequence.  true if resent (the req completes later). */
+static void resend_later(void *arg)
+{
+	struct smb_req *req = arg;
+	int err = smb_conn_submit(req->conn, req);
+	if (err) {
+		req->err = err;
+		req_complete(req);
+	}
+}
+
+/* [MS-SMB2] 3.3.5.2.10: STATUS_FILE_NOT_AVAILABLE answers a WRITE (or
+ * SET_INFO, IOCTL) sent under an older ChannelSequence than the open has
+ * seen - after a channel loss bumped it, one sent before on another
+ * channel may arrive after a newer one - or a replay while requests from
+ * before the bump are still outstanding at the server.  Nothing was done:
+ * send it again, at once under the new sequence, or after a short wait for
+ * a replay (the server finishes or drops the old ones).  true if resent
+ * (the req completes later). */
 static bool resend_stale(struct smb_conn *c, struct smb_req *req)
 {
-	if (req->err || !c->channel_sequence || req->seq_retries >= 3 ||
-	    req->sent_seq == __atomic_load_n(c->channel_sequence, __ATOMIC_ACQUIRE))
+	if (req->err || !c->channel_sequence || req->seq_retries >= 50)
 		return false;
 	bool stale = false;
 	for (int i = 0; i < req->npdu; i++)
 		stale |= req->pdu[i].rsp_hdr.status == STATUS_FILE_NOT_AVAILABLE;
-	if (!stale || smb_req_reset_for_replay(req))
+	bool old = req->sent_seq != __atomic_load_n(c->channel_sequence, __ATOMIC_ACQUIRE);
+	if (!stale || (!old && !req->replay) || smb_req_reset_for_replay(req))
 		return false;
 	req->seq_retries++;
-	smb_debug("%s: %s refused for an old ChannelSequence; sending it again", c->peer,
-	          smb2_command_str(req->pdu[0].command));
-	if (smb_conn_submit(c, req) == 0)
+	smb_debug("%s: %s refused (%s); sending it again", c->peer,
+	          smb2_command_str(req->pdu[0].command),
+	          old ? "an old ChannelSequence" : "older requests still outstanding");
+	if (old) {
+		if (smb_conn_submit(c, req) == 0)
+			return true;
+		req->err = -EIO;
+		return false;
+	}
+	req->conn = c;
+	unsigned ms = 20u * (req->seq_retries < 10 ? req->seq_retries : 10u);
+	struct ev_timer *t;
+	if (ev_timer_add(c->loop, ms, resend_later, req, &t) == 0)
 		return true;
 	req->err = -EIO;
 	return false;

@@ -47,10 +47,13 @@ def _up(st):
 
 
 def _fio(lab, mnt, tmp_path, runtime):
-    """A verified sequential write, bandwidth logged every 250 ms."""
+    """A verified sequential write, bandwidth logged every 250 ms.  The file
+    is sized first: FUSE turns asynchronous direct writes that extend a file
+    into synchronous ones, which would leave one request in flight."""
+    lab.client_cmd(["truncate", "-s", "1G", f"{mnt}/f"])
     return lab.client_popen(
         ["fio", "--name=mc", f"--filename={mnt}/f", "--rw=write", "--bs=1M", "--direct=1",
-         "--ioengine=libaio", "--iodepth=8", "--size=2G", "--time_based",
+         "--ioengine=libaio", "--iodepth=8", "--size=1G", "--time_based",
          f"--runtime={runtime}", "--verify=crc32c", "--verify_fatal=1",
          "--verify_state_save=0", f"--write_bw_log={tmp_path}/mc", "--log_avg_msec=250"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

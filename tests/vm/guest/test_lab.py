@@ -13,9 +13,12 @@ def test_lab_init_reported_no_errors(lab):
 
 
 def test_no_network_card(lab):
-    # Isolation: the only interfaces are loopback and the lab's own veth pair.
+    # Isolation: the only interfaces are loopback and the lab's own veth pairs (the second,
+    # veth2/veth3, has no RDMA device: the TCP-only link of the multichannel tests).
     links = set(os.listdir("/sys/class/net"))
-    assert links == {"lo", lab.rxe_netdev, lab.siw_netdev}, links
+    assert links == {"lo", lab.rxe_netdev, lab.siw_netdev, "veth2", "veth3"}, links
+    out = run(["ip", "-o", "-4", "addr", "show", "dev", "veth2"]).stdout
+    assert f"inet {os.environ['SMBRDMA_VM_TCP_ADDR']}/24" in out, out
 
 
 def test_veth_pair_addresses_and_mtu(lab):
