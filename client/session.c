@@ -802,6 +802,9 @@ int smb_chan_publish(struct smb_client *c, struct smb_chan *ch)
 	int n = c->nchans;
 	if (n == SMB_CLIENT_MAX_CHANNELS) {
 		pthread_mutex_unlock(&c->chans_lock);
+		smb_warn("%s: this mount has used all %d channel slots (dead channels keep "
+		         "theirs); no new channel",
+		         c->host, SMB_CLIENT_MAX_CHANNELS);
 		return -ENOSPC;
 	}
 	ch->index = n;
