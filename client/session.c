@@ -869,7 +869,8 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 	}
 	freeaddrinfo(res);
 	if (c->rdma &&
-	    (err == -ENODEV || err == -EADDRNOTAVAIL || err == -ENETUNREACH || err == -EOPNOTSUPP))
+	    (err == -ENODEV || err == -EADDRNOTAVAIL || err == -ENETUNREACH || err == -EOPNOTSUPP ||
+	     err == -EINVAL)) /* rdma_cm: EINVAL when the device it picks cannot route there */
 		set_err(errbuf, errlen, "no RDMA device can reach %s (%s)%s", c->host,
 		        strerror(-err),
 		        err == -EOPNOTSUPP ? ": this build has no SMB Direct support" : "");

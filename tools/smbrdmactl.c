@@ -19,6 +19,7 @@
 #include <sys/sysmacros.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -56,6 +57,56 @@ static bool is_smbrdma_dev(unsigned maj, unsigned min)
 			continue;
 		if (sscanf(sep + 3, "%63s", type) == 1 && strcmp(type, "fuse.smbrdma") == 0)
 			found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+/* The device of the topmost mount whose mount point is exactly path (made
+ * absolute without touching it), from /proc/self/mountinfo.  No stat() of
+ * the mount point: a dead daemon answers that with an error, and the stats
+ * of a dead mount are exactly what one wants to see.  true if found. */
+static bool mount_dev_of(const char *path, unsigned *maj, unsigned *min)
+{
+	char want[2 * PATH_MAX + 2], cwd[PATH_MAX], line[8192];
+	if (strlen(path) >= PATH_MAX)
+		return false;
+	if (path[0] == '/')
+		snprintf(want, sizeof(want), "%s", path);
+	else if (getcwd(cwd, sizeof(cwd)))
+		snprintf(want, sizeof(want), "%s/%s", strcmp(cwd, "/") ? cwd : "", path);
+	else
+		return false;
+	size_t wl = strlen(want);
+	while (wl > 1 && want[wl - 1] == '/')
+		want[--wl] = '\0';
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	bool found = false;
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char mnt[4096], unesc[4096];
+		unsigned a, b;
+		size_t j = 0;
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mnt) != 3)
+			continue;
+		/* mountinfo writes ' ', '\t', '\n', '\\' as \ooo */
+		for (size_t i = 0; mnt[i] && j + 1 < sizeof(unesc); i++) {
+			if (mnt[i] == '\\' && mnt[i + 1] >= '0' && mnt[i + 1] <= '3' &&
+			    mnt[i + 2] && mnt[i + 3]) {
+				unesc[j++] = (char)(((mnt[i + 1] - '0') << 6) |
+				                    ((mnt[i + 2] - '0') << 3) | (mnt[i + 3] - '0'));
+				i += 3;
+			} else {
+				unesc[j++] = mnt[i];
+			}
+		}
+		unesc[j] = '\0';
+		if (strcmp(unesc, want) == 0) {
+			*maj = a; /* the last one is on top */
+			*min = b;
+			found = true;
+		}
 	}
 	fclose(f);
 	return found;
@@ -175,15 +226,22 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (stat(mountpoint, &st) < 0) {
-		fprintf(stderr, PROG ": %s: %s\n", mountpoint, strerror(errno));
-		return 1;
+	unsigned maj, min;
+	if (!mount_dev_of(mountpoint, &maj, &min)) {
+		/* Not a mount point as written (a path inside one, a symlink):
+		 * ask the file system. */
+		if (stat(mountpoint, &st) < 0) {
+			fprintf(stderr, PROG ": %s: %s\n", mountpoint, strerror(errno));
+			return 1;
+		}
+		maj = major(st.st_dev);
+		min = minor(st.st_dev);
 	}
-	if (!is_smbrdma_dev(major(st.st_dev), minor(st.st_dev))) {
+	if (!is_smbrdma_dev(maj, min)) {
 		fprintf(stderr, PROG ": %s is not an smbrdma mount\n", mountpoint);
 		return 1;
 	}
-	snprintf(path, sizeof(path), CTL_DIR "/%u:%u.sock", major(st.st_dev), minor(st.st_dev));
+	snprintf(path, sizeof(path), CTL_DIR "/%u:%u.sock", maj, min);
 	snprintf(request, sizeof(request), "%s %s\n", cmd, json ? "json" : "text");
 	rc = ask(path, request, &reply);
 	if (rc < 0) {
