@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from vmlab import is_mounted
+
 LAB_ENV = "/run/smbrdma-vm/lab.env"
 
 
@@ -80,16 +82,27 @@ def mountpoint(tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     yield mnt
-    if os.path.ismount(mnt):
+    # not os.path.ismount(): it stats the directory, which fails on a dead FUSE mount
+    if is_mounted(mnt):
         subprocess.run(["umount", str(mnt)], timeout=60)
-        if os.path.ismount(mnt):
+        if is_mounted(mnt):
             subprocess.run(["umount", "-l", str(mnt)], timeout=60)
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Run the lab checks first: when they fail, the rest is explained by them."""
+    """Run the lab checks first: when they fail, the rest is explained by them.  Then the
+    `rdma link delete rxe0` link-loss test, which leaves a clean new rxe0 but cannot run
+    after cifs.ko has used rxe0 (cifs.ko's cifsd hangs in smbd_destroy at unmount and its
+    rdma_cm id keeps the delete blocked for good).  Tests that take veth0 down go last: in the
+    6.1 guest kernel that leaves rxe0's connection manager deaf (see tests/vm/README.md)."""
     here = os.path.dirname(os.path.abspath(__file__))
+    linkloss = "test_smbrdma_linkloss.py::test_link_loss_fails_inflight_io_then_new_mount_works"
+    rank = {"test_lab.py": 0,
+            f"{linkloss}[rdma-link-delete]": 1,
+            f"{linkloss}[netdev-down]": 3,
+            "test_multichannel_mixed.py::test_rdma_link_down_fails_over_to_tcp": 4}
 
-    def first(item):
-        return 0 if str(item.path) == os.path.join(here, "test_lab.py") else 1
-    items.sort(key=first)
+    def key(item):
+        rel = os.path.relpath(str(item.path), here)
+        return rank.get(rel, rank.get(f"{rel}::{item.name}", 2))
+    items.sort(key=key)
