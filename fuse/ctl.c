@@ -27,6 +27,7 @@
 #include "common/evloop.h"
 #include "common/log.h"
 #include "fuse/ctl.h"
+#include "common/mountinfo.h"
 
 #define CTL_MAX_CONNS       16
 #define CTL_CONN_TIMEOUT_MS 5000
@@ -565,36 +566,10 @@ static void listen_event(struct ev_fd *f, uint32_t events, void *arg)
 
 int smb_mount_dev(const char *mountpoint, char *out, size_t cap)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[4096];
 	unsigned maj, min;
-	int rc = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char mnt[PATH_MAX], unesc[PATH_MAX];
-		size_t j = 0;
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3)
-			continue;
-		/* mountinfo writes ' ', '\t', '\n', '\\' as \ooo */
-		for (size_t i = 0; mnt[i] && j + 1 < sizeof(unesc); i++) {
-			if (mnt[i] == '\\' && mnt[i + 1] >= '0' && mnt[i + 1] <= '3' &&
-			    mnt[i + 2] && mnt[i + 3]) {
-				unesc[j++] = (char)(((mnt[i + 1] - '0') << 6) |
-				                    ((mnt[i + 2] - '0') << 3) | (mnt[i + 3] - '0'));
-				i += 3;
-			} else {
-				unesc[j++] = mnt[i];
-			}
-		}
-		unesc[j] = '\0';
-		if (strcmp(unesc, mountpoint) == 0) {
-			snprintf(out, cap, "%u:%u", maj, min); /* the last one is on top */
-			rc = 0;
-		}
-	}
-	fclose(f);
+	int rc = mountinfo_dev(mountpoint, &maj, &min);
+	if (rc == 0)
+		snprintf(out, cap, "%u:%u", maj, min);
 	return rc;
 }
 

@@ -22,6 +22,8 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include "common/mountinfo.h"
+
 #include "config.h"
 
 #define PROG      "smbrdmactl"
@@ -39,36 +41,32 @@ static void usage(FILE *out)
 	             "See smbrdmactl(8).\n");
 }
 
-/* Is some mount with device maj:min an smbrdma one?  Read from
- * /proc/self/mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS] - TYPE ...". */
-static bool is_smbrdma_dev(unsigned maj, unsigned min)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[8192];
-	bool found = false;
+struct dev_type {
+	unsigned maj, min;
+	bool found;
+};
 
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned a, b;
-		const char *sep = strstr(line, " - ");
-		char type[64];
-		if (sscanf(line, "%*u %*u %u:%u", &a, &b) != 2 || a != maj || b != min || !sep)
-			continue;
-		if (sscanf(sep + 3, "%63s", type) == 1 && strcmp(type, "fuse.smbrdma") == 0)
-			found = true;
-	}
-	fclose(f);
-	return found;
+static bool is_smbrdma(const struct mountinfo_ent *e, void *arg)
+{
+	struct dev_type *q = arg;
+	q->found = e->maj == q->maj && e->min == q->min && strcmp(e->fstype, "fuse.smbrdma") == 0;
+	return q->found;
 }
 
-/* The device of the topmost mount whose mount point is exactly path (made
- * absolute without touching it), from /proc/self/mountinfo.  No stat() of
- * the mount point: a dead daemon answers that with an error, and the stats
- * of a dead mount are exactly what one wants to see.  true if found. */
+/* Is some mount with device maj:min an smbrdma one? */
+static bool is_smbrdma_dev(unsigned maj, unsigned min)
+{
+	struct dev_type q = {.maj = maj, .min = min};
+	return mountinfo_each(is_smbrdma, &q) == 0 && q.found;
+}
+
+/* The device of the mount whose mount point is exactly path (made absolute
+ * without touching it).  No stat() of the mount point: a dead daemon
+ * answers that with an error, and the stats of a dead mount are exactly
+ * what one wants to see.  true if found. */
 static bool mount_dev_of(const char *path, unsigned *maj, unsigned *min)
 {
-	char want[2 * PATH_MAX + 2], cwd[PATH_MAX], line[8192];
+	char want[2 * PATH_MAX + 2], cwd[PATH_MAX];
 	if (strlen(path) >= PATH_MAX)
 		return false;
 	if (path[0] == '/')
@@ -80,36 +78,7 @@ static bool mount_dev_of(const char *path, unsigned *maj, unsigned *min)
 	size_t wl = strlen(want);
 	while (wl > 1 && want[wl - 1] == '/')
 		want[--wl] = '\0';
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	bool found = false;
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		char mnt[4096], unesc[4096];
-		unsigned a, b;
-		size_t j = 0;
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mnt) != 3)
-			continue;
-		/* mountinfo writes ' ', '\t', '\n', '\\' as \ooo */
-		for (size_t i = 0; mnt[i] && j + 1 < sizeof(unesc); i++) {
-			if (mnt[i] == '\\' && mnt[i + 1] >= '0' && mnt[i + 1] <= '3' &&
-			    mnt[i + 2] && mnt[i + 3]) {
-				unesc[j++] = (char)(((mnt[i + 1] - '0') << 6) |
-				                    ((mnt[i + 2] - '0') << 3) | (mnt[i + 3] - '0'));
-				i += 3;
-			} else {
-				unesc[j++] = mnt[i];
-			}
-		}
-		unesc[j] = '\0';
-		if (strcmp(unesc, want) == 0) {
-			*maj = a; /* the last one is on top */
-			*min = b;
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
+	return mountinfo_dev(want, maj, min) == 0;
 }
 
 /* Send one request line, read the whole reply into a malloc'd string.
