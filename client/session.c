@@ -653,6 +653,15 @@ static void chan_dead(void *arg, int err)
 	smb_mc_channel_died(ch->c, ch);
 }
 
+/* The channel for a request that is sent again: READ/WRITE as bulk (their
+ * size is not at hand here), the rest as small requests. */
+static struct smb_chan *pick_for(struct smb_client *c, const struct smb_req *req)
+{
+	uint16_t cmd = req->pdu[0].command;
+	bool bulk = cmd == SMB2_READ || cmd == SMB2_WRITE;
+	return smb_sched_pick(c, bulk ? SMB_SCHED_BULK : SMB_SCHED_META, bulk ? 65536 : 0);
+}
+
 /* From ch's death report (loop thread) or a send refused by its dead
  * transport (any thread): move a request that was in flight on
  * ch to a live channel, as a replay ([MS-SMB2] 3.2.4.1.1: the replay flag,
@@ -666,9 +675,7 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 	    __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
 		return false;
 	uint16_t cmd = req->pdu[0].command;
-	bool bulk = cmd == SMB2_READ || cmd == SMB2_WRITE;
-	struct smb_chan *to =
-	    smb_sched_pick(c, bulk ? SMB_SCHED_BULK : SMB_SCHED_META, bulk ? 65536 : 0);
+	struct smb_chan *to = pick_for(c, req);
 	bool none = !to || to == ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE);
 	if (none && !c->mc)
 		return false;
@@ -721,10 +728,7 @@ void smb_client_unpark(struct smb_client *c)
 	while (list) {
 		struct smb_req *req = list, *next = req->wnext;
 		req->wnext = NULL;
-		uint16_t cmd = req->pdu[0].command;
-		bool bulk = cmd == SMB2_READ || cmd == SMB2_WRITE;
-		struct smb_chan *to =
-		    smb_sched_pick(c, bulk ? SMB_SCHED_BULK : SMB_SCHED_META, bulk ? 65536 : 0);
+		struct smb_chan *to = pick_for(c, req);
 		/* A failed submit offers it to chan_orphan again: parked again. */
 		if (smb_conn_submit(to->conn, req) == 0) {
 			__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
