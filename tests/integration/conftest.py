@@ -53,6 +53,14 @@ def fuse_required():
 
 
 @pytest.fixture
+def need_fio():
+    """fio is a package the project installs (.ci/run), not a machine
+    feature: its absence fails the test rather than skipping it."""
+    import shutil
+    assert shutil.which("fio"), "fio is not installed (apt-get install fio; .ci/run does)"
+
+
+@pytest.fixture
 def samba_factory(root_required, request):
     """make(extra_global=[...], extra_share=[...]) -> a started SambaServer on
     127.0.0.1:<free port>, stopped after the test."""

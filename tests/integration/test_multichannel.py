@@ -94,17 +94,14 @@ def _kill_socket(port, sport):
                           timeout=10)
 
 
-def test_failover_channels_killed_mid_io(samba_factory, mount_factory, tmp_path):
+def test_failover_channels_killed_mid_io(samba_factory, mount_factory, need_fio, tmp_path):
     """fio writes and reads back with verification on 3 channels while the
     test kills a channel's connection every second (ss -K): every request
     in flight on a dead channel is replayed on a live one, nothing fails,
     no byte is wrong, and the lost channels are replaced."""
     import random
-    import shutil
     import subprocess
     import time
-    if not shutil.which("fio"):
-        pytest.skip("fio is not installed")
     srv = samba_factory(extra_global=MC_GLOBAL)
     m = mount_factory(srv, options=["max_channels=3"])
     if len(_channel_sockets(srv.port)) != 3:

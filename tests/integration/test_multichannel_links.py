@@ -11,11 +11,9 @@ not asserted here.)"""
 
 import json
 import os
-import shutil
 import subprocess
 import time
 
-import pytest
 
 from lib.mount import build_dir
 from lib.netns import netns_factory, rate_bits  # noqa: F401
@@ -68,12 +66,6 @@ def _bw_between(tmp_path, t0, t1):
             if t0 * 1000 <= ms < t1 * 1000:
                 vals.append(kib / 1024)
     return sum(vals) / len(vals) if vals else 0.0
-
-
-@pytest.fixture
-def need_fio():
-    if not shutil.which("fio"):
-        pytest.skip("fio is not installed")
 
 
 def test_link_down_mid_write_fails_over_and_rejoins(netns_factory, need_fio, tmp_path):
