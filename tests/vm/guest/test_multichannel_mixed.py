@@ -65,7 +65,7 @@ def test_rdma_link_down_fails_over_to_tcp(lab, tcp_addr, tmp_path):
     assert [c["transport"] for c in st["channels"]].count("rdma") >= 1, st
     src = tmp_path / "src.bin"
     with open(src, "wb") as f:
-        f.write(os.urandom(96 << 20))
+        f.write(os.urandom(256 << 20))
     result = {}
 
     def writer():
@@ -73,15 +73,28 @@ def test_rdma_link_down_fails_over_to_tcp(lab, tcp_addr, tmp_path):
                            capture_output=True, text=True, timeout=600)
         result["rc"], result["err"] = p.returncode, p.stderr
 
+    def rdma_moved():
+        return sum(c["rdma_read_bytes"] for c in stats(mnt)["channels"]
+                   if c["transport"] == "rdma")
+
     t = threading.Thread(target=writer)
     try:
         t.start()
-        time.sleep(2)
+        # Cut the link once the RDMA channels carry the write, not after a
+        # fixed sleep: how far a write gets in N seconds varies too much
+        # under TCG (a 96 MiB write once finished before a 2 s cut).
+        deadline = time.monotonic() + 120
+        while rdma_moved() < (16 << 20):
+            assert t.is_alive(), "the write ended before any RDMA traffic: " + str(result)
+            assert time.monotonic() < deadline, "no RDMA traffic within 120 s"
+            time.sleep(0.1)
         # veth0 and veth1 are one pair: both RDMA links go; veth2 stays.
         run(["ip", "link", "set", lab.rxe_netdev, "down"])
+        cut_while_writing = t.is_alive()
         t.join(600)
         assert not t.is_alive(), "the write hung after the RDMA link went down"
         assert result["rc"] == 0, result["err"]
+        assert cut_while_writing, "the write finished before the link went down"
         st = stats(mnt)
         print(json.dumps(st["channels"], indent=1))
         assert sha256_file(os.path.join(lab.share_path, "fo.bin")) == sha256_file(src)
