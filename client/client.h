@@ -34,6 +34,8 @@
 struct smb_client;
 struct ev_loop;
 
+enum { SMB_SEC_NTLMSSP = 0, SMB_SEC_KRB5 = 1 };
+
 struct smb_client_opts {
 	const char *host; /* name or address */
 	uint16_t port;    /* 0 = 445 */
@@ -43,7 +45,12 @@ struct smb_client_opts {
 	const char *domain;          /* NULL = "" */
 	uint16_t min_dialect;        /* 0 = 0x0202 */
 	uint16_t max_dialect;        /* 0 = 0x0311 */
-	bool require_signing;        /* sign even if the server does not demand it */
+	bool require_signing;        /* sign even if the server does not demand it (`sign`) */
+	bool require_encryption;     /* `seal`: encrypt everything; fail the mount when the
+	                                server cannot encrypt */
+	int sec;                     /* SMB_SEC_NTLMSSP (default) or SMB_SEC_KRB5 */
+	const char *keytab;          /* sec=krb5: client keytab; NULL = the caller's
+	                                credential cache (KRB5CCNAME) */
 	unsigned timeout_ms;         /* per request; 0 = 60000 */
 	unsigned connect_timeout_ms; /* 0 = 15000 */
 	bool rdma;                   /* carry the channel over SMB Direct instead of TCP */
@@ -69,6 +76,8 @@ struct smb_client_info {
 	uint16_t dialect;
 	bool signing;
 	uint16_t signing_alg;
+	bool encryption;              /* session or share traffic is sealed */
+	uint16_t cipher;              /* SMB2_ENCRYPTION_AES*; 0 when nothing is sealed */
 	uint32_t max_read, max_write; /* bytes per READ/WRITE request */
 	uint32_t share_type;
 };

@@ -64,6 +64,7 @@ struct smb_client {
 	uint32_t share_type;
 	struct smb_signing signing; /* Session.SigningKey */
 	uint8_t session_key[16];    /* Session.SessionKey (binding may need it) */
+	struct smb_crypt crypt;     /* Session.EncryptionKey/DecryptionKey, cipher */
 	bool guest;
 	bool closing;              /* atomic: smb_client_destroy() began */
 	uint16_t channel_sequence; /* Session.ChannelSequence (atomic) */
@@ -82,6 +83,13 @@ struct smb_client {
 	} regions[SMB_CLIENT_MAX_REGIONS];
 	int nregions;
 };
+
+/* Is the session sealing its requests (so no RDMA offload: the payload
+ * must travel inside the encrypted message)? */
+static inline bool smb_client_sealed(struct smb_client *c)
+{
+	return __atomic_load_n(&c->crypt.active, __ATOMIC_ACQUIRE);
+}
 
 /* A request to this client's tree on the channel the scheduler picks for a
  * small (metadata) request. */

@@ -214,11 +214,21 @@ static void req_prepare_locked(struct smb_conn *c, struct smb_req *req)
 	}
 }
 
-/* Does this request go out signed (and must its answer be)? */
+/* Does this request go out encrypted?  Never SESSION_SETUP (a binding is
+ * signed), nor anything before the session has keys. */
+static bool req_sealable(const struct smb_conn *c, const struct smb_req *req)
+{
+	const struct smb_crypt *k = c->crypt;
+	return k && __atomic_load_n(&k->active, __ATOMIC_ACQUIRE) && k->have_key &&
+	       req->session_id == k->session_id && req->pdu[0].command != SMB2_SESSION_SETUP;
+}
+
+/* Does this request go out signed (and must its answer be)?  An encrypted
+ * one is not signed: the AEAD tag covers it. */
 static bool req_signed(const struct smb_conn *c, const struct smb_req *req)
 {
 	const struct smb_signing *s = c->signing;
-	return s && s->have_key && !req->no_sign && req->session_id &&
+	return s && s->have_key && !req->no_sign && !req->sealed && req->session_id &&
 	       (s->active || req->force_sign);
 }
 
@@ -262,6 +272,86 @@ static void req_build_tx(struct smb_req *req)
 	tx->arg = req;
 }
 
+/* Replace the built tx by one TRANSFORM message ([MS-SMB2] 3.2.4.1.8):
+ * header, then the whole chain (payloads included) encrypted as one. */
+static int req_seal(struct smb_conn *c, struct smb_req *req)
+{
+	struct smb_crypt *k = c->crypt;
+	struct smb_txbuf *tx = req->tx;
+	size_t total = tx->len;
+	if (total > UINT32_MAX - SMB2_TRANSFORM_HDR_SIZE)
+		return -EMSGSIZE;
+	talloc_free(req->sealbuf[req->txi]);
+	uint8_t *b = talloc_size(req, SMB2_TRANSFORM_HDR_SIZE + total);
+	req->sealbuf[req->txi] = b;
+	if (!b)
+		return -ENOMEM;
+	uint8_t *m = b + SMB2_TRANSFORM_HDR_SIZE;
+	for (int i = 0; i < tx->iovcnt; i++) {
+		memcpy(m, tx->iov[i].iov_base, tx->iov[i].iov_len);
+		m += tx->iov[i].iov_len;
+	}
+	struct smb2_transform_hdr th = {
+	    .original_size = (uint32_t)total,
+	    .flags = SMB2_TRANSFORM_FLAG_ENCRYPTED,
+	    .session_id = k->session_id,
+	};
+	uint64_t n = __atomic_fetch_add(&k->nonce_ctr, 1, __ATOMIC_RELAXED);
+	smb_put_le64(th.nonce, n);
+	memcpy(th.nonce + 8, k->salt, smb_cipher_nonce_len(k->cipher) - 8);
+	smb2_transform_hdr_encode(b, &th);
+	uint8_t tag[16];
+	int err = smb_aead_encrypt(k->cipher, k->enc_key, th.nonce, b + SMB2_TRANSFORM_AAD_OFF,
+	                           SMB2_TRANSFORM_HDR_SIZE - SMB2_TRANSFORM_AAD_OFF,
+	                           b + SMB2_TRANSFORM_HDR_SIZE, total, tag);
+	if (err)
+		return err;
+	memcpy(b + 4, tag, 16);
+	tx->iov[0].iov_base = b;
+	tx->iov[0].iov_len = SMB2_TRANSFORM_HDR_SIZE + total;
+	tx->iovcnt = 1;
+	tx->len = SMB2_TRANSFORM_HDR_SIZE + total;
+	return 0;
+}
+
+/* A received TRANSFORM message: decrypt it in place.  On success *plain
+ * points at the SMB2 message(s) inside msg. */
+static int conn_unseal(struct smb_conn *c, uint8_t *msg, size_t len, uint8_t **plain,
+                       size_t *plain_len)
+{
+	struct smb2_transform_hdr th;
+	const struct smb_crypt *k = c->crypt;
+	int err = smb2_transform_hdr_decode(msg, len, &th);
+	if (err) {
+		smb_err("%s: malformed TRANSFORM header (%s)", c->peer,
+		        err == -EPROTO ? "unknown flags" : "bad length");
+		return -EBADMSG;
+	}
+	if (!k || !k->have_key) {
+		smb_err("%s: server sent an encrypted message, and the session has no "
+		        "encryption keys",
+		        c->peer);
+		return -EPROTO;
+	}
+	if (th.session_id != k->session_id) {
+		smb_err("%s: encrypted message for session 0x%llx, ours is 0x%llx", c->peer,
+		        (unsigned long long)th.session_id, (unsigned long long)k->session_id);
+		return -EPROTO;
+	}
+	err = smb_aead_decrypt(k->cipher, k->dec_key, th.nonce, msg + SMB2_TRANSFORM_AAD_OFF,
+	                       SMB2_TRANSFORM_HDR_SIZE - SMB2_TRANSFORM_AAD_OFF,
+	                       msg + SMB2_TRANSFORM_HDR_SIZE, th.original_size, th.signature);
+	if (err) {
+		smb_err("%s: an encrypted message failed to decrypt (%s)", c->peer,
+		        err == -EBADMSG ? "bad authentication tag: wrong key or tampering"
+		                        : strerror(-err));
+		return -EIO;
+	}
+	*plain = msg + SMB2_TRANSFORM_HDR_SIZE;
+	*plain_len = th.original_size;
+	return 0;
+}
+
 static bool conn_gone(int err)
 {
 	return err == -ECONNABORTED || err == -ECONNRESET || err == -ENOTCONN || err == -EPIPE;
@@ -280,9 +370,14 @@ static bool offer_orphan(struct smb_conn *c, struct smb_req *req, int err)
  * (the caller owns it again); if someone else already completed it, 0. */
 static int req_send(struct smb_conn *c, struct smb_req *req)
 {
-	int err = req_sign(c, req);
+	req->sealed = req_sealable(c, req);
+	int err = req->sealed ? 0 : req_sign(c, req);
 	if (!err) {
 		req_build_tx(req);
+		if (req->sealed)
+			err = req_seal(c, req);
+	}
+	if (!err) {
 		smb_req_get(req); /* for the transport */
 		__atomic_add_fetch(&c->st_requests, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&c->st_bytes_sent, req->tx->len, __ATOMIC_RELAXED);
@@ -488,21 +583,24 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 
 	__atomic_add_fetch(&c->st_bytes_received, len + 4, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->last_rx_ms, ev_now_ms(), __ATOMIC_RELAXED);
-	if (len >= 4 && smb_le32(msg) == SMB2_TRANSFORM_ID) {
-		talloc_free(msg);
-		conn_fatal(c, "server sent an encrypted message, and encryption is not negotiated");
-		return;
+	/* msg stays the talloc handle; buf/len are what is parsed. */
+	uint8_t *buf = msg;
+	bool sealed = len >= 4 && smb_le32(msg) == SMB2_TRANSFORM_ID;
+	if (sealed && conn_unseal(c, msg, len, &buf, &len) < 0) {
+		talloc_unlink(NULL, msg);
+		conn_fatal(c, "undecryptable message from server");
+		goto complete;
 	}
 	size_t off = 0;
 	while (off < len) {
-		ssize_t plen = smb2_compound_next(msg, len, off);
+		ssize_t plen = smb2_compound_next(buf, len, off);
 		struct smb2_hdr h;
-		if (plen < 0 || smb2_hdr_decode(msg + off, (size_t)plen, &h) < 0) {
+		if (plen < 0 || smb2_hdr_decode(buf + off, (size_t)plen, &h) < 0) {
 			talloc_unlink(NULL, msg);
 			conn_fatal(c, "malformed SMB2 header or compound chain from server");
 			goto complete;
 		}
-		const uint8_t *pdu_bytes = msg + off;
+		const uint8_t *pdu_bytes = buf + off;
 		off += (size_t)plen;
 		if (!(h.flags & SMB2_FLAGS_SERVER_TO_REDIR)) {
 			smb_warn("%s: ignoring a message without the response flag", c->peer);
@@ -550,7 +648,13 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 		struct smb_req *req = p->req;
 		const struct smb_signing *s = c->signing;
 		bool was_signed = req_signed(c, req);
-		if (was_signed && !req->no_verify) {
+		if (req->sealed && !sealed) {
+			smb_err("%s: %s response (MessageId %llu) came unencrypted on an "
+			        "encrypted session; failing the request with EIO",
+			        c->peer, smb2_command_str(h.command),
+			        (unsigned long long)h.message_id);
+			req->err = -EIO;
+		} else if (was_signed && !sealed && !req->no_verify) {
 			if (!(h.flags & SMB2_FLAGS_SIGNED)) {
 				smb_err("%s: %s response (MessageId %llu) is not signed on a "
 				        "signed session; failing the request with EIO",

@@ -42,6 +42,21 @@ struct smb_signing {
 	uint8_t key[16];
 };
 
+/* Encryption state of one session, shared by all its channels ([MS-SMB2]
+ * 3.1.4.3).  Written by session set-up / tree connect before `active` is
+ * set (release) and read-only after, except nonce_ctr (atomic).  Nonces
+ * are the counter (little-endian, 8 bytes) then the random salt, so none
+ * repeats under one key however many channels send. */
+struct smb_crypt {
+	bool active;     /* seal every request that carries the session id */
+	bool have_key;   /* keys valid (requests with force_seal) */
+	uint16_t cipher; /* SMB2_ENCRYPTION_* */
+	uint64_t session_id;
+	uint8_t enc_key[32], dec_key[32];
+	uint8_t salt[4];
+	uint64_t nonce_ctr;
+};
+
 struct smb_pdu {
 	uint8_t *buf; /* header + body (+ pad), owned by the req */
 	size_t len;
@@ -70,6 +85,7 @@ struct smb_req {
 	bool no_sign;        /* session setup: never sign this request */
 	bool force_sign;     /* sign even when signing is not active (3.1.1 TREE_CONNECT) */
 	bool no_verify;      /* caller verifies response signatures itself */
+	bool sealed;         /* went out encrypted: its answer must come so */
 	bool replay;         /* resent after its channel died: SMB2_FLAGS_REPLAY_OPERATION */
 	bool no_replay;      /* channel-bound (session setup): never move it */
 	uint16_t sent_seq;   /* ChannelSequence it went out with */
@@ -90,6 +106,7 @@ struct smb_req {
 	bool tx_busy[2];
 	int txi;
 	struct smb_txbuf *tx;  /* the one of the latest send */
+	uint8_t *sealbuf[2];   /* TRANSFORM + ciphertext behind txs[i] (talloc) */
 	struct smb_req *wnext; /* credit wait queue, conn->lock */
 	struct smb_req *dnext; /* completion list, loop thread */
 	const void *last_rx;   /* receive buffer last referenced, loop thread */
@@ -111,6 +128,7 @@ struct smb_conn {
 	unsigned timeout_ms;
 	bool large_mtu;                      /* dialect >= 2.1 with LARGE_MTU: credit charges */
 	struct smb_signing *signing;         /* the session's; NULL before session setup */
+	struct smb_crypt *crypt;             /* the session's; NULL before session setup */
 	void (*on_dead)(void *arg, int err); /* optional, loop thread */
 	void *on_dead_arg;
 	/* Optional, loop thread, from the death report, before on_dead: offered

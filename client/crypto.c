@@ -37,6 +37,7 @@ static struct {
 	EVP_MAC *hmac;
 	EVP_MAC *cmac;
 	EVP_CIPHER *aes128gcm;
+	EVP_CIPHER *aead[4]; /* SMB2_ENCRYPTION_AES128_CCM.. AES256_GCM, minus 1 */
 	EVP_CIPHER *rc4;
 	/* Keyed with a dummy key and never used directly: each call dups one
 	 * and re-keys the copy, which skips the by-name algorithm lookup that
@@ -107,6 +108,15 @@ static void crypto_do_init(void)
 	crypto.cmac = EVP_MAC_fetch(crypto.libctx, "CMAC", NULL);
 	crypto.aes128gcm = EVP_CIPHER_fetch(crypto.libctx, "AES-128-GCM", NULL);
 	crypto.rc4 = EVP_CIPHER_fetch(crypto.libctx, "RC4", NULL);
+	static const char *const aead_names[4] = {"AES-128-CCM", "AES-128-GCM", "AES-256-CCM",
+	                                          "AES-256-GCM"};
+	for (int i = 0; i < 4; i++) {
+		crypto.aead[i] = EVP_CIPHER_fetch(crypto.libctx, aead_names[i], NULL);
+		if (!crypto.aead[i]) {
+			crypto.init_rc = ossl_fail("fetching the SMB3 ciphers");
+			return;
+		}
+	}
 	if (!crypto.md4 || !crypto.md5 || !crypto.sha512 || !crypto.hmac || !crypto.cmac ||
 	    !crypto.aes128gcm || !crypto.rc4) {
 		crypto.init_rc = ossl_fail("fetching algorithms");
@@ -316,6 +326,102 @@ int smb_aes_gmac(const uint8_t key[16], const uint8_t nonce[12], const struct io
 fail:
 	EVP_CIPHER_CTX_free(ctx);
 	return ossl_fail("AES-128-GMAC");
+}
+
+size_t smb_cipher_key_len(uint16_t cipher)
+{
+	switch (cipher) {
+	case SMB2_ENCRYPTION_AES128_CCM:
+	case SMB2_ENCRYPTION_AES128_GCM:
+		return 16;
+	case SMB2_ENCRYPTION_AES256_CCM:
+	case SMB2_ENCRYPTION_AES256_GCM:
+		return 32;
+	}
+	return 0;
+}
+
+size_t smb_cipher_nonce_len(uint16_t cipher)
+{
+	switch (cipher) {
+	case SMB2_ENCRYPTION_AES128_CCM:
+	case SMB2_ENCRYPTION_AES256_CCM:
+		return 11;
+	case SMB2_ENCRYPTION_AES128_GCM:
+	case SMB2_ENCRYPTION_AES256_GCM:
+		return 12;
+	}
+	return 0;
+}
+
+/* One AEAD pass in place.  CCM must see the total length before the AAD and
+ * the data in a single update; GCM does not mind either way. */
+static int aead(bool enc, uint16_t cipher, const uint8_t *key, const uint8_t *nonce,
+                const uint8_t *aad, size_t aadlen, uint8_t *buf, size_t len, uint8_t tag[16])
+{
+	size_t nlen = smb_cipher_nonce_len(cipher);
+	bool ccm = nlen == 11;
+	int outl = 0, rc = smb_crypto_init();
+
+	if (rc)
+		return rc;
+	if (!nlen || len > INT_MAX || aadlen > INT_MAX || (len && !buf))
+		return -EINVAL;
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	if (!ctx)
+		return ossl_fail("AEAD context");
+	EVP_CIPHER *alg = crypto.aead[cipher - 1];
+	if (EVP_CipherInit_ex2(ctx, alg, NULL, NULL, enc, NULL) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, (int)nlen, NULL) != 1)
+		goto fail;
+	if (ccm && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16, enc ? NULL : tag) != 1)
+		goto fail;
+	if (EVP_CipherInit_ex2(ctx, NULL, key, nonce, enc, NULL) != 1)
+		goto fail;
+	if (ccm && EVP_CipherUpdate(ctx, NULL, &outl, NULL, (int)len) != 1)
+		goto fail;
+	if (aadlen && EVP_CipherUpdate(ctx, NULL, &outl, aad, (int)aadlen) != 1)
+		goto fail;
+	if (len && EVP_CipherUpdate(ctx, buf, &outl, buf, (int)len) != 1) {
+		if (!enc && ccm)
+			goto bad_tag; /* CCM checks the tag here */
+		goto fail;
+	}
+	if (!ccm && !enc && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16, tag) != 1)
+		goto fail;
+	if (!ccm || enc) {
+		uint8_t scratch[32];
+		if (EVP_CipherFinal_ex(ctx, scratch, &outl) != 1) {
+			if (!enc)
+				goto bad_tag;
+			goto fail;
+		}
+	}
+	if (enc && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag) != 1)
+		goto fail;
+	EVP_CIPHER_CTX_free(ctx);
+	return 0;
+bad_tag:
+	ERR_clear_error();
+	EVP_CIPHER_CTX_free(ctx);
+	return -EBADMSG;
+fail:
+	EVP_CIPHER_CTX_free(ctx);
+	return ossl_fail(enc ? "encryption" : "decryption");
+}
+
+int smb_aead_encrypt(uint16_t cipher, const uint8_t *key, const uint8_t *nonce, const uint8_t *aad,
+                     size_t aadlen, uint8_t *buf, size_t len, uint8_t tag[16])
+{
+	return aead(true, cipher, key, nonce, aad, aadlen, buf, len, tag);
+}
+
+int smb_aead_decrypt(uint16_t cipher, const uint8_t *key, const uint8_t *nonce, const uint8_t *aad,
+                     size_t aadlen, uint8_t *buf, size_t len, const uint8_t tag[16])
+{
+	uint8_t t[16];
+	memcpy(t, tag, 16);
+	return aead(false, cipher, key, nonce, aad, aadlen, buf, len, t);
 }
 
 int smb_rc4(const uint8_t *key, size_t keylen, const uint8_t *in, uint8_t *out, size_t len)

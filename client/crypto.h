@@ -35,6 +35,19 @@ int smb_aes_gmac(const uint8_t key[16], const uint8_t nonce[12], const struct io
 /* RC4 (NTLM key exchange): out may equal in. */
 int smb_rc4(const uint8_t *key, size_t keylen, const uint8_t *in, uint8_t *out, size_t len);
 
+/* SMB3 encryption ([MS-SMB2] 3.1.4.3): AES-128/256-CCM (11-byte nonce) and
+ * AES-128/256-GCM (12-byte nonce), 16-byte tag, in place over buf.
+ *   cipher: SMB2_ENCRYPTION_AES128_CCM .. SMB2_ENCRYPTION_AES256_GCM
+ *   key:    smb_cipher_key_len(cipher) bytes
+ * decrypt returns -EBADMSG (not logged) when the tag does not verify; buf
+ * then holds garbage. */
+size_t smb_cipher_key_len(uint16_t cipher);   /* 0 for an unknown cipher */
+size_t smb_cipher_nonce_len(uint16_t cipher); /* 0 for an unknown cipher */
+int smb_aead_encrypt(uint16_t cipher, const uint8_t *key, const uint8_t *nonce, const uint8_t *aad,
+                     size_t aadlen, uint8_t *buf, size_t len, uint8_t tag[16]);
+int smb_aead_decrypt(uint16_t cipher, const uint8_t *key, const uint8_t *nonce, const uint8_t *aad,
+                     size_t aadlen, uint8_t *buf, size_t len, const uint8_t tag[16]);
+
 /* [MS-SMB2] 3.1.4.2: SP800-108 counter-mode KDF with HMAC-SHA256, r=32,
  * L = outlen*8.  Label and context are passed with their terminating NULs
  * where the spec says so (the caller includes them in the lengths). */

@@ -94,7 +94,8 @@ static void pool_put(struct smb_offload_pool *p, uint8_t *b)
 
 bool smb_offload_wanted(const struct smb_chan *ch, size_t len)
 {
-	return ch->pool.mem && len > ch->c->rdma_threshold && len <= ch->pool.bufsize;
+	return ch->pool.mem && len > ch->c->rdma_threshold && len <= ch->pool.bufsize &&
+	       !smb_client_sealed(ch->c);
 }
 
 /* One offloaded I/O.  Allocated apart from the request: it outlives it until
@@ -342,7 +343,7 @@ int smb_offload_write_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t
                            const void *data, size_t len, smb_write_cb cb, void *arg)
 {
 	if (!ch->pool.mem || len <= ch->c->rdma_threshold || len > ch->max_write ||
-	    !in_region(ch, data, len))
+	    smb_client_sealed(ch->c) || !in_region(ch, data, len))
 		return -EAGAIN;
 	struct oio *o = calloc(1, sizeof(*o));
 	if (!o)

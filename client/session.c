@@ -128,6 +128,14 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 	nr.signing_algs[1] = SMB2_SIGNING_AES_CMAC;
 	nr.signing_algs[2] = SMB2_SIGNING_HMAC_SHA256;
 	nr.signing_alg_count = 3;
+	/* Preference order; the server picks from its own list. */
+	nr.ciphers[0] = SMB2_ENCRYPTION_AES128_GCM;
+	nr.ciphers[1] = SMB2_ENCRYPTION_AES128_CCM;
+	nr.ciphers[2] = SMB2_ENCRYPTION_AES256_GCM;
+	nr.ciphers[3] = SMB2_ENCRYPTION_AES256_CCM;
+	nr.cipher_count = 4;
+	if (hi >= SMB2_DIALECT_0300)
+		nr.capabilities |= SMB2_GLOBAL_CAP_ENCRYPTION; /* 3.0 / 3.0.2 */
 
 	struct smb_req *req = smb_chan_req(ch, mem);
 	if (!req)
@@ -266,6 +274,37 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 		preauth_update(ch->preauth, p->buf, p->len);
 		preauth_update(ch->preauth, p->rsp, p->rsp_len);
 	}
+	/* [MS-SMB2] 3.2.5.2: 3.1.1 names the cipher in a context; 3.0.x
+	 * servers that can encrypt say so by a capability, and use CCM. */
+	uint16_t cipher = 0;
+	if (c->dialect == SMB2_DIALECT_0311 && rsp.cipher_seen)
+		cipher = rsp.cipher;
+	else if (c->dialect >= SMB2_DIALECT_0300 && c->dialect < SMB2_DIALECT_0311 &&
+	         (rsp.capabilities & SMB2_GLOBAL_CAP_ENCRYPTION))
+		cipher = SMB2_ENCRYPTION_AES128_CCM;
+	if (cipher && !smb_cipher_key_len(cipher)) {
+		smb_warn("%s chose cipher 0x%04x, which was not offered; no encryption",
+		         ch->conn->peer, cipher);
+		cipher = 0;
+	}
+	if (primary) {
+		c->crypt.cipher = cipher;
+		if (o->require_encryption && !cipher) {
+			set_err(errbuf, errlen,
+			        "seal: %s cannot encrypt (SMB %s, %s); mount without seal or "
+			        "enable SMB3 encryption on the server",
+			        c->host, smb2_dialect_str(c->dialect),
+			        c->dialect < SMB2_DIALECT_0300 ? "SMB2 has no encryption"
+			                                       : "no cipher in common");
+			smb_req_put(req);
+			return -EPROTONOSUPPORT;
+		}
+	} else if (cipher != c->crypt.cipher) {
+		set_err(errbuf, errlen, "%s chose cipher %s on a new channel, %s on the first",
+		        ch->conn->peer, smb2_cipher_str(cipher), smb2_cipher_str(c->crypt.cipher));
+		smb_req_put(req);
+		return -EPROTO;
+	}
 	if (primary)
 		c->signing.alg = alg;
 	else if (alg != c->signing.alg) {
@@ -308,6 +347,60 @@ static int derive_signing_key(uint16_t dialect, const uint8_t key16[16], const u
 	static const uint8_t label[] = "SMB2AESCMAC";
 	static const uint8_t ctx[] = "SmbSign";
 	return smb_kdf(key16, 16, label, sizeof(label), ctx, sizeof(ctx), out, 16);
+}
+
+/* [MS-SMB2] 3.2.5.3.1: Session.EncryptionKey (client to server) and
+ * DecryptionKey.  AES-256 ciphers derive 32 bytes from the whole session
+ * key (Session.FullSessionKey); the others 16 from its first 16 bytes. */
+static int derive_cipher_keys(uint16_t dialect, uint16_t cipher, const uint8_t *key, size_t keylen,
+                              const uint8_t preauth[64], uint8_t enc[32], uint8_t dec[32])
+{
+	size_t klen = smb_cipher_key_len(cipher);
+	uint8_t k16[16] = {0};
+	if (!klen)
+		return -EINVAL;
+	if (klen == 16 || keylen < 16) {
+		memcpy(k16, key, keylen < 16 ? keylen : 16);
+		key = k16;
+		keylen = 16;
+	}
+	int err;
+	if (dialect == SMB2_DIALECT_0311) {
+		static const uint8_t c2s[] = "SMBC2SCipherKey", s2c[] = "SMBS2CCipherKey";
+		err = smb_kdf(key, keylen, c2s, sizeof(c2s), preauth, 64, enc, klen);
+		if (!err)
+			err = smb_kdf(key, keylen, s2c, sizeof(s2c), preauth, 64, dec, klen);
+	} else {
+		static const uint8_t label[] = "SMB2AESCCM";
+		static const uint8_t in[] = "ServerIn ", out[] = "ServerOut";
+		err = smb_kdf(key, keylen, label, sizeof(label), in, sizeof(in), enc, klen);
+		if (!err)
+			err =
+			    smb_kdf(key, keylen, label, sizeof(label), out, sizeof(out), dec, klen);
+	}
+	memset(k16, 0, sizeof(k16));
+	return err;
+}
+
+/* Start sealing every request of the session (loop thread or set-up). */
+static void crypt_activate(struct smb_client *c, const char *why)
+{
+	if (__atomic_load_n(&c->crypt.active, __ATOMIC_ACQUIRE))
+		return;
+	/* No RDMA offload from now on: READ/WRITE sizes are what fits inline. */
+	for (int i = 0; i < c->nchans; i++) {
+		struct smb_chan *ch = c->chans[i];
+		if (ch->inline_max_read && ch->max_read > ch->inline_max_read)
+			ch->max_read = ch->inline_max_read;
+		if (ch->inline_max_write && ch->max_write > ch->inline_max_write)
+			ch->max_write = ch->inline_max_write;
+		if (i == 0) {
+			c->max_read = ch->max_read;
+			c->max_write = ch->max_write;
+		}
+	}
+	__atomic_store_n(&c->crypt.active, true, __ATOMIC_RELEASE);
+	smb_info("%s: encrypting with %s (%s)", c->host, smb2_cipher_str(c->crypt.cipher), why);
 }
 
 static const char *logon_hint(uint32_t st)
@@ -502,8 +595,8 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 		err = smb_auth_session_key(auth, skey, &skey_len);
 		if (!err)
 			memcpy(key16, skey, skey_len < 16 ? skey_len : 16);
-		memset(skey, 0, sizeof(skey));
 		if (binding) {
+			memset(skey, 0, sizeof(skey));
 			/* [MS-SMB2] 3.2.5.3.3 */
 			if (!err && (guest || !(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
 				set_err(errbuf, errlen, "%s answered the channel binding %s",
@@ -521,6 +614,13 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 			if (err)
 				return err;
 			ch->conn->signing = &ch->signing;
+			ch->conn->crypt = &c->crypt;
+			if (smb_client_sealed(c)) {
+				if (ch->inline_max_read && ch->max_read > ch->inline_max_read)
+					ch->max_read = ch->inline_max_read;
+				if (ch->inline_max_write && ch->max_write > ch->inline_max_write)
+					ch->max_write = ch->inline_max_write;
+			}
 			smb_info("%s: channel bound to session 0x%llx", ch->conn->peer,
 			         (unsigned long long)c->session_id);
 			return 0;
@@ -531,6 +631,15 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 			err = derive_signing_key(c->dialect, key16, hash, c->signing.key);
 			c->signing.have_key = !err;
 		}
+		if (!err && !guest && c->crypt.cipher) {
+			err = derive_cipher_keys(c->dialect, c->crypt.cipher, skey, skey_len, hash,
+			                         c->crypt.enc_key, c->crypt.dec_key);
+			c->crypt.session_id = c->session_id;
+			if (!err)
+				err = smb_random_bytes(c->crypt.salt, sizeof(c->crypt.salt));
+			c->crypt.have_key = !err;
+		}
+		memset(skey, 0, sizeof(skey));
 		memset(key16, 0, sizeof(key16));
 		bool must_sign =
 		    sign || (c->server_security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
@@ -559,6 +668,27 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 				err = -EACCES;
 			} else {
 				c->signing.active = true;
+			}
+		}
+		bool want_seal =
+		    o->require_encryption || (ssr.session_flags & SMB2_SESSION_FLAG_ENCRYPT_DATA);
+		if (!err && want_seal) {
+			if (guest) {
+				set_err(errbuf, errlen,
+				        "%s logged us on as guest, and guest sessions cannot be "
+				        "encrypted",
+				        c->host);
+				err = -EACCES;
+			} else if (!c->crypt.have_key) {
+				set_err(errbuf, errlen,
+				        "%s requires encryption for the session, but no cipher was "
+				        "negotiated (SMB %s)",
+				        c->host, smb2_dialect_str(c->dialect));
+				err = -EPROTONOSUPPORT;
+			} else {
+				crypt_activate(c, o->require_encryption
+				                      ? "seal"
+				                      : "the server requires it for the session");
 			}
 		}
 		c->guest = guest;
@@ -630,11 +760,18 @@ static int do_tree_connect(struct smb_client *c, void *mem, char *errbuf, size_t
 		set_err(errbuf, errlen, "share '%s' on %s is not a disk share", c->share, c->host);
 		return -ENOTDIR;
 	}
-	if (trs.share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA) {
-		set_err(errbuf, errlen,
-		        "share '%s' on %s requires encryption, which this build cannot do yet",
-		        c->share, c->host);
-		return -EPROTONOSUPPORT;
+	if ((trs.share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA) && !smb_client_sealed(c)) {
+		/* One tree per mount: sealing the whole session is sealing it. */
+		if (!c->crypt.have_key) {
+			set_err(errbuf, errlen,
+			        "share '%s' on %s requires encryption, but %s (SMB %s)", c->share,
+			        c->host,
+			        c->guest ? "a guest session cannot encrypt"
+			                 : "no cipher was negotiated",
+			        smb2_dialect_str(c->dialect));
+			return -EPROTONOSUPPORT;
+		}
+		crypt_activate(c, "the share requires it");
 	}
 	return 0;
 }
@@ -941,6 +1078,7 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	if (err)
 		goto fail;
 	c->conn->signing = &c->signing;
+	c->conn->crypt = &c->crypt;
 	err = smb_chan_session_setup(c, c->chans[0], o, false, blob, blob_len, mem, errbuf, errlen);
 	if (err)
 		goto fail;
@@ -952,8 +1090,10 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 		goto fail;
 	}
 	talloc_free(mem);
-	smb_info("mounted %s (SMB %s, signing %s)", c->unc, smb2_dialect_str(c->dialect),
-	         c->signing.active ? "on" : "off");
+	smb_info("mounted %s (SMB %s, signing %s, encryption %s)", c->unc,
+	         smb2_dialect_str(c->dialect),
+	         c->signing.active ? smb2_signing_alg_str(c->signing.alg) : "off",
+	         smb_client_sealed(c) ? smb2_cipher_str(c->crypt.cipher) : "off");
 	*out = c;
 	return 0;
 fail:
@@ -992,6 +1132,7 @@ void smb_client_destroy(struct smb_client *c)
 		ev_loop_free(c->loop);
 	memset(&c->signing, 0, sizeof(c->signing));
 	memset(c->session_key, 0, sizeof(c->session_key));
+	memset(&c->crypt, 0, sizeof(c->crypt));
 	pthread_mutex_destroy(&c->chans_lock);
 	pthread_mutex_destroy(&c->park_lock);
 	talloc_free(c);
@@ -1067,6 +1208,8 @@ void smb_client_get_info(struct smb_client *c, struct smb_client_info *out)
 	out->dialect = c->dialect;
 	out->signing = c->signing.active;
 	out->signing_alg = c->signing.alg;
+	out->encryption = smb_client_sealed(c);
+	out->cipher = out->encryption ? c->crypt.cipher : 0;
 	out->max_read = c->max_read;
 	out->max_write = c->max_write;
 	out->share_type = c->share_type;

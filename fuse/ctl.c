@@ -217,7 +217,8 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 	if (cmd == CTL_DEBUG) {
 		json_kstr(o, &first, "signing_algorithm",
 		          st->signing ? smb2_signing_alg_str(info->signing_alg) : "none");
-		json_kbool(o, &first, "encryption", false); /* the engine does not seal */
+		json_kbool(o, &first, "encryption", info->encryption);
+		json_kstr(o, &first, "cipher", smb2_cipher_str(info->cipher));
 		json_ku64(o, &first, "max_read", info->max_read);
 		json_ku64(o, &first, "max_write", info->max_write);
 		json_kstr(o, &first, "share_type", share_type_str(info->share_type));
@@ -322,9 +323,10 @@ static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 		           st->payload_bytes_copied);
 	if (cmd == CTL_DEBUG)
 		out_printf(o,
-		           "encryption off, max read %" PRIu32 " bytes, max write %" PRIu32
+		           "encryption %s, max read %" PRIu32 " bytes, max write %" PRIu32
 		           " bytes, share type %s\n",
-		           info->max_read, info->max_write, share_type_str(info->share_type));
+		           info->encryption ? smb2_cipher_str(info->cipher) : "off", info->max_read,
+		           info->max_write, share_type_str(info->share_type));
 	out_add(o, "\n", 1);
 
 	table_col(&t, "CH", true);

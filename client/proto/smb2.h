@@ -148,6 +148,21 @@ int smb2_error_rsp_decode(const uint8_t *msg, size_t len, struct smb2_error_rsp 
  * come with the command's body. */
 bool smb2_is_error_body(const uint8_t *msg, size_t len);
 
+/* ---- TRANSFORM_HEADER [MS-SMB2] 2.2.41 ------------------------------------ */
+struct smb2_transform_hdr {
+	uint8_t signature[16]; /* the AEAD tag */
+	uint8_t nonce[16];     /* 11 (CCM) or 12 (GCM) bytes used, the rest zero */
+	uint32_t original_size;
+	uint16_t flags; /* SMB2_TRANSFORM_FLAG_ENCRYPTED */
+	uint64_t session_id;
+};
+void smb2_transform_hdr_encode(uint8_t out[SMB2_TRANSFORM_HDR_SIZE],
+                               const struct smb2_transform_hdr *h);
+/* @msg/@len: the whole received message.  0 when it is a well-formed
+ * transform whose OriginalMessageSize is exactly what follows the header
+ * (and holds at least an SMB2 header); -EBADMSG / -EPROTO (unknown flags). */
+int smb2_transform_hdr_decode(const uint8_t *msg, size_t len, struct smb2_transform_hdr *h);
+
 /* ---- NEGOTIATE [MS-SMB2] 2.2.3 / 2.2.4 ------------------------------------- */
 #define SMB2_MAX_DIALECTS 8
 #define SMB2_MAX_CIPHERS  8
@@ -494,6 +509,7 @@ const char *smb2_command_str(uint16_t command);
 const char *smb2_dialect_str(uint16_t dialect);
 /* "AES-GMAC" etc. ([MS-SMB2] 2.2.3.1.7); "unknown" otherwise. */
 const char *smb2_signing_alg_str(uint16_t alg);
+const char *smb2_cipher_str(uint16_t cipher); /* "AES-128-GCM"...; "none" for 0 */
 /* "STATUS_LOGON_FAILURE" etc.; "STATUS_0xC00000XX" form (static per-thread
  * buffer) for values it does not know. */
 const char *smb2_status_str(uint32_t status);

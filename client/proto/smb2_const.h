@@ -3,10 +3,12 @@
 #define SMBRDMA_PROTO_SMB2_CONST_H
 
 /* [MS-SMB2] 2.2.1 */
-#define SMB2_HDR_SIZE           64
-#define SMB2_PROTOCOL_ID        0x424d53feu /* "\xfeSMB" read little-endian */
-#define SMB2_TRANSFORM_ID       0x424d53fdu /* "\xfdSMB" */
-#define SMB2_TRANSFORM_HDR_SIZE 52
+#define SMB2_HDR_SIZE                 64
+#define SMB2_PROTOCOL_ID              0x424d53feu /* "\xfeSMB" read little-endian */
+#define SMB2_TRANSFORM_ID             0x424d53fdu /* "\xfdSMB" */
+#define SMB2_TRANSFORM_HDR_SIZE       52
+#define SMB2_TRANSFORM_AAD_OFF        20 /* the AAD is Nonce..SessionId: bytes 20..51 */
+#define SMB2_TRANSFORM_FLAG_ENCRYPTED 0x0001
 
 enum smb2_command {
 	SMB2_NEGOTIATE = 0x0000,

@@ -289,3 +289,20 @@ const char *smb2_signing_alg_str(uint16_t alg)
 	}
 	return "unknown";
 }
+
+const char *smb2_cipher_str(uint16_t cipher)
+{
+	switch (cipher) {
+	case 0:
+		return "none";
+	case SMB2_ENCRYPTION_AES128_CCM:
+		return "AES-128-CCM";
+	case SMB2_ENCRYPTION_AES128_GCM:
+		return "AES-128-GCM";
+	case SMB2_ENCRYPTION_AES256_CCM:
+		return "AES-256-CCM";
+	case SMB2_ENCRYPTION_AES256_GCM:
+		return "AES-256-GCM";
+	}
+	return "unknown";
+}

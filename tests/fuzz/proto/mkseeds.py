@@ -76,6 +76,12 @@ def read_rsp(data):
     return hdr(8) + struct.pack('<HBBIII', 17, 80, 0, len(data), 0, 0) + data
 
 
+def transform(plain, size_delta=0, flags=1, sess=0x1000000001):
+    nonce = bytes(range(1, 12)) + bytes(5)
+    return (b'\xfdSMB' + bytes(range(16)) + nonce +
+            struct.pack('<IHHQ', len(plain) + size_delta, 0, flags, sess) + plain)
+
+
 def write_rsp(n):
     return hdr(9) + struct.pack('<HHIIHH', 17, 0, n, 0, 0, 0)
 
@@ -200,6 +206,13 @@ def main():
                                        for i in range(1, 5)]),
             'padded_ports': netif_chain([(1, 0x1, 10**9, v4('192.0.2.1', 445)),
                                          (1, 0x1, 10**9, v6('fe80::1', 2, 5445))], stride=160),
+        },
+        'proto_transform': {
+            # TRANSFORM_HEADER + (fake) ciphertext of one READ response
+            'one_pdu': transform(hdr(8, sess=0x1000000001) + bytes(17)),
+            'compound': transform(hdr(5, next_cmd=96) + bytes(32) + hdr(6) + bytes(60)),
+            'short_size': transform(hdr(4) + bytes(4), size_delta=-1),
+            'bad_flags': transform(hdr(4) + bytes(4), flags=2),
         },
         'proto_utf16': {
             'ascii': utf16('file.txt'),

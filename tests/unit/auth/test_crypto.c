@@ -383,9 +383,75 @@ static void test_threads(void)
 	}
 }
 
+/* SMB3 ciphers: AES-128-GCM against the GCM specification's test case 2
+ * (zero key and IV, one zero block), and for all four a round trip in
+ * place, and a flipped bit in the ciphertext, the AAD or the tag refused. */
+static void test_aead(void)
+{
+	static const uint8_t c2[16] = {0x03, 0x88, 0xda, 0xce, 0x60, 0xb6, 0xa3, 0x92,
+	                               0xf3, 0x28, 0xc2, 0xb9, 0x71, 0xb2, 0xfe, 0x78};
+	static const uint8_t t2[16] = {0xab, 0x6e, 0x47, 0xd4, 0x2c, 0xec, 0x13, 0xbd,
+	                               0xf5, 0x3a, 0x67, 0xb2, 0x12, 0x57, 0xbd, 0xdf};
+	uint8_t key[32] = {0}, nonce[12] = {0}, buf[16] = {0}, tag[16];
+	CHECK_EQ(smb_aead_encrypt(SMB2_ENCRYPTION_AES128_GCM, key, nonce, NULL, 0, buf, 16, tag),
+	         0);
+	CHECK_MEM(buf, c2, 16);
+	CHECK_MEM(tag, t2, 16);
+	CHECK_EQ(smb_aead_decrypt(SMB2_ENCRYPTION_AES128_GCM, key, nonce, NULL, 0, buf, 16, tag),
+	         0);
+	CHECK(buf[0] == 0 && buf[15] == 0);
+
+	static const uint16_t ciphers[] = {SMB2_ENCRYPTION_AES128_CCM, SMB2_ENCRYPTION_AES128_GCM,
+	                                   SMB2_ENCRYPTION_AES256_CCM, SMB2_ENCRYPTION_AES256_GCM};
+	static uint8_t plain[70000], work[70000];
+	uint8_t aad[32];
+	for (size_t i = 0; i < sizeof(plain); i++)
+		plain[i] = (uint8_t)(i * 7 + 3);
+	for (size_t i = 0; i < 32; i++) {
+		key[i] = (uint8_t)(0xa0 + i);
+		aad[i] = (uint8_t)i;
+	}
+	for (int c = 0; c < 4; c++) {
+		uint16_t cph = ciphers[c];
+		size_t klen = smb_cipher_key_len(cph), nlen = smb_cipher_nonce_len(cph);
+		CHECK(klen == (c < 2 ? 16u : 32u));
+		CHECK(nlen == (c % 2 ? 12u : 11u));
+		memset(nonce, 0x11, sizeof(nonce));
+		memcpy(work, plain, sizeof(plain));
+		CHECK_EQ(smb_aead_encrypt(cph, key, nonce, aad, 32, work, sizeof(work), tag), 0);
+		CHECK(memcmp(work, plain, 64) != 0);
+		uint8_t saved[70000];
+		memcpy(saved, work, sizeof(work));
+		CHECK_EQ(smb_aead_decrypt(cph, key, nonce, aad, 32, work, sizeof(work), tag), 0);
+		CHECK_MEM(work, plain, sizeof(plain));
+		/* tampering: ciphertext, AAD, tag, key length matters */
+		memcpy(work, saved, sizeof(work));
+		work[40000] ^= 1;
+		CHECK_EQ(smb_aead_decrypt(cph, key, nonce, aad, 32, work, sizeof(work), tag),
+		         -EBADMSG);
+		memcpy(work, saved, sizeof(work));
+		aad[5] ^= 0x80;
+		CHECK_EQ(smb_aead_decrypt(cph, key, nonce, aad, 32, work, sizeof(work), tag),
+		         -EBADMSG);
+		aad[5] ^= 0x80;
+		memcpy(work, saved, sizeof(work));
+		tag[15] ^= 1;
+		CHECK_EQ(smb_aead_decrypt(cph, key, nonce, aad, 32, work, sizeof(work), tag),
+		         -EBADMSG);
+		tag[15] ^= 1;
+		memcpy(work, saved, sizeof(work));
+		nonce[3] ^= 1;
+		CHECK_EQ(smb_aead_decrypt(cph, key, nonce, aad, 32, work, sizeof(work), tag),
+		         -EBADMSG);
+	}
+	CHECK_EQ(smb_cipher_key_len(0), 0);
+	CHECK_EQ(smb_aead_encrypt(9, key, nonce, NULL, 0, buf, 16, tag), -EINVAL);
+}
+
 int main(void)
 {
 	RUN(test_init);
+	RUN(test_aead);
 	RUN(test_md4);
 	RUN(test_md5_sha512);
 	RUN(test_preauth_sha512);

@@ -1327,6 +1327,42 @@ static void test_nttime(void)
 	CHECK(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000);
 }
 
+static void test_transform(void)
+{
+	uint8_t msg[SMB2_TRANSFORM_HDR_SIZE + 80];
+	struct smb2_transform_hdr h = {.original_size = 80,
+	                               .flags = SMB2_TRANSFORM_FLAG_ENCRYPTED,
+	                               .session_id = 0x1122334455667788ull};
+	memset(h.signature, 0xaa, 16);
+	memset(h.nonce, 0x55, 11);
+	memset(msg, 0, sizeof(msg));
+	smb2_transform_hdr_encode(msg, &h);
+	CHECK(msg[0] == 0xfd && msg[1] == 'S' && msg[2] == 'M' && msg[3] == 'B');
+	CHECK(msg[4] == 0xaa && msg[20] == 0x55 && msg[30] == 0x55 && msg[31] == 0);
+	CHECK_EQ(smb_le32(msg + 36), 80);
+	CHECK_EQ(smb_le16(msg + 42), 1);
+	struct smb2_transform_hdr d;
+	CHECK_EQ(smb2_transform_hdr_decode(msg, sizeof(msg), &d), 0);
+	CHECK_EQ(d.original_size, 80);
+	CHECK(d.session_id == h.session_id);
+	CHECK_MEM(d.nonce, h.nonce, 16);
+	CHECK_MEM(d.signature, h.signature, 16);
+	/* OriginalMessageSize must be exactly what follows */
+	CHECK_EQ(smb2_transform_hdr_decode(msg, sizeof(msg) - 1, &d), -EBADMSG);
+	h.original_size = 40; /* less than an SMB2 header */
+	smb2_transform_hdr_encode(msg, &h);
+	CHECK_EQ(smb2_transform_hdr_decode(msg, SMB2_TRANSFORM_HDR_SIZE + 40, &d), -EBADMSG);
+	h.original_size = 80;
+	h.flags = 2;
+	smb2_transform_hdr_encode(msg, &h);
+	CHECK_EQ(smb2_transform_hdr_decode(msg, sizeof(msg), &d), -EPROTO);
+	CHECK_EQ(smb2_transform_hdr_decode(msg, 51, &d), -EBADMSG);
+	msg[0] = 0xfe;
+	CHECK_EQ(smb2_transform_hdr_decode(msg, sizeof(msg), &d), -EBADMSG);
+	CHECK(strcmp(smb2_cipher_str(SMB2_ENCRYPTION_AES256_GCM), "AES-256-GCM") == 0);
+	CHECK(strcmp(smb2_cipher_str(0), "none") == 0);
+}
+
 int main(void)
 {
 	RUN(test_reader);
@@ -1357,5 +1393,6 @@ int main(void)
 	RUN(test_query_directory_rsp);
 	RUN(test_names);
 	RUN(test_nttime);
+	RUN(test_transform);
 	return check_report();
 }
