@@ -3,7 +3,11 @@
  *   mount.smbrdma //HOST[:PORT]/SHARE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s] [-n] [-v]
  *
  * Start-up, in this order:
- *   1. parse arguments and options (errors go straight to stderr, exit 1);
+ *   1. parse arguments and options (errors go straight to stderr, exit 1),
+ *      settle the credentials (credentials files, USER, PASSWD...), and ask
+ *      for a password on the terminal if none came and one is needed; the
+ *      secrets are scrubbed from argv and PASSWD from the environment here,
+ *      before the fork, so the daemon never shows them in /proc;
  *   2. unless -f/-d: fork FIRST.  The engine's loop thread started by
  *      smb_client_connect() and libfuse's threads would not survive a fork,
  *      so the child does everything below and the parent only waits on a
@@ -29,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -47,8 +52,9 @@ _Static_assert(REQBUF_MAX_WRITE == SMBFS_MAX_IO, "request buffers hold the large
 struct mount_args {
 	struct smb_unc unc;
 	struct smb_mount_opts opts;
-	char source[512]; /* //host/share as given, for messages and fsname */
-	char *mountpoint; /* absolute */
+	char source[512];  /* //host/share as given, for messages and fsname */
+	char optlog[1024]; /* the -o strings with their secrets as "***", for the log */
+	char *mountpoint;  /* absolute */
 	bool foreground;
 	bool fuse_debug;
 	bool verbose;
@@ -58,8 +64,9 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 	        "usage: " PROG " //HOST[:PORT]/SHARE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s] [-v]\n"
-	        "  -o OPTIONS  comma-separated: username=, password=, domain=, port=, vers=,\n"
-	        "              uid=, gid=, file_mode=, dir_mode=, ro, rw, actimeo=, debug\n"
+	        "  -o OPTIONS  comma-separated: username=, password=, domain=, credentials=,\n"
+	        "              sec=, keytab=, guest, sign, seal, port=, vers=, uid=, gid=,\n"
+	        "              file_mode=, dir_mode=, ro, rw, actimeo=, debug\n"
 	        "  -f          stay in the foreground, log to stderr\n"
 	        "  -d          foreground with FUSE and engine debug output\n"
 	        "  -s          sloppy: ignore unknown options\n"
@@ -158,6 +165,119 @@ static void fuse_log_to_smb(enum fuse_log_level level, const char *fmt, va_list 
 	smb_log((int)level, "%s", line);
 }
 
+/* ---- asking for the password ----------------------------------------------------
+ *
+ * As getpass(3) did (it is obsolete): on /dev/tty, echo off, one line.  A
+ * signal that ends us while echo is off puts the terminal back first.
+ */
+
+static int prompt_fd = -1;
+static struct termios prompt_saved;
+
+static void prompt_signal(int sig)
+{
+	tcsetattr(prompt_fd, TCSANOW, &prompt_saved);
+	if (write(prompt_fd, "\n", 1) < 0) {
+		/* nothing to do: we are on the way out */
+	}
+	signal(sig, SIG_DFL);
+	raise(sig); /* delivered when this handler returns */
+}
+
+/* Returns 0 with the line (without its newline) in buf, or -errno: -ENXIO
+ * without a controlling terminal, -EMSGSIZE for a line that does not fit. */
+static int prompt_password(const char *prompt, char *buf, size_t cap)
+{
+	static const int fatal[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+	struct sigaction sa = {.sa_handler = prompt_signal}, old[4], old_tstp;
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	struct termios quiet;
+	size_t n = 0;
+	bool too_long = false;
+	int rc = 0;
+
+	prompt_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (prompt_fd < 0)
+		return -errno;
+	if (tcgetattr(prompt_fd, &prompt_saved) < 0) {
+		rc = -errno;
+		close(prompt_fd);
+		prompt_fd = -1;
+		return rc;
+	}
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&ign.sa_mask);
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		sigaction(fatal[i], &sa, &old[i]);
+	/* stopped with echo off, the shell would be left without echo */
+	sigaction(SIGTSTP, &ign, &old_tstp);
+	quiet = prompt_saved;
+	quiet.c_lflag &= ~(tcflag_t)(ECHO | ECHOE | ECHOK | ECHONL);
+	tcsetattr(prompt_fd, TCSAFLUSH, &quiet);
+	if (write(prompt_fd, prompt, strlen(prompt)) < 0)
+		rc = -errno;
+	while (rc == 0) {
+		char c;
+		ssize_t r = read(prompt_fd, &c, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			rc = -errno;
+		if (r <= 0 || c == '\n')
+			break;
+		if (n + 1 < cap)
+			buf[n++] = c;
+		else
+			too_long = true;
+	}
+	buf[n] = '\0';
+	tcsetattr(prompt_fd, TCSAFLUSH, &prompt_saved);
+	if (write(prompt_fd, "\n", 1) < 0) {
+		/* the line was read; a lost newline does not matter */
+	}
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		sigaction(fatal[i], &old[i], NULL);
+	sigaction(SIGTSTP, &old_tstp, NULL);
+	close(prompt_fd);
+	prompt_fd = -1;
+	if (rc == 0 && too_long)
+		rc = -EMSGSIZE;
+	if (rc < 0)
+		explicit_bzero(buf, cap);
+	return rc;
+}
+
+/* No password came from anywhere: ask, if stdin is a terminal (as
+ * mount.cifs; without one, e.g. from a script or CI, go on without). */
+static int ask_password(struct mount_args *a, const char *source)
+{
+	char prompt[1024], buf[SMB_PASSWORD_MAX + 1];
+	int rc;
+
+	if (!smb_mount_opts_need_password(&a->opts) || !isatty(STDIN_FILENO))
+		return 0;
+	snprintf(prompt, sizeof(prompt), "Password for %s@%s: ", a->opts.user, source);
+	rc = prompt_password(prompt, buf, sizeof(buf));
+	if (rc == -ENXIO)
+		return 0; /* stdin is a terminal, but not ours: as without one */
+	if (rc < 0) {
+		if (rc == -EMSGSIZE)
+			fprintf(stderr, "mount error: the password is longer than %d bytes\n",
+			        SMB_PASSWORD_MAX);
+		else
+			fprintf(stderr, "mount error: reading the password: %s\n", strerror(-rc));
+		return -1;
+	}
+	a->opts.password = strdup(buf);
+	explicit_bzero(buf, sizeof(buf));
+	if (!a->opts.password) {
+		fprintf(stderr, "mount error: %s\n", strerror(ENOMEM));
+		return -1;
+	}
+	a->opts.password_from = "the terminal";
+	return 0;
+}
+
 /* ---- arguments --------------------------------------------------------------- */
 
 static int parse_args(int argc, char **argv, struct mount_args *a)
@@ -219,20 +339,37 @@ static int parse_args(int argc, char **argv, struct mount_args *a)
 		return -1;
 	}
 	for (size_t i = 0; i < nopt; i++) {
+		size_t used = strlen(a->optlog);
+
+		if (used + 2 < sizeof(a->optlog)) {
+			if (used)
+				a->optlog[used++] = ',';
+			smb_mount_opts_redact(optstrs[i], a->optlog + used,
+			                      sizeof(a->optlog) - used);
+		}
+		err[0] = '\0';
 		rc = smb_mount_opts_parse(&a->opts, optstrs[i], sloppy, err, sizeof(err));
+		/* keep the secrets out of ps(1) and /proc/PID/cmdline, which the
+		 * forked daemon inherits; also when parsing failed */
+		smb_mount_opts_scrub(optstrs[i]);
 		if (rc < 0) {
-			fprintf(stderr, "mount error: %s\n",
-			        rc == -ENOMEM ? strerror(ENOMEM) : err);
+			fprintf(stderr, "mount error: %s\n", err[0] ? err : strerror(-rc));
 			return -1;
 		}
-		/* keep the password out of ps(1) and /proc/PID/cmdline */
-		smb_mount_opts_scrub(optstrs[i]);
 	}
-	if (!a->opts.password && getenv("PASSWD")) {
-		a->opts.password = strdup(getenv("PASSWD"));
-		if (!a->opts.password)
-			return -1;
+	err[0] = '\0';
+	rc = smb_mount_opts_finish(&a->opts, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "mount error: %s\n", err[0] ? err : strerror(-rc));
+		return -1;
 	}
+#if !HAVE_KRB5
+	if (a->opts.sec == SMB_MOUNT_SEC_KRB5) {
+		fprintf(stderr, "mount error: sec=krb5: this " PROG " was built without Kerberos "
+		                "(krb5-gssapi)\n");
+		return -1;
+	}
+#endif
 	rc = smb_unc_parse(argv[optind], &a->unc, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "mount error: %s\n", rc == -ENOMEM ? strerror(ENOMEM) : err);
@@ -253,7 +390,9 @@ static int parse_args(int argc, char **argv, struct mount_args *a)
 		return -1;
 	}
 	a->mountpoint = strdup(resolved);
-	return a->mountpoint ? 0 : -1;
+	if (!a->mountpoint)
+		return -1;
+	return ask_password(a, argv[optind]);
 }
 
 /* "a,b\c" -> "a\,b\\c": a value inside libfuse's -o list. */
@@ -414,6 +553,10 @@ static int run(struct mount_args *a)
 	copts.domain = a->opts.domain;
 	copts.min_dialect = a->opts.min_dialect;
 	copts.max_dialect = a->opts.max_dialect;
+	copts.require_signing = smb_mount_opts_signing(&a->opts);
+	copts.require_encryption = a->opts.seal;
+	copts.sec = a->opts.sec == SMB_MOUNT_SEC_KRB5 ? SMB_SEC_KRB5 : SMB_SEC_NTLMSSP;
+	copts.keytab = a->opts.keytab;
 	copts.rdma = a->opts.rdma;
 	copts.rdma_threshold = a->opts.rdma_threshold;
 	copts.multichannel = a->opts.multichannel;
@@ -424,6 +567,14 @@ static int run(struct mount_args *a)
 	         copts.domain ? " domain " : "", copts.domain ? copts.domain : "",
 	         copts.min_dialect ? copts.min_dialect : SMB2_DIALECT_0202,
 	         copts.max_dialect ? copts.max_dialect : SMB2_DIALECT_0311);
+	smb_debug("mount options: %s", a->optlog[0] ? a->optlog : "(none)");
+	smb_debug("%s: sec=%s%s%s%s%s, password from %s", a->source, smb_mount_sec_str(a->opts.sec),
+	          copts.require_signing ? ", signing required" : "",
+	          copts.require_encryption ? ", encryption required" : "",
+	          copts.keytab ? ", keytab " : "", copts.keytab ? copts.keytab : "",
+	          a->opts.sec == SMB_MOUNT_SEC_KRB5 ? "nowhere (Kerberos needs none)"
+	          : a->opts.password_from           ? a->opts.password_from
+	                                            : "nowhere (empty)");
 
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);

@@ -1,12 +1,17 @@
-/* fuse/options.c — parse mount.smbrdma's -o string into struct smb_mount_opts. */
+/* fuse/options.c — parse mount.smbrdma's -o string into struct smb_mount_opts,
+ * and settle the credentials from credentials files and the environment. */
 #include "fuse/options.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/proto/smb2_const.h"
@@ -35,8 +40,36 @@ void smb_mount_opts_free(struct smb_mount_opts *o)
 	wipe_free(o->password);
 	free(o->domain);
 	free(o->interfaces);
-	o->user = o->password = o->domain = o->interfaces = NULL;
+	free(o->keytab);
+	o->user = o->password = o->domain = o->interfaces = o->keytab = NULL;
+	o->password_from = NULL;
 }
+
+const char *smb_mount_sec_str(enum smb_mount_sec sec)
+{
+	switch (sec) {
+	case SMB_MOUNT_SEC_NTLMSSP:
+		return "ntlmssp";
+	case SMB_MOUNT_SEC_KRB5:
+		return "krb5";
+	case SMB_MOUNT_SEC_NONE:
+		return "none";
+	}
+	return "?";
+}
+
+/* sec= values.  mount.cifs's ntlm and ntlmv2 (and their 'i' forms) and the
+ * kernel's krb5p / ntlmsspp are not offered: they fail like any unknown
+ * value, with a message listing these. */
+static const struct {
+	const char *name;
+	enum smb_mount_sec sec;
+	bool integrity;
+} sec_table[] = {
+    {"ntlmssp", SMB_MOUNT_SEC_NTLMSSP, false}, {"ntlmsspi", SMB_MOUNT_SEC_NTLMSSP, true},
+    {"krb5", SMB_MOUNT_SEC_KRB5, false},       {"krb5i", SMB_MOUNT_SEC_KRB5, true},
+    {"none", SMB_MOUNT_SEC_NONE, false},
+};
 
 static const struct {
 	const char *name;
@@ -166,6 +199,15 @@ static int set_string(char **slot, const char *value, bool secret)
 	return 0;
 }
 
+static int set_password(struct smb_mount_opts *o, const char *value, const char *from)
+{
+	int rc = set_string(&o->password, value, true);
+
+	if (rc == 0)
+		o->password_from = from;
+	return rc;
+}
+
 /* One "key" or "key=value" option.  value is NULL when there was no '='. */
 static int apply_option(struct smb_mount_opts *o, const char *key, const char *value, bool sloppy,
                         char *err, size_t errlen)
@@ -189,10 +231,43 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 	if (strcmp(key, "username") == 0 || (strcmp(key, "user") == 0 && value)) {
 		return set_string(&o->user, value ? value : "", false);
 	} else if (strcmp(key, "password") == 0 || strcmp(key, "pass") == 0) {
-		return set_string(&o->password, value ? value : "", true);
+		return set_password(o, value ? value : "", "password=");
 	} else if (strcmp(key, "domain") == 0 || strcmp(key, "dom") == 0 ||
 	           strcmp(key, "workgroup") == 0) {
 		return set_string(&o->domain, value ? value : "", false);
+	} else if (strcmp(key, "credentials") == 0 || strcmp(key, "cred") == 0) {
+		NEEDS_VALUE();
+		if (!*value)
+			BAD_VALUE();
+		return smb_creds_file_parse(o, value, err, errlen);
+	} else if (strcmp(key, "sec") == 0) {
+		size_t i;
+
+		NEEDS_VALUE();
+		for (i = 0; i < ARRAY_LEN(sec_table); i++)
+			if (strcmp(value, sec_table[i].name) == 0)
+				break;
+		if (i == ARRAY_LEN(sec_table)) {
+			snprintf(err, errlen,
+			         "unsupported value '%s' for mount option 'sec' (use ntlmssp, "
+			         "ntlmsspi, krb5, krb5i or none)",
+			         value);
+			return -EINVAL;
+		}
+		o->sec = sec_table[i].sec;
+		o->sec_integrity = sec_table[i].integrity;
+		o->sec_given = true;
+	} else if (strcmp(key, "keytab") == 0) {
+		NEEDS_VALUE();
+		if (!*value)
+			BAD_VALUE();
+		return set_string(&o->keytab, value, false);
+	} else if (strcmp(key, "guest") == 0 && !value) {
+		o->guest = true;
+	} else if (strcmp(key, "sign") == 0 && !value) {
+		o->sign = true;
+	} else if (strcmp(key, "seal") == 0 && !value) {
+		o->seal = true;
 	} else if (strcmp(key, "port") == 0) {
 		NEEDS_VALUE();
 		if (parse_unsigned(value, 10, 65535, &v) < 0 || v == 0)
@@ -284,6 +359,12 @@ static bool is_password_key(const char *key, size_t len)
 	       (len == 4 && memcmp(key, "pass", 4) == 0);
 }
 
+static bool is_username_key(const char *key, size_t len)
+{
+	return (len == 8 && memcmp(key, "username", 8) == 0) ||
+	       (len == 4 && memcmp(key, "user", 4) == 0);
+}
+
 int smb_mount_opts_parse(struct smb_mount_opts *o, const char *optstr, bool sloppy, char *err,
                          size_t errlen)
 {
@@ -325,30 +406,393 @@ int smb_mount_opts_parse(struct smb_mount_opts *o, const char *optstr, bool slop
 	return rc;
 }
 
-void smb_mount_opts_scrub(char *optstr)
+/* ---- credentials files ---------------------------------------------------------- */
+
+/* Longest line of a credentials file (mount.cifs reads 4096 bytes). */
+#define CREDS_LINE_MAX (SMB_PASSWORD_MAX + 4096)
+
+/* mount.cifs matches the start of the key: "user", "pass", "dom". */
+static bool key_starts(const char *key, size_t len, const char *prefix)
 {
-	char *p = optstr;
+	size_t n = strlen(prefix);
+	return len >= n && strncasecmp(key, prefix, n) == 0;
+}
 
-	while (*p) {
-		size_t key_len = strcspn(p, "=,");
-		bool secret = p[key_len] == '=' && is_password_key(p, key_len);
+static bool key_is(const char *key, size_t len, const char *name)
+{
+	return len == strlen(name) && strncasecmp(key, name, len) == 0;
+}
 
-		p += key_len;
-		if (*p == '=') {
-			/* the same scan as smb_mount_opts_parse(): ",," stays inside */
-			for (p++; *p; p++) {
-				if (*p == ',') {
-					if (!secret || p[1] != ',')
-						break;
-					if (secret)
-						*p = '*';
-					p++;
-				}
-				if (secret)
-					*p = '*';
+/* One line, its end of line already cut off. */
+static int creds_line(struct smb_mount_opts *o, char *line)
+{
+	char *key = line + strspn(line, " \t");
+	char *value = strchr(key, '=');
+	size_t key_len;
+
+	if (*key == '#' || !value)
+		return 0;
+	key_len = (size_t)(value - key);
+	while (key_len && (key[key_len - 1] == ' ' || key[key_len - 1] == '\t'))
+		key_len--;
+	value++;
+	if (key_starts(key, key_len, "user"))
+		return set_string(&o->user, value, false);
+	/* password2= is mount.cifs's alternate password (tried when the
+	 * first fails, for password rotation); there is none here. */
+	if (key_starts(key, key_len, "pass") && !key_is(key, key_len, "pass2") &&
+	    !key_is(key, key_len, "password2"))
+		return set_password(o, value, "credentials file");
+	if (key_starts(key, key_len, "dom") || key_is(key, key_len, "workgroup"))
+		return set_string(&o->domain, value, false);
+	return 0;
+}
+
+int smb_creds_file_parse(struct smb_mount_opts *o, const char *path, char *err, size_t errlen)
+{
+	char line[CREDS_LINE_MAX + 2];
+	char iobuf[4096]; /* stdio's buffer, ours so that it can be wiped */
+	unsigned lineno = 0;
+	FILE *f = fopen(path, "re");
+	int rc = 0;
+
+	if (!f) {
+		rc = -errno;
+		snprintf(err, errlen, "credentials file %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	setvbuf(f, iobuf, _IOFBF, sizeof(iobuf));
+	for (;;) {
+		errno = 0;
+		if (!fgets(line, sizeof(line), f)) {
+			if (ferror(f)) {
+				rc = errno ? -errno : -EIO;
+				snprintf(err, errlen, "credentials file %s: %s", path,
+				         strerror(-rc));
+			}
+			break;
+		}
+		lineno++;
+		size_t len = strlen(line);
+		if (len && line[len - 1] == '\n')
+			line[--len] = '\0';
+		else if (!feof(f)) {
+			rc = -EINVAL;
+			snprintf(err, errlen,
+			         "credentials file %s: line %u is longer than %d bytes", path,
+			         lineno, CREDS_LINE_MAX);
+			break;
+		}
+		if (len && line[len - 1] == '\r')
+			line[--len] = '\0';
+		rc = creds_line(o, line);
+		if (rc < 0) {
+			snprintf(err, errlen, "credentials file %s: %s", path, strerror(-rc));
+			break;
+		}
+	}
+	fclose(f);
+	explicit_bzero(line, sizeof(line));
+	explicit_bzero(iobuf, sizeof(iobuf));
+	return rc;
+}
+
+/* ---- the credentials once every option is in --------------------------------- */
+
+/* Wipe PASSWD's value where it lies, in the block /proc/PID/environ shows
+ * (or wherever setenv() put it), then drop the variable, so neither this
+ * process nor the daemon it forks shows it. */
+static void scrub_env_password(void)
+{
+	for (char **e = environ; e && *e; e++)
+		if (strncmp(*e, "PASSWD=", 7) == 0)
+			explicit_bzero(*e + 7, strlen(*e + 7));
+	unsetenv("PASSWD");
+}
+
+/* One line from fd into buf (at most cap - 1 bytes, without its LF or
+ * CR LF), for PASSWD_FD and PASSWD_FILE.  Returns 0, -errno, or -EMSGSIZE
+ * for a line that does not fit. */
+static int read_password_line(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (;;) {
+		if (n == cap - 1)
+			return -EMSGSIZE;
+		ssize_t r = read(fd, buf + n, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0 || buf[n] == '\n')
+			break;
+		n++;
+	}
+	if (n && buf[n - 1] == '\r')
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* PASSWD, PASSWD_FD, PASSWD_FILE: the first set wins, as for mount.cifs. */
+static int password_from_env(struct smb_mount_opts *o, char *err, size_t errlen)
+{
+	char buf[SMB_PASSWORD_MAX + 1];
+	const char *v, *what;
+	unsigned long fdnum;
+	int fd, rc;
+
+	if ((v = getenv("PASSWD")))
+		return set_password(o, v, "PASSWD");
+	if ((v = getenv("PASSWD_FD"))) {
+		what = "PASSWD_FD";
+		if (parse_unsigned(v, 10, INT_MAX, &fdnum) < 0) {
+			snprintf(err, errlen, "PASSWD_FD=%s is not a file descriptor number", v);
+			return -EINVAL;
+		}
+		fd = (int)fdnum;
+		rc = read_password_line(fd, buf, sizeof(buf));
+	} else if ((v = getenv("PASSWD_FILE"))) {
+		what = "PASSWD_FILE";
+		fd = open(v, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			rc = -errno;
+		} else {
+			rc = read_password_line(fd, buf, sizeof(buf));
+			close(fd);
+		}
+	} else {
+		return 0;
+	}
+	if (rc == 0)
+		rc = set_password(o, buf, what);
+	else if (rc == -EMSGSIZE)
+		snprintf(err, errlen, "%s=%s: the password is longer than %d bytes", what, v,
+		         SMB_PASSWORD_MAX);
+	else
+		snprintf(err, errlen, "%s=%s: %s", what, v, strerror(-rc));
+	explicit_bzero(buf, sizeof(buf));
+	return rc;
+}
+
+/* $USER, else the name of the real uid; stays NULL (anonymous) without either. */
+static int default_user(struct smb_mount_opts *o)
+{
+	const char *name = getenv("USER");
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	if (!name && getpwuid_r(getuid(), &pw, buf, sizeof(buf), &res) == 0 && res)
+		name = res->pw_name;
+	return name ? set_string(&o->user, name, false) : 0;
+}
+
+/* "DOMAIN/user%password" (or with '\'), as mount.cifs read username= up
+ * to cifs-utils 5.9 (and smbclient -U still does). */
+static int split_user(struct smb_mount_opts *o)
+{
+	char *pct = strchr(o->user, '%');
+	char *slash;
+	int rc;
+
+	if (pct) {
+		rc = set_password(o, pct + 1, "username=user%password");
+		explicit_bzero(pct, strlen(pct));
+		if (rc < 0)
+			return rc;
+	}
+	slash = strpbrk(o->user, "/\\");
+	if (slash) {
+		*slash = '\0';
+		rc = set_string(&o->domain, o->user, false);
+		if (rc < 0)
+			return rc;
+		memmove(o->user, slash + 1, strlen(slash + 1) + 1);
+	}
+	return 0;
+}
+
+/* keytab= names a readable regular file; made absolute, since the daemon
+ * works from "/". */
+static int check_keytab(struct smb_mount_opts *o, char *err, size_t errlen)
+{
+	char resolved[PATH_MAX];
+	struct stat st;
+	int fd = open(o->keytab, O_RDONLY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = -EINVAL;
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0 && !realpath(o->keytab, resolved))
+		rc = -errno;
+	if (rc < 0) {
+		snprintf(err, errlen, "keytab %s: %s", o->keytab,
+		         rc == -EINVAL ? "not a regular file" : strerror(-rc));
+		return rc;
+	}
+	return set_string(&o->keytab, resolved, false);
+}
+
+static int finish_creds(struct smb_mount_opts *o, char *err, size_t errlen)
+{
+	int rc;
+
+	if (o->keytab) {
+		if (!o->sec_given) {
+			o->sec = SMB_MOUNT_SEC_KRB5;
+		} else if (o->sec != SMB_MOUNT_SEC_KRB5) {
+			snprintf(err, errlen,
+			         "mount option 'keytab' needs sec=krb5 or krb5i, not sec=%s",
+			         smb_mount_sec_str(o->sec));
+			return -EINVAL;
+		}
+		rc = check_keytab(o, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	if (o->seal && o->max_dialect && o->max_dialect < SMB2_DIALECT_0300) {
+		snprintf(err, errlen,
+		         "mount option 'seal' (encryption) needs SMB 3, but vers= allows only SMB "
+		         "2, which cannot encrypt");
+		return -EINVAL;
+	}
+	switch (o->sec) {
+	case SMB_MOUNT_SEC_KRB5:
+		/* The ticket authenticates; a password given anyway is dropped,
+		 * and the user name is a principal, taken whole. */
+		wipe_free(o->password);
+		o->password = NULL;
+		o->password_from = NULL;
+		return 0;
+	case SMB_MOUNT_SEC_NONE:
+		if ((rc = set_string(&o->user, "", false)) < 0 ||
+		    (rc = set_password(o, "", "sec=none")) < 0 ||
+		    (rc = set_string(&o->domain, "", false)) < 0)
+			return rc;
+		return 0;
+	case SMB_MOUNT_SEC_NTLMSSP:
+		break;
+	}
+	if (o->user && (rc = split_user(o)) < 0)
+		return rc;
+	if (o->guest) {
+		if ((rc = set_password(o, "", "guest")) < 0)
+			return rc;
+		if (!o->user && (rc = set_string(&o->user, "", false)) < 0)
+			return rc;
+	}
+	if (!o->user && (rc = default_user(o)) < 0)
+		return rc;
+	if (!o->password)
+		return password_from_env(o, err, errlen);
+	return 0;
+}
+
+int smb_mount_opts_finish(struct smb_mount_opts *o, char *err, size_t errlen)
+{
+	int rc = finish_creds(o, err, errlen);
+
+	if (rc == -ENOMEM && err[0] == '\0')
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+	scrub_env_password();
+	return rc;
+}
+
+bool smb_mount_opts_need_password(const struct smb_mount_opts *o)
+{
+	return o->sec == SMB_MOUNT_SEC_NTLMSSP && !o->guest && !o->password && o->user &&
+	       o->user[0];
+}
+
+bool smb_mount_opts_signing(const struct smb_mount_opts *o)
+{
+	return o->sign || o->sec_integrity;
+}
+
+/* ---- secrets inside an option string -------------------------------------------- */
+
+/* The option at p, split as smb_mount_opts_parse() splits it: [*secret,
+ * *secret_end) is what to hide (empty when nothing); returns the start of
+ * the next option. */
+static const char *next_option(const char *p, const char **secret, const char **secret_end)
+{
+	size_t key_len = strcspn(p, "=,");
+	bool password = p[key_len] == '=' && is_password_key(p, key_len);
+	bool username = p[key_len] == '=' && is_username_key(p, key_len);
+
+	*secret = *secret_end = p;
+	p += key_len;
+	if (*p == '=') {
+		const char *value = ++p;
+
+		/* the same scan as smb_mount_opts_parse(): ",," stays inside */
+		for (; *p; p++) {
+			if (*p == ',') {
+				if (!password || p[1] != ',')
+					break;
+				p++;
 			}
 		}
-		if (*p == ',')
-			p++;
+		if (password) {
+			*secret = value;
+			*secret_end = p;
+		} else if (username) {
+			const char *pct = memchr(value, '%', (size_t)(p - value));
+			if (pct) {
+				*secret = pct + 1;
+				*secret_end = p;
+			}
+		}
+	}
+	if (*p == ',')
+		p++;
+	return p;
+}
+
+void smb_mount_opts_scrub(char *optstr)
+{
+	const char *p = optstr, *secret, *end;
+
+	while (*p) {
+		p = next_option(p, &secret, &end);
+		memset(optstr + (secret - optstr), '*', (size_t)(end - secret));
+	}
+}
+
+static void append(char *out, size_t cap, size_t *n, const char *s, size_t len)
+{
+	if (*n + 1 >= cap)
+		return;
+	if (len > cap - 1 - *n)
+		len = cap - 1 - *n;
+	memcpy(out + *n, s, len);
+	*n += len;
+	out[*n] = '\0';
+}
+
+void smb_mount_opts_redact(const char *optstr, char *out, size_t cap)
+{
+	const char *p = optstr, *secret, *end;
+	size_t n = 0;
+
+	if (cap == 0)
+		return;
+	out[0] = '\0';
+	while (*p) {
+		const char *start = p;
+
+		p = next_option(p, &secret, &end);
+		if (secret == end) {
+			append(out, cap, &n, start, (size_t)(p - start));
+			continue;
+		}
+		append(out, cap, &n, start, (size_t)(secret - start));
+		append(out, cap, &n, "***", 3);
+		append(out, cap, &n, end, (size_t)(p - end));
 	}
 }

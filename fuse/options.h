@@ -1,8 +1,11 @@
 /* fuse/options.h — the -o option string of mount.smbrdma.
  *
  * Pure apart from uid=/gid= given as names, which are looked up with
- * getpwnam_r()/getgrnam_r().  Options accepted (see mount.smbrdma(8)):
+ * getpwnam_r()/getgrnam_r(), credentials= files, which are read where the
+ * option stands, and smb_mount_opts_finish(), which reads the environment.
+ * Options accepted (see mount.smbrdma(8)):
  *   username= user=   password= pass=   domain= dom= workgroup=
+ *   credentials= cred=   sec=  keytab=  guest  sign  seal
  *   port=  vers=  uid=  gid=  file_mode=  dir_mode=  actimeo=  ro rw  debug
  *   rdma  rdma_threshold=  multichannel nomultichannel  max_channels=
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
@@ -22,10 +25,32 @@
 #define SMB_ACTIMEO_DEFAULT 1u
 #define SMB_ACTIMEO_MAX     (30u * 24 * 3600)
 
+/* Longest password read from a file, a descriptor or the terminal. */
+#define SMB_PASSWORD_MAX 1024
+
+/* sec=: how the session is authenticated. */
+enum smb_mount_sec {
+	SMB_MOUNT_SEC_NTLMSSP = 0, /* the default: NTLMv2 in NTLMSSP, user and password */
+	SMB_MOUNT_SEC_KRB5,        /* Kerberos: a ticket or keytab=, no password */
+	SMB_MOUNT_SEC_NONE,        /* anonymous: no user name, no password */
+};
+
+const char *smb_mount_sec_str(enum smb_mount_sec sec);
+
 struct smb_mount_opts {
-	char *user;           /* NULL: not given */
-	char *password;       /* NULL: not given; wiped by smb_mount_opts_free() */
-	char *domain;         /* NULL: not given */
+	char *user;     /* NULL: not given */
+	char *password; /* NULL: not given; wiped by smb_mount_opts_free() */
+	char *domain;   /* NULL: not given */
+	/* Where the password came from, for log lines ("password=", "PASSWD",
+	 * "the terminal", ...); NULL while there is none.  Static strings. */
+	const char *password_from;
+	enum smb_mount_sec sec;
+	bool sec_given;       /* sec= was given (keytab= implies krb5 otherwise) */
+	bool sec_integrity;   /* sec=ntlmsspi / krb5i: signing is required */
+	bool sign;            /* `sign`: require signing */
+	bool seal;            /* `seal`: require encryption */
+	bool guest;           /* `guest`: no password, never prompt */
+	char *keytab;         /* keytab=: absolute once smb_mount_opts_finish() ran */
 	uint16_t port;        /* 0: not given */
 	uint16_t min_dialect; /* 0: engine default (lowest it speaks) */
 	uint16_t max_dialect; /* 0: engine default (highest) */
@@ -52,16 +77,53 @@ void smb_mount_opts_init(struct smb_mount_opts *o, uid_t uid, gid_t gid);
 /* Parse one -o string into *o (may be called again for another -o; later
  * values win).  sloppy (mount -s) ignores unknown options instead of failing.
  * Returns 0, or -EINVAL with a one-line reason naming the option in err, or
- * -ENOMEM. */
+ * -ENOMEM, or what smb_creds_file_parse() returns for a credentials= file. */
 int smb_mount_opts_parse(struct smb_mount_opts *o, const char *optstr, bool sloppy, char *err,
                          size_t errlen);
 
 void smb_mount_opts_free(struct smb_mount_opts *o);
 
-/* Overwrite the value of every password=/pass= option in optstr with '*',
- * in place and keeping its length, so that it does not show in
- * /proc/PID/cmdline once parsed. */
+/* Read a credentials file (mount.cifs's format) into *o, as credentials=
+ * does: one "key=value" a line, leading blanks ignored; username= (or any
+ * key that starts with "user"), password= ("pass..."), domain= ("dom...",
+ * or workgroup=), case-insensitive; the value runs verbatim to the end of
+ * the line (a line may end in CR LF); lines starting with '#' and lines
+ * with any other key are ignored.  Values replace what *o held.  Returns 0,
+ * or -errno with "credentials file PATH: <reason>" in err. */
+int smb_creds_file_parse(struct smb_mount_opts *o, const char *path, char *err, size_t errlen);
+
+/* Once every -o string is parsed: settle the credentials as mount.cifs does.
+ *   - sec=krb5 (or keytab= alone, which implies it): no password; keytab
+ *     must be a readable regular file and is made absolute;
+ *   - sec=none: empty user, password and domain (anonymous);
+ *   - else a user name "DOMAIN/user" or "DOMAIN\user" sets the domain and a
+ *     user name "user%password" the password;
+ *   - guest: empty password, and an empty user unless one was given;
+ *   - no user name: $USER, else the name of the real uid (not for krb5);
+ *   - no password: $PASSWD, else a line read from descriptor $PASSWD_FD,
+ *     else the first line of file $PASSWD_FILE;
+ *   - seal with vers= allowing only SMB 2 is an error.
+ * The value of PASSWD is wiped from the environment (and from
+ * /proc/PID/environ) in every case.  Returns 0, or -errno with a one-line
+ * reason in err. */
+int smb_mount_opts_finish(struct smb_mount_opts *o, char *err, size_t errlen);
+
+/* After smb_mount_opts_finish(): true when nothing gave a password and one
+ * should be asked for (sec=ntlmssp, not guest, a non-empty user name). */
+bool smb_mount_opts_need_password(const struct smb_mount_opts *o);
+
+/* Signing is required (`sign`, or sec=ntlmsspi / krb5i). */
+bool smb_mount_opts_signing(const struct smb_mount_opts *o);
+
+/* Overwrite the secrets in optstr with '*', in place and keeping its length,
+ * so that they do not show in /proc/PID/cmdline once parsed: the value of
+ * every password=/pass= option and what follows '%' in a username=/user=
+ * value. */
 void smb_mount_opts_scrub(char *optstr);
+
+/* Copy optstr into out (truncated to cap) with each secret that
+ * smb_mount_opts_scrub() would hide written as "***": for log lines. */
+void smb_mount_opts_redact(const char *optstr, char *out, size_t cap);
 
 /* "3.1.1" etc. -> [min, max] dialect; "default" -> 0, 0.  -EINVAL if unknown. */
 int smb_parse_vers(const char *s, uint16_t *min_dialect, uint16_t *max_dialect);
