@@ -58,6 +58,12 @@ struct smb_client {
 	uint16_t server_security_mode;
 	uint32_t server_caps;
 	uint8_t client_guid[16]; /* the same on every channel (binding needs it) */
+	/* What channel 0's NEGOTIATE said, for FSCTL_VALIDATE_NEGOTIATE_INFO. */
+	uint32_t neg_caps;
+	uint16_t neg_security_mode;
+	uint16_t neg_dialects[8];
+	int neg_ndialects;
+	uint8_t server_guid[16];
 	uint32_t max_read, max_write, max_transact;
 	uint64_t session_id;
 	uint32_t tree_id;

@@ -186,6 +186,11 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 		return -EPROTO;
 	}
 	if (primary) {
+		c->neg_caps = nr.capabilities;
+		c->neg_security_mode = nr.security_mode;
+		c->neg_ndialects = nr.dialect_count;
+		memcpy(c->neg_dialects, nr.dialects, sizeof(c->neg_dialects));
+		memcpy(c->server_guid, rsp.server_guid, 16);
 		c->dialect = rsp.dialect;
 		c->server_security_mode = rsp.security_mode;
 		c->server_caps = rsp.capabilities;
@@ -776,6 +781,90 @@ static int do_tree_connect(struct smb_client *c, void *mem, char *errbuf, size_t
 	return 0;
 }
 
+/* [MS-SMB2] 3.2.5.5 / 2.2.31.4: with 3.0 and 3.0.2, ask the server over a
+ * signed IOCTL what it negotiated, and compare with what we saw: an
+ * attacker who stripped dialects or signing from the unsigned NEGOTIATE
+ * cannot forge this answer.  3.1.1 has the preauth hash instead. */
+static int validate_negotiate(struct smb_client *c, void *mem, char *errbuf, size_t errlen)
+{
+	if (c->dialect != SMB2_DIALECT_0300 && c->dialect != SMB2_DIALECT_0302)
+		return 0;
+	if (c->guest || !c->signing.have_key)
+		return 0; /* nothing to sign it with */
+	uint8_t in[24 + 2 * 8];
+	struct smb_wr w;
+	smb_wr_init(&w, in, sizeof(in));
+	smb_wr_u32(&w, c->neg_caps);
+	smb_wr_bytes(&w, c->client_guid, 16);
+	smb_wr_u16(&w, c->neg_security_mode);
+	smb_wr_u16(&w, (uint16_t)c->neg_ndialects);
+	for (int i = 0; i < c->neg_ndialects; i++)
+		smb_wr_u16(&w, c->neg_dialects[i]);
+	struct smb2_ioctl_req r = {
+	    .ctl_code = FSCTL_VALIDATE_NEGOTIATE_INFO,
+	    .fileid = {UINT64_MAX, UINT64_MAX},
+	    .input = in,
+	    .input_len = (uint32_t)(w.p - w.base),
+	    .max_output_response = 24,
+	    .flags = SMB2_0_IOCTL_IS_FSCTL,
+	};
+	struct smb_req *req = smb_client_req(c, mem);
+	if (!req)
+		return -ENOMEM;
+	req->force_sign = true;
+	size_t cap = 64 + sizeof(in);
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_IOCTL, cap);
+	int err = body ? smb_req_end_pdu(req, smb2_ioctl_req_encode(body, cap, &r)) : -ENOMEM;
+	if (!err)
+		err = smb_client_submit_sync(c, req);
+	if (err) {
+		set_err(errbuf, errlen,
+		        "validating the negotiation with %s failed: %s (a bad signature means "
+		        "tampering)",
+		        c->host, strerror(-err));
+		smb_req_put(req);
+		return err == -EIO ? -EIO : err;
+	}
+	struct smb_pdu *p = &req->pdu[0];
+	uint32_t st = p->rsp_hdr.status;
+	struct smb2_ioctl_rsp rsp;
+	if (st == STATUS_NOT_SUPPORTED || st == STATUS_INVALID_DEVICE_REQUEST ||
+	    st == STATUS_FILE_CLOSED) {
+		/* signed (verified above), so it is the server's own answer */
+		smb_warn("%s does not validate negotiations (%s); going on", c->host,
+		         smb2_status_str(st));
+		smb_req_put(req);
+		return 0;
+	}
+	if (st != STATUS_SUCCESS || smb2_ioctl_rsp_decode(p->rsp, p->rsp_len, &rsp) < 0 ||
+	    rsp.output_len < 24) {
+		set_err(errbuf, errlen, "%s answered FSCTL_VALIDATE_NEGOTIATE_INFO with %s",
+		        c->host, st != STATUS_SUCCESS ? smb2_status_str(st) : "a malformed reply");
+		smb_req_put(req);
+		return -EPROTO;
+	}
+	struct smb_rd rd;
+	smb_rd_init(&rd, rsp.output, rsp.output_len);
+	uint32_t caps = smb_rd_u32(&rd);
+	uint8_t guid[16];
+	smb_rd_bytes(&rd, guid, 16);
+	uint16_t mode = smb_rd_u16(&rd);
+	uint16_t dialect = smb_rd_u16(&rd);
+	smb_req_put(req);
+	if (caps != c->server_caps || memcmp(guid, c->server_guid, 16) != 0 ||
+	    mode != c->server_security_mode || dialect != c->dialect) {
+		set_err(errbuf, errlen,
+		        "%s's FSCTL_VALIDATE_NEGOTIATE_INFO answer does not match the NEGOTIATE "
+		        "(dialect %s vs %s, capabilities 0x%x vs 0x%x, security mode 0x%x vs "
+		        "0x%x): someone may have tampered with the negotiation",
+		        c->host, smb2_dialect_str(dialect), smb2_dialect_str(c->dialect), caps,
+		        c->server_caps, mode, c->server_security_mode);
+		return -EPROTO;
+	}
+	smb_debug("%s: negotiation validated", c->host);
+	return 0;
+}
+
 /* ---- channels ------------------------------------------------------------------- */
 
 static void chan_dead(void *arg, int err)
@@ -1083,6 +1172,9 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	if (err)
 		goto fail;
 	err = do_tree_connect(c, mem, errbuf, errlen);
+	if (err)
+		goto fail;
+	err = validate_negotiate(c, mem, errbuf, errlen);
 	if (err)
 		goto fail;
 	if (o->multichannel && (err = smb_mc_start(c, o)) < 0) {
