@@ -11,9 +11,26 @@ signed final response to a given command.
         ... read through a mount that connects to px.port ...
         assert px.corrupted == 1
 
-Encrypted frames (transform header, 0xFD 'SMB') are forwarded untouched.
+Encrypted frames (transform header, 0xFD 'SMB', [MS-SMB2] 2.2.41) are
+forwarded untouched.
+
+Recording mode (px.record(), before the client connects) also keeps, per
+direction ("c2s" client to server, "s2c" server to client):
+  - wire_bytes: every byte forwarded, Direct TCP length fields included;
+  - frames: how many frames were plain SMB2, encrypted (transform) or other;
+  - marker_counts: occurrences of each marker in the raw byte stream, counted
+    as the bytes pass (a marker split across frames or recv() calls is still
+    found; overlapping occurrences all count), so 128 MiB volumes cost no
+    memory;
+  - messages: one Message per SMB2 header in a plain frame (command, flags,
+    status, ids, and the IOCTL CtlCode or TREE_CONNECT ShareFlags);
+  - transforms: one Transform per encrypted frame (session id, nonce, size);
+  - optionally all bytes: in memory (keep=True, px.captured[direction]) or
+    appended to files dump_dir/conn<N>-<direction>.bin.
 """
 
+import collections
+import os
 import socket
 import struct
 import threading
@@ -38,18 +55,55 @@ SMB2_CLOSE = 6
 SMB2_FLUSH = 7
 SMB2_READ = 8
 SMB2_WRITE = 9
+SMB2_LOCK = 10
+SMB2_IOCTL = 11
+SMB2_CANCEL = 12
+SMB2_ECHO = 13
 SMB2_QUERY_DIRECTORY = 14
+SMB2_CHANGE_NOTIFY = 15
 SMB2_QUERY_INFO = 16
 SMB2_SET_INFO = 17
+SMB2_OPLOCK_BREAK = 18
+
+COMMAND_NAMES = {
+    SMB2_NEGOTIATE: "NEGOTIATE", SMB2_SESSION_SETUP: "SESSION_SETUP", SMB2_LOGOFF: "LOGOFF",
+    SMB2_TREE_CONNECT: "TREE_CONNECT", SMB2_TREE_DISCONNECT: "TREE_DISCONNECT",
+    SMB2_CREATE: "CREATE", SMB2_CLOSE: "CLOSE", SMB2_FLUSH: "FLUSH", SMB2_READ: "READ",
+    SMB2_WRITE: "WRITE", SMB2_LOCK: "LOCK", SMB2_IOCTL: "IOCTL", SMB2_CANCEL: "CANCEL",
+    SMB2_ECHO: "ECHO", SMB2_QUERY_DIRECTORY: "QUERY_DIRECTORY",
+    SMB2_CHANGE_NOTIFY: "CHANGE_NOTIFY", SMB2_QUERY_INFO: "QUERY_INFO",
+    SMB2_SET_INFO: "SET_INFO", SMB2_OPLOCK_BREAK: "OPLOCK_BREAK",
+}
+
+FSCTL_VALIDATE_NEGOTIATE_INFO = 0x00140204
+SMB2_SHAREFLAG_ENCRYPT_DATA = 0x00008000
+SMB2_TRANSFORM_HEADER_LEN = 52
+
+C2S = "c2s"   # client to server: requests
+S2C = "s2c"   # server to client: responses
+DIRECTIONS = (C2S, S2C)
+
+# One SMB2 header of a plain (not encrypted) frame. ctl_code: the IOCTL
+# request's or response's CtlCode, else None. share_flags: a TREE_CONNECT
+# response's ShareFlags, else None.
+Message = collections.namedtuple(
+    "Message", "direction command flags status message_id session_id tree_id "
+               "ctl_code share_flags")
+
+# One encrypted frame ([MS-SMB2] 2.2.41 SMB2 TRANSFORM_HEADER).
+Transform = collections.namedtuple(
+    "Transform", "direction session_id nonce original_size flags frame_len")
 
 
 def _recv_exact(sock, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if not k:
             return None
-        buf += chunk
+        got += k
     return bytes(buf)
 
 
@@ -65,6 +119,66 @@ def parse_headers(payload):
         if next_cmd == 0 or next_cmd % 8 or off + next_cmd >= len(payload):
             break
         off += next_cmd
+
+
+def parse_messages(payload, direction):
+    """A Message for each SMB2 header in one plain Direct TCP payload."""
+    out = []
+    for off, cmd, flags, status, mid in parse_headers(payload):
+        session_id = struct.unpack_from("<Q", payload, off + 40)[0]
+        # sync header: Reserved(4) TreeId(4) at 32; async: AsyncId(8) at 32
+        tree_id = None if flags & SMB2_FLAGS_ASYNC_COMMAND else \
+            struct.unpack_from("<I", payload, off + 36)[0]
+        body = off + SMB2_HEADER_LEN
+        ctl_code = share_flags = None
+        # IOCTL request and response both start StructureSize(2) Reserved(2)
+        # CtlCode(4) ([MS-SMB2] 2.2.31, 2.2.32); an error response does not
+        if cmd == SMB2_IOCTL and body + 8 <= len(payload) and \
+                struct.unpack_from("<H", payload, body)[0] in (57, 49):
+            ctl_code = struct.unpack_from("<I", payload, body + 4)[0]
+        # TREE_CONNECT response: StructureSize(2)=16 ShareType(1) Reserved(1)
+        # ShareFlags(4) ([MS-SMB2] 2.2.10)
+        if (cmd == SMB2_TREE_CONNECT and direction == S2C and body + 8 <= len(payload)
+                and struct.unpack_from("<H", payload, body)[0] == 16):
+            share_flags = struct.unpack_from("<I", payload, body + 4)[0]
+        out.append(Message(direction, cmd, flags, status, mid, session_id, tree_id,
+                           ctl_code, share_flags))
+    return out
+
+
+def parse_transform(payload, direction):
+    """The Transform of one encrypted Direct TCP payload, or None if short."""
+    if len(payload) < SMB2_TRANSFORM_HEADER_LEN:
+        return None
+    nonce = payload[20:36]
+    original_size, _, flags, session_id = struct.unpack_from("<IHHQ", payload, 36)
+    return Transform(direction, session_id, nonce, original_size, flags, len(payload))
+
+
+class MarkerCounter:
+    """Counts occurrences of one marker in a byte stream fed in pieces. The
+    last len(marker)-1 bytes carry over to the next piece, so an occurrence
+    split between pieces is found once; an occurrence can never lie wholly in
+    the carry, so none is counted twice."""
+
+    def __init__(self, marker):
+        self.marker = bytes(marker)
+        self.count = 0
+        self._carry = b""
+
+    def feed(self, data):
+        """Count the occurrences that end in data; returns how many."""
+        m = self.marker
+        buf = self._carry + data if self._carry else data
+        new = 0
+        i = buf.find(m)
+        while i >= 0:
+            new += 1
+            i = buf.find(m, i + 1)
+        keep = len(m) - 1
+        self._carry = bytes(buf[len(buf) - keep:]) if keep else b""
+        self.count += new
+        return new
 
 
 class SmbProxy:
@@ -85,6 +199,17 @@ class SmbProxy:
         self._socks = []
         self._stopping = False
         self.corrupted_event = threading.Event()
+        # recording (see record())
+        self.recording = False
+        self.markers = ()
+        self.marker_counts = {}   # marker -> {direction: count}
+        self.wire_bytes = {d: 0 for d in DIRECTIONS}
+        self.frames = {d: {"plain": 0, "encrypted": 0, "other": 0} for d in DIRECTIONS}
+        self.messages = []        # Message per SMB2 header in plain frames
+        self.transforms = []      # Transform per encrypted frame
+        self.captured = {d: bytearray() for d in DIRECTIONS}
+        self._keep = False
+        self._dump_dir = None
 
     # control ---------------------------------------------------------
     def corrupt_next_signature(self, command):
@@ -97,6 +222,44 @@ class SmbProxy:
     def disarm(self):
         with self._lock:
             self._armed.clear()
+
+    def record(self, markers=(), keep=False, dump_dir=None):
+        """Start recording (call before the client connects: markers are
+        counted per connection stream from its first byte). markers: byte
+        strings to count in each direction. keep: also hold every byte in
+        px.captured[direction] (small volumes only). dump_dir: also append
+        each connection's bytes to dump_dir/conn<N>-<direction>.bin."""
+        with self._lock:
+            self.markers = tuple(bytes(m) for m in markers)
+            self.marker_counts = {m: {d: 0 for d in DIRECTIONS} for m in self.markers}
+            self._keep = keep
+            self._dump_dir = dump_dir
+            if dump_dir:
+                os.makedirs(dump_dir, exist_ok=True)
+            self.recording = True
+        return self
+
+    def marker_count(self, marker, direction=None):
+        """Occurrences of marker seen so far, in one direction or both."""
+        with self._lock:
+            c = self.marker_counts[bytes(marker)]
+            return c[direction] if direction else sum(c.values())
+
+    def messages_for(self, command, direction=None):
+        with self._lock:
+            return [m for m in self.messages if m.command == command
+                    and (direction is None or m.direction == direction)]
+
+    def summary(self):
+        """One line per direction, for assertion messages."""
+        with self._lock:
+            lines = []
+            for d in DIRECTIONS:
+                cmds = collections.Counter(COMMAND_NAMES.get(m.command, str(m.command))
+                                           for m in self.messages if m.direction == d)
+                lines.append(f"{d}: {self.wire_bytes[d]} bytes, frames {self.frames[d]}, "
+                             f"plain commands {dict(cmds)}")
+            return "\n".join(lines)
 
     def responses_for(self, command):
         with self._lock:
@@ -156,14 +319,18 @@ class SmbProxy:
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self.connections += 1
+                conn_no = self.connections
                 self._socks += [client, server]
             for src, dst, to_client in ((client, server, False), (server, client, True)):
-                t = threading.Thread(target=self._pump, args=(src, dst, to_client),
+                t = threading.Thread(target=self._pump, args=(src, dst, to_client, conn_no),
                                      name="smbproxy-pump", daemon=True)
                 t.start()
                 self._threads.append(t)
 
-    def _pump(self, src, dst, to_client):
+    def _pump(self, src, dst, to_client, conn_no):
+        direction = S2C if to_client else C2S
+        counters = None   # this stream's MarkerCounters, made when recording starts
+        dump = None
         try:
             while True:
                 hdr = _recv_exact(src, 4)
@@ -177,15 +344,48 @@ class SmbProxy:
                     payload = self._on_response(payload)
                 else:
                     self._on_request(payload)
+                if self.recording:
+                    if counters is None:
+                        counters = [MarkerCounter(m) for m in self.markers]
+                        if self._dump_dir:
+                            dump = open(os.path.join(self._dump_dir,
+                                                     f"conn{conn_no}-{direction}.bin"), "ab")
+                    self._record(direction, hdr, payload, counters, dump)
                 dst.sendall(hdr + payload)
         except OSError:
             pass
         finally:
+            if dump is not None:
+                dump.close()
             for s in (src, dst):
                 try:
                     s.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+
+    def _record(self, direction, hdr, payload, counters, dump):
+        """Account one frame (hdr: its Direct TCP length field) as forwarded."""
+        found = [c.feed(hdr) + c.feed(payload) for c in counters]
+        if dump is not None:
+            dump.write(hdr)
+            dump.write(payload)
+        magic = payload[:4]
+        msgs = parse_messages(payload, direction) if magic == SMB2_MAGIC else ()
+        tf = parse_transform(payload, direction) if magic == SMB2_TRANSFORM_MAGIC else None
+        with self._lock:
+            self.wire_bytes[direction] += len(hdr) + len(payload)
+            kind = "plain" if magic == SMB2_MAGIC else \
+                "encrypted" if magic == SMB2_TRANSFORM_MAGIC else "other"
+            self.frames[direction][kind] += 1
+            self.messages.extend(msgs)
+            if tf is not None:
+                self.transforms.append(tf)
+            # counters are per stream; the totals are per direction
+            for c, n in zip(counters, found):
+                self.marker_counts[c.marker][direction] += n
+            if self._keep:
+                self.captured[direction] += hdr
+                self.captured[direction] += payload
 
     def _on_request(self, payload):
         with self._lock:
