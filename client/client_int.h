@@ -39,6 +39,7 @@ struct smb_chan {
 	/* Counts for smbrdmactl (atomic). */
 	uint64_t failovers, replays;
 	bool seq_bumped; /* atomic: its loss bumped channel_sequence */
+	bool published;  /* atomic: in chans[] (smb_chan_publish) */
 };
 
 struct smb_client {

@@ -214,8 +214,10 @@ static void req_prepare_locked(struct smb_conn *c, struct smb_req *req)
 	}
 }
 
-/* Does this request go out encrypted?  Never SESSION_SETUP (a binding is
- * signed), nor anything before the session has keys. */
+/* Does this request go out encrypted?  Not before the session has keys,
+ * nor SESSION_SETUP: a binding is signed with the session's signing key,
+ * and Samba refuses an encrypted one (it then skips the signature check
+ * binding needs). */
 static bool req_sealable(const struct smb_conn *c, const struct smb_req *req)
 {
 	const struct smb_crypt *k = c->crypt;

@@ -479,8 +479,12 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 	const uint8_t *in = blob;
 	size_t inlen = blob_len;
 	/* A binding's requests are signed with Session.SigningKey. */
-	if (binding)
+	if (binding) {
 		ch->conn->signing = &c->signing;
+		/* A server that wants the session encrypted may seal its
+		 * refusal of an unencrypted binding. */
+		ch->conn->crypt = &c->crypt;
+	}
 
 	for (int round = 0; round < 8; round++) {
 		const uint8_t *out;
@@ -541,8 +545,12 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 			preauth_update(hash, p->buf, p->len);
 		if (st != STATUS_SUCCESS && st != STATUS_MORE_PROCESSING_REQUIRED) {
 			if (binding)
-				set_err(errbuf, errlen, "%s refused to bind a channel: %s",
-				        ch->conn->peer, smb2_status_str(st));
+				set_err(errbuf, errlen, "%s refused to bind a channel: %s%s",
+				        ch->conn->peer, smb2_status_str(st),
+				        st == STATUS_ACCESS_DENIED && smb_client_sealed(c)
+				            ? " (a server that requires the session encrypted "
+				              "may refuse to bind channels to it; Samba does)"
+				            : "");
 			else
 				set_err(errbuf, errlen, "%s (%s) for user '%s%s%s' on %s",
 				        logon_hint(st), smb2_status_str(st),
@@ -873,6 +881,10 @@ static void chan_dead(void *arg, int err)
 	__atomic_store_n(&ch->dead, true, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&ch->c->closing, __ATOMIC_ACQUIRE))
 		return; /* the logoff ended the session: the server drops channels */
+	/* One that failed set-up (its opener reports why): no requery for it,
+	 * or a server refusing to bind would have us reconnecting in a loop. */
+	if (ch->index > 0 && !__atomic_load_n(&ch->published, __ATOMIC_ACQUIRE))
+		return;
 	if (ch->index > 0 || __atomic_load_n(&ch->c->nchans, __ATOMIC_ACQUIRE) > 1)
 		smb_warn("%s: channel %d lost (%s); it takes no new requests", ch->conn->peer,
 		         ch->index, strerror(-err));
@@ -1044,6 +1056,7 @@ int smb_chan_publish(struct smb_client *c, struct smb_chan *ch)
 		         "writes are copied",
 		         ch->conn->peer);
 	c->chans[n] = ch;
+	__atomic_store_n(&ch->published, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->nchans, n + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&c->chans_lock);
 	smb_client_unpark(c);

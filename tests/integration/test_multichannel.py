@@ -23,11 +23,20 @@ def _dd(src, dst, flag):
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("signing", [False, True])
-def test_three_channels_share_the_io(samba_factory, mount_factory, tmp_path, signing):
-    extra = MC_GLOBAL + (["server signing = mandatory"] if signing else [])
-    srv = samba_factory(extra_global=extra)
-    m = mount_factory(srv, options=["max_channels=3"])
+SECURITY = {
+    "plain": [],
+    "signing": ["server signing = mandatory"],
+    # the client seals (the `seal` option below): every channel encrypts
+    # with the session's keys
+    "encryption": [],
+}
+
+
+@pytest.mark.parametrize("security", list(SECURITY))
+def test_three_channels_share_the_io(samba_factory, mount_factory, tmp_path, security):
+    srv = samba_factory(extra_global=MC_GLOBAL + SECURITY[security])
+    m = mount_factory(srv, options=["max_channels=3"] +
+                      (["seal"] if security == "encryption" else []))
     st = ctl_json("stats", m.path)
     chans = st["channels"]
     assert len(chans) == 3, st
@@ -49,8 +58,32 @@ def test_three_channels_share_the_io(samba_factory, mount_factory, tmp_path, sig
     # session setup): at least a sixth of an even split.
     for i, b in enumerate(moved):
         assert b >= total / 3 / 6, f"channel {i} carried {b} of {total} bytes: {st}"
-    if signing:
+    if security == "signing":
         assert st["signing"] is True, st
+    dbg = ctl_json("debug", m.path)
+    assert dbg["encryption"] is (security == "encryption"), dbg
+
+
+def test_server_requiring_encryption_refuses_binding(samba_factory, mount_factory, tmp_path):
+    """Samba 4.17 refuses to bind a channel to a session it requires to be
+    encrypted (an unencrypted binding is ACCESS_DENIED, an encrypted one
+    cannot be signature-checked).  The mount keeps its one channel, says
+    why once per attempt, and does not spin reconnecting."""
+    srv = samba_factory(extra_global=MC_GLOBAL + ["server smb encrypt = required"])
+    m = mount_factory(srv, options=["max_channels=3"])
+    st = ctl_json("stats", m.path)
+    assert len(st["channels"]) == 1, st
+    src = tmp_path / "src.bin"
+    make_random_file(src, 8)
+    _dd(src, os.path.join(m.path, "f.bin"), "oflag=direct")
+    assert sha256(os.path.join(srv.share_path, "f.bin")) == sha256(str(src))
+    log = m.log_text()
+    refusals = log.count("refused to bind a channel")
+    assert refusals >= 1, log[-3000:]
+    assert "may refuse to bind channels" in log, log[-3000:]
+    # two interfaces' worth of attempts at mount, not a reconnect loop
+    assert refusals <= 4, log[-3000:]
+    assert ctl_json("debug", m.path)["encryption"] is True
 
 
 def test_server_without_multichannel_keeps_one_channel(samba_factory, mount_factory, tmp_path):
