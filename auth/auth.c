@@ -13,6 +13,9 @@
  * The mechListMIC we send (and the server's we check) is an NTLMSSP MAC with
  * sequence number 0 over the DER MechTypeList we sent ([MS-SPNG] 3.1.5.1,
  * [MS-NLMP] 3.4.4.2); we send it exactly when the AUTHENTICATE carries a MIC.
+ *
+ * The smb_auth_* entry points dispatch through the context's ops
+ * (auth/auth_mech.h): NTLMSSP's are here, Kerberos's in auth/krb5.c.
  */
 #include "auth/auth.h"
 
@@ -25,6 +28,7 @@
 #include "auth/spnego.h"
 #include "client/crypto.h"
 #include "common/log.h"
+#include "auth/auth_mech.h"
 #include "auth/auth_test.h"
 
 enum smb_auth_state {
@@ -60,6 +64,10 @@ static const char *smb_auth_state_str(enum smb_auth_state s)
 	 NTLMSSP_NEGOTIATE_56)
 
 struct smb_auth {
+	const struct smb_auth_mech_ops *ops;
+	void *mech_state; /* a mechanism other than NTLMSSP: its state */
+	char *last_error; /* smb_auth_last_error() */
+	/* NTLMSSP: */
 	enum smb_auth_state state;
 	/* credentials, copied; the password is wiped by the destructor */
 	char *user, *password, *domain, *workstation, *server_name;
@@ -96,6 +104,8 @@ static int auth_destructor(struct smb_auth *a)
 	return 0;
 }
 
+static const struct smb_auth_mech_ops ntlmssp_ops;
+
 int smb_auth_ntlmssp_new(void *talloc_parent, const struct smb_auth_creds *creds,
                          struct smb_auth **out)
 {
@@ -112,6 +122,7 @@ int smb_auth_ntlmssp_new(void *talloc_parent, const struct smb_auth_creds *creds
 	if (!a)
 		return -ENOMEM;
 	talloc_set_destructor(a, auth_destructor);
+	a->ops = &ntlmssp_ops;
 	a->user = talloc_strdup(a, creds->user ? creds->user : "");
 	a->password = talloc_strdup(a, creds->password ? creds->password : "");
 	a->domain = talloc_strdup(a, creds->domain ? creds->domain : "");
@@ -152,6 +163,7 @@ static void set_out(struct smb_auth *a, uint8_t *buf, size_t len)
 static int fail(struct smb_auth *a, int err, const char *why)
 {
 	smb_info("auth: NTLMSSP %s -> FAILED: %s (%d)", smb_auth_state_str(a->state), why, err);
+	smb_auth_set_error(a, why);
 	a->state = AUTH_FAILED;
 	set_out(a, NULL, 0);
 	return err;
@@ -329,16 +341,11 @@ static int step_final(struct smb_auth *a, const uint8_t *in, size_t inlen)
 	return SMB_AUTH_DONE;
 }
 
-int smb_auth_step(struct smb_auth *a, const uint8_t *in, size_t inlen, const uint8_t **out,
-                  size_t *outlen)
+static int ntlmssp_step(struct smb_auth *a, const uint8_t *in, size_t inlen, const uint8_t **out,
+                        size_t *outlen)
 {
-	static const uint8_t empty[1];
 	int rc;
 
-	if (!a || !out || !outlen || (inlen && !in))
-		return -EINVAL;
-	*out = empty;
-	*outlen = 0;
 	switch (a->state) {
 	case AUTH_INIT:
 		rc = step_init(a, in, inlen);
@@ -359,10 +366,8 @@ int smb_auth_step(struct smb_auth *a, const uint8_t *in, size_t inlen, const uin
 	return rc;
 }
 
-int smb_auth_session_key(struct smb_auth *a, uint8_t *key, size_t *keylen)
+static int ntlmssp_session_key(struct smb_auth *a, uint8_t *key, size_t *keylen)
 {
-	if (!a || !key || !keylen)
-		return -EINVAL;
 	if (!a->have_key || a->state == AUTH_FAILED)
 		return -EAGAIN;
 	if (*keylen < 16)
@@ -372,10 +377,69 @@ int smb_auth_session_key(struct smb_auth *a, uint8_t *key, size_t *keylen)
 	return 0;
 }
 
+static const struct smb_auth_mech_ops ntlmssp_ops = {
+    .name = "NTLMSSP",
+    .step = ntlmssp_step,
+    .session_key = ntlmssp_session_key,
+};
+
+/* ---- dispatch (auth/auth.h) and the mechanisms' helpers (auth/auth_mech.h) ---- */
+
+struct smb_auth *smb_auth_mech_new(void *talloc_parent, const struct smb_auth_mech_ops *ops,
+                                   size_t state_size, void **state)
+{
+	struct smb_auth *a = talloc_zero(talloc_parent, struct smb_auth);
+
+	if (!a)
+		return NULL;
+	a->ops = ops;
+	a->mech_state = talloc_zero_size(a, state_size);
+	if (!a->mech_state) {
+		talloc_free(a);
+		return NULL;
+	}
+	*state = a->mech_state;
+	return a;
+}
+
+void *smb_auth_mech_state(const struct smb_auth *a)
+{
+	return a->mech_state;
+}
+
+void smb_auth_set_error(struct smb_auth *a, const char *text)
+{
+	talloc_free(a->last_error);
+	a->last_error = text ? talloc_strdup(a, text) : NULL;
+}
+
+const char *smb_auth_last_error(const struct smb_auth *a)
+{
+	return a ? a->last_error : NULL;
+}
+
+int smb_auth_step(struct smb_auth *a, const uint8_t *in, size_t inlen, const uint8_t **out,
+                  size_t *outlen)
+{
+	static const uint8_t empty[1];
+
+	if (!a || !out || !outlen || (inlen && !in))
+		return -EINVAL;
+	*out = empty;
+	*outlen = 0;
+	return a->ops->step(a, in, inlen, out, outlen);
+}
+
+int smb_auth_session_key(struct smb_auth *a, uint8_t *key, size_t *keylen)
+{
+	if (!a || !key || !keylen)
+		return -EINVAL;
+	return a->ops->session_key(a, key, keylen);
+}
+
 const char *smb_auth_mech_name(const struct smb_auth *a)
 {
-	(void)a;
-	return "NTLMSSP";
+	return a ? a->ops->name : "?";
 }
 
 void smb_auth_free(struct smb_auth *a)

@@ -469,10 +469,31 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 	    .workstation = "",
 	    .server_name = c->host,
 	};
-	int err = smb_auth_ntlmssp_new(mem, &creds, &auth);
-	if (err) {
-		set_err(errbuf, errlen, "cannot start NTLMSSP: %s", strerror(-err));
-		return err;
+	/* Who we log on as, for messages (Kerberos may take the ticket's). */
+	const char *who = creds.user[0]            ? creds.user
+	                  : o->sec == SMB_SEC_KRB5 ? "(the ticket's principal)"
+	                                           : "";
+	int err;
+	if (o->sec == SMB_SEC_KRB5) {
+		struct smb_auth_krb5_opts ko = {
+		    .server_name = c->host,
+		    .user = o->user,
+		    .domain = o->domain,
+		    .keytab = o->keytab,
+		};
+		char why[512] = "";
+		err = smb_auth_krb5_new(mem, &ko, &auth, why, sizeof(why));
+		if (err) {
+			set_err(errbuf, errlen, "%s",
+			        why[0] ? why : "sec=krb5: cannot start Kerberos authentication");
+			return err;
+		}
+	} else {
+		err = smb_auth_ntlmssp_new(mem, &creds, &auth);
+		if (err) {
+			set_err(errbuf, errlen, "cannot start NTLMSSP: %s", strerror(-err));
+			return err;
+		}
 	}
 	uint8_t hash[64];
 	memcpy(hash, ch->preauth, 64);
@@ -491,8 +512,10 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 		size_t outlen;
 		int step = smb_auth_step(auth, in, inlen, &out, &outlen);
 		if (step < 0) {
+			const char *why = smb_auth_last_error(auth);
 			set_err(errbuf, errlen, "%s for user '%s' on %s (%s: %s)", logon_hint(0),
-			        creds.user, c->host, smb_auth_mech_name(auth), strerror(-step));
+			        who, c->host, smb_auth_mech_name(auth),
+			        why ? why : strerror(-step));
 			smb_auth_free(auth);
 			return step == -EACCES ? -EACCES : step;
 		}
@@ -555,7 +578,7 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 				set_err(errbuf, errlen, "%s (%s) for user '%s%s%s' on %s",
 				        logon_hint(st), smb2_status_str(st),
 				        creds.domain[0] ? creds.domain : "",
-				        creds.domain[0] ? "\\" : "", creds.user, c->host);
+				        creds.domain[0] ? "\\" : "", who, c->host);
 			smb_req_put(req);
 			smb_auth_free(auth);
 			return st == STATUS_LOGON_FAILURE || st == STATUS_WRONG_PASSWORD ? -EACCES
@@ -710,7 +733,7 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 		if (err)
 			return err;
 		smb_info("%s: session 0x%llx set up for '%s' (%s), signing %s", c->host,
-		         (unsigned long long)c->session_id, creds.user, guest ? "guest" : "user",
+		         (unsigned long long)c->session_id, who, guest ? "guest" : "user",
 		         c->signing.active ? "on" : "off");
 		return 0;
 	}

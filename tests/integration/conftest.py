@@ -134,6 +134,27 @@ def proxy_factory():
         px.stop()
 
 
+@pytest.fixture(scope="module")
+def addc():
+    """A Samba AD DC (realm SMBRDMA.TEST) on a loopback address, with a share
+    and a Kerberos test user, shared by the tests of one module (it takes
+    ~10-20 s to provision). See tests/lib/addc.py. Missing packages fail
+    the test: .ci/run installs them."""
+    from lib.addc import ADDCError, SambaADDC, missing_packages
+    if os.geteuid() != 0:
+        pytest.skip("not root: the AD DC needs root (mount namespaces, samba)")
+    missing = missing_packages()
+    assert not missing, ("packages for the AD DC are not installed: apt-get install "
+                         + " ".join(missing) + " (.ci/run does)")
+    dc = SambaADDC()
+    try:
+        dc.start()
+    except ADDCError as e:
+        pytest.fail(f"could not start the AD DC: {e}", pytrace=False)
+    yield dc
+    dc.stop()
+
+
 @pytest.fixture
 def scale():
     return timeout_scale()
