@@ -51,7 +51,11 @@ struct smb_client_opts {
 	int sec;                     /* SMB_SEC_NTLMSSP (default) or SMB_SEC_KRB5 */
 	const char *keytab;          /* sec=krb5: client keytab; NULL = the caller's
 	                                credential cache (KRB5CCNAME) */
-	unsigned timeout_ms;         /* per request; 0 = 60000 */
+	unsigned timeout_ms;         /* per request (timeout=); 0 = 60000; requests waiting
+	                                for a reconnect fail with ETIMEDOUT after it too */
+	unsigned echo_ms;            /* keepalive ECHO after this much silence
+	                                (echo_interval=); 0 = 60000 */
+	bool no_durable;             /* do not ask for durable handles */
 	unsigned connect_timeout_ms; /* 0 = 15000 */
 	bool rdma;                   /* carry the channel over SMB Direct instead of TCP */
 	unsigned rdma_threshold;     /* READ/WRITE above this go by RDMA offload; 0 = 4096 */

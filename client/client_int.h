@@ -38,8 +38,9 @@ struct smb_chan {
 	bool dead;
 	/* Counts for smbrdmactl (atomic). */
 	uint64_t failovers, replays;
-	bool seq_bumped; /* atomic: its loss bumped channel_sequence */
-	bool published;  /* atomic: in chans[] (smb_chan_publish) */
+	bool seq_bumped;  /* atomic: its loss bumped channel_sequence */
+	bool published;   /* atomic: in chans[] (smb_chan_publish) */
+	bool reconnected; /* opened by a reconnect (client/reconnect.c) */
 };
 
 struct smb_client {
@@ -80,6 +81,13 @@ struct smb_client {
 	pthread_mutex_t park_lock;
 	struct smb_req *parked;        /* under park_lock, chained by wnext */
 	struct smb_mc *mc;             /* multichannel/mc.c; NULL with one channel */
+	struct smb_reconn *reconn;     /* client/reconnect.c */
+	struct smb_opens *opens;       /* client/opens.c: handles to reopen */
+	bool durable;                  /* ask for durable v2 handles (3.x) */
+	unsigned echo_ms;              /* keepalive of a lone channel; 0 = off */
+	uint64_t previous_session_id;  /* set by reconnect for its SESSION_SETUP */
+	uint64_t reconnects;           /* atomic */
+	bool park_timer;               /* atomic: the expiry timer is armed */
 	uint64_t payload_bytes_copied; /* atomic */
 	uint32_t rdma_threshold;
 	/* Caller regions registered by smb_client_region_add(); appended under
@@ -101,6 +109,12 @@ static inline bool smb_client_sealed(struct smb_client *c)
 /* A request to this client's tree on the channel the scheduler picks for a
  * small (metadata) request. */
 struct smb_req *smb_client_req(struct smb_client *c, void *talloc_parent);
+/* The client a request belongs to (through its channel). */
+static inline struct smb_client *smb_req_client(const struct smb_req *req)
+{
+	return ((const struct smb_chan *)req->conn->on_dead_arg)->c;
+}
+
 /* A request to this client's tree on channel ch. */
 struct smb_req *smb_chan_req(struct smb_chan *ch, void *talloc_parent);
 /* Submit on req->conn and wait (not on the loop thread).  Returns req->err. */
@@ -128,5 +142,33 @@ void smb_chan_discard(struct smb_chan *ch);
 void smb_client_unpark(struct smb_client *c);
 void smb_client_park_expire(struct smb_client *c, bool all);
 bool smb_client_parked(struct smb_client *c);
+
+/* TREE_CONNECT on ch (the share of c), then (3.0/3.0.2) the negotiation
+ * validated.  Not on the loop thread. */
+int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, char *errbuf,
+                          size_t errlen);
+
+/* ---- client/opens.c: open handles that outlive a connection ---------------------- */
+int smb_opens_init(struct smb_client *c);
+void smb_opens_new_guid(uint8_t guid[16]);
+/* Record a handle smb_open() got (fid is what its caller keeps). */
+void smb_opens_add(struct smb_client *c, struct smb2_fileid fid, const char *path,
+                   const struct smb_open_args *args, const uint8_t create_guid[16], bool durable);
+void smb_opens_remove(struct smb_client *c, struct smb2_fileid fid);
+bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid);
+/* Point the request's FileIds at the handles' current ones (any thread,
+ * before each submit).  -EIO when one refers to a handle lost in a
+ * reconnect. */
+int smb_req_fix_fids(struct smb_client *c, struct smb_req *req);
+/* Reopen every handle on the new channel ch (reconnect thread). */
+int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsigned *n_durable,
+                     unsigned *n_path, unsigned *n_lost);
+/* An OPLOCK_BREAK notification arrived on ch (loop thread): acknowledge. */
+void smb_opens_on_break(struct smb_client *c, const uint8_t *pdu, size_t len);
+
+/* ---- client/reconnect.c --------------------------------------------------------- */
+int smb_reconn_start(struct smb_client *c, const struct smb_client_opts *o);
+void smb_reconn_kick(struct smb_client *c); /* any thread */
+void smb_reconn_stop(struct smb_client *c);
 
 #endif

@@ -615,7 +615,10 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 			c->credits = CONN_CREDIT_MAX;
 		if (h.message_id == UINT64_MAX && h.command == SMB2_OPLOCK_BREAK) {
 			pthread_mutex_unlock(&c->lock);
-			smb_debug("%s: oplock/lease break notification ignored", c->peer);
+			if (c->on_break)
+				c->on_break(c->on_dead_arg, pdu_bytes, (size_t)plen);
+			else
+				smb_debug("%s: oplock/lease break notification ignored", c->peer);
 			continue;
 		}
 		bool interim = h.status == STATUS_PENDING && (h.flags & SMB2_FLAGS_ASYNC_COMMAND);

@@ -69,7 +69,9 @@ struct smb_pdu {
 	bool async;
 	uint64_t async_id;
 	struct smb_req *req;
-	struct smb_pdu *hnext; /* pending hash chain, conn->lock */
+	struct smb_pdu *hnext;       /* pending hash chain, conn->lock */
+	struct smb2_fileid orig_fid; /* the body's FileId as first built (opens.c) */
+	bool fid_known;
 	/* response */
 	bool have_rsp;
 	struct smb2_hdr rsp_hdr;
@@ -135,6 +137,8 @@ struct smb_conn {
 	 * each request the death would fail; returns true if it took the req
 	 * (and resubmitted it elsewhere), false to let it fail here. */
 	bool (*on_orphan)(void *arg, struct smb_req *req);
+	/* Optional, loop thread: an OPLOCK_BREAK notification (the PDU). */
+	void (*on_break)(void *arg, const uint8_t *pdu, size_t len);
 	/* Keepalive: when nothing came for echo_ms, send an ECHO; when that is
 	 * not answered within another echo_ms, the channel is dead (transport
 	 * shut down, its requests failed or replayed).  0: off.  Set before

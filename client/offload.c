@@ -291,7 +291,9 @@ static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 		req->pdu[0].credit_charge = smb_credit_charge(ch->conn, len);
 		req->arg = o;
 		req->done = oio_done;
-		err = smb_conn_submit(ch->conn, req);
+		err = smb_req_fix_fids(ch->c, req);
+		if (!err)
+			err = smb_conn_submit(ch->conn, req);
 	}
 	if (err) {
 		if (req)

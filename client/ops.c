@@ -37,6 +37,30 @@ static int add_create(struct smb_req *req, const char *path, const struct smb_op
 	return body ? smb_req_end_pdu(req, smb2_create_req_encode(body, cap, &cr)) : -ENOMEM;
 }
 
+static int add_create_durable(struct smb_req *req, const char *path, const struct smb_open_args *a,
+                              const uint8_t guid[16])
+{
+	uint8_t *dh2q = talloc_size(req, SMB2_DH2Q_LEN);
+	if (!dh2q)
+		return -ENOMEM;
+	smb2_dh2q_encode(dh2q, 0, guid);
+	struct smb2_create_req cr = {
+	    .requested_oplock_level = SMB2_OPLOCK_LEVEL_BATCH,
+	    .impersonation_level = SMB2_IMPERSONATION_IMPERSONATION,
+	    .desired_access = a->desired_access,
+	    .file_attributes = a->file_attributes,
+	    .share_access = a->share_access ? a->share_access : FILE_SHARE_ALL,
+	    .create_disposition = a->create_disposition,
+	    .create_options = a->create_options,
+	    .name = path,
+	    .contexts = {{"DH2Q", dh2q, SMB2_DH2Q_LEN}},
+	    .context_count = 1,
+	};
+	size_t cap = 64 + 2 * strlen(path) + 96;
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_CREATE, cap);
+	return body ? smb_req_end_pdu(req, smb2_create_req_encode(body, cap, &cr)) : -ENOMEM;
+}
+
 static int add_query_info(struct smb_req *req, struct smb2_fileid fid, uint8_t type, uint8_t cls,
                           uint32_t outlen)
 {
@@ -79,6 +103,12 @@ struct op {
 	void *cb;
 	void *arg;
 	int kind;
+	/* smb_open: what a reopen needs; smb_close: the handle */
+	char *path;
+	struct smb_open_args oa;
+	uint8_t create_guid[16];
+	bool want_durable;
+	struct smb2_fileid fid;
 };
 
 static struct smb_req *op_req(struct smb_client *c, void *cb, void *arg, struct op **out)
@@ -101,6 +131,8 @@ static struct smb_req *op_req(struct smb_client *c, void *cb, void *arg, struct 
 
 static int op_submit(struct smb_req *req, int err, void (*done)(struct smb_req *))
 {
+	if (!err)
+		err = smb_req_fix_fids(smb_req_client(req), req);
 	if (!err) {
 		req->done = done;
 		err = smb_conn_submit(req->conn, req);
@@ -206,6 +238,24 @@ int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 	return attr_chain(c, path, &oa, cb, arg);
 }
 
+/* Was a durable handle granted?  (A DH2Q context in the CREATE response.) */
+static bool durable_granted(const struct smb2_create_rsp *cr)
+{
+	uint32_t off = 0, dlen, timeout;
+	const uint8_t *data;
+	char name[5];
+	while (smb2_create_ctx_next(cr->contexts, cr->contexts_len, &off, name, &data, &dlen) == 1)
+		if (strcmp(name, "DH2Q") == 0)
+			return smb2_dh2q_rsp_decode(data, dlen, &timeout) == 0;
+	return false;
+}
+
+static void open_record(struct op *op, const struct smb2_create_rsp *cr)
+{
+	bool durable = op->want_durable && durable_granted(cr);
+	smb_opens_add(op->c, cr->fileid, op->path, &op->oa, op->create_guid, durable);
+}
+
 static void open_done(struct smb_req *req)
 {
 	struct op *op = req->arg;
@@ -240,12 +290,14 @@ static void open_done(struct smb_req *req)
 		a.end_of_file = cr.end_of_file;
 		a.allocation_size = cr.allocation_size;
 		a.file_attributes = cr.file_attributes;
+		open_record(op, &cr);
 		cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
 	} else if (decode_allinfo(&req->pdu[1], &a) < 0) {
 		log_malformed(op->c, "QUERY_INFO");
 		cb(op->arg, -EIO, 0, none, NULL);
 		smb_close(op->c, cr.fileid, NULL, NULL);
 	} else {
+		open_record(op, &cr);
 		cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
 	}
 	smb_req_put(req);
@@ -261,7 +313,18 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 	req->related = true;
 	struct smb_open_args oa = *args;
 	oa.desired_access |= FILE_READ_ATTRIBUTES;
-	int err = add_create(req, path, &oa);
+	op->oa = oa;
+	op->path = talloc_strdup(op, path);
+	int err = op->path ? 0 : -ENOMEM;
+	if (!err && c->durable) {
+		/* A durable v2 handle survives a lost connection ([MS-SMB2]
+		 * 3.2.4.3.5); servers grant it under a batch oplock. */
+		op->want_durable = true;
+		smb_opens_new_guid(op->create_guid);
+		err = add_create_durable(req, path, &oa, op->create_guid);
+	} else if (!err) {
+		err = add_create(req, path, &oa);
+	}
 	if (!err)
 		err = add_query_info(req, SMB2_FILEID_RELATED, SMB2_0_INFO_FILE, FileAllInformation,
 		                     ALLINFO_OUT);
@@ -283,13 +346,24 @@ static void status_done(struct smb_req *req)
 	smb_req_put(req);
 }
 
+static void close_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_opens_remove(op->c, op->fid);
+	status_done(req);
+}
+
 int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg)
 {
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
 		return -ENOMEM;
-	return op_submit(req, add_close(req, fid), status_done);
+	op->fid = fid;
+	int err = op_submit(req, add_close(req, fid), close_done);
+	if (err)
+		smb_opens_remove(c, fid); /* lost in a reconnect, or never sent */
+	return err;
 }
 
 int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_cb cb, void *arg)

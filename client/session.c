@@ -531,6 +531,7 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 		    .flags = binding ? SMB2_SESSION_FLAG_BINDING : 0,
 		    .security_mode = (uint8_t)(SMB2_NEGOTIATE_SIGNING_ENABLED |
 		                               (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0)),
+		    .previous_session_id = binding ? 0 : c->previous_session_id,
 		    .security_buffer = out,
 		    .security_buffer_len = (uint16_t)outlen,
 		};
@@ -749,10 +750,11 @@ static ssize_t enc_tree_connect(uint8_t *b, size_t cap, const struct smb2_tree_c
 	return smb2_tree_connect_req_encode(b, cap, r);
 }
 
-static int do_tree_connect(struct smb_client *c, void *mem, char *errbuf, size_t errlen)
+static int do_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, char *errbuf,
+                           size_t errlen)
 {
 	struct smb2_tree_connect_req tr = {.path = c->unc};
-	struct smb_req *req = smb_client_req(c, mem);
+	struct smb_req *req = smb_chan_req(ch, mem);
 	if (!req)
 		return -ENOMEM;
 	/* [MS-SMB2] 3.2.4.1.1: with 3.1.1, TREE_CONNECT is always signed. */
@@ -816,7 +818,8 @@ static int do_tree_connect(struct smb_client *c, void *mem, char *errbuf, size_t
  * signed IOCTL what it negotiated, and compare with what we saw: an
  * attacker who stripped dialects or signing from the unsigned NEGOTIATE
  * cannot forge this answer.  3.1.1 has the preauth hash instead. */
-static int validate_negotiate(struct smb_client *c, void *mem, char *errbuf, size_t errlen)
+static int validate_negotiate(struct smb_client *c, struct smb_chan *ch, void *mem, char *errbuf,
+                              size_t errlen)
 {
 	if (c->dialect != SMB2_DIALECT_0300 && c->dialect != SMB2_DIALECT_0302)
 		return 0;
@@ -839,7 +842,7 @@ static int validate_negotiate(struct smb_client *c, void *mem, char *errbuf, siz
 	    .max_output_response = 24,
 	    .flags = SMB2_0_IOCTL_IS_FSCTL,
 	};
-	struct smb_req *req = smb_client_req(c, mem);
+	struct smb_req *req = smb_chan_req(ch, mem);
 	if (!req)
 		return -ENOMEM;
 	req->force_sign = true;
@@ -896,7 +899,25 @@ static int validate_negotiate(struct smb_client *c, void *mem, char *errbuf, siz
 	return 0;
 }
 
+int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, char *errbuf,
+                          size_t errlen)
+{
+	int err = do_tree_connect(c, ch, mem, errbuf, errlen);
+	return err ? err : validate_negotiate(c, ch, mem, errbuf, errlen);
+}
+
 /* ---- channels ------------------------------------------------------------------- */
+
+static bool any_live(struct smb_client *c)
+{
+	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		if (!__atomic_load_n(&c->chans[i]->dead, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
+static void park_fail_cb(void *arg);
 
 static void chan_dead(void *arg, int err)
 {
@@ -912,6 +933,36 @@ static void chan_dead(void *arg, int err)
 		smb_warn("%s: channel %d lost (%s); it takes no new requests", ch->conn->peer,
 		         ch->index, strerror(-err));
 	smb_mc_channel_died(ch->c, ch);
+	if (!any_live(ch->c)) {
+		smb_warn("%s: the connection to the server is lost; reconnecting", ch->c->host);
+		smb_reconn_kick(ch->c);
+	}
+}
+
+static void chan_break(void *arg, const uint8_t *pdu, size_t len)
+{
+	struct smb_chan *ch = arg;
+	smb_opens_on_break(ch->c, pdu, len);
+}
+
+/* Parked requests fail at their deadline even while the reconnect thread
+ * is blocked in an attempt: a loop timer looks every half second. */
+static void park_tick(void *arg)
+{
+	struct smb_client *c = arg;
+	smb_client_park_expire(c, false);
+	struct ev_timer *t;
+	if (!smb_client_parked(c) || __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE) ||
+	    ev_timer_add(c->loop, 500, park_tick, c, &t) < 0)
+		__atomic_store_n(&c->park_timer, false, __ATOMIC_RELEASE);
+}
+
+static void park_timer_arm(void *arg)
+{
+	struct smb_client *c = arg;
+	struct ev_timer *t;
+	if (ev_timer_add(c->loop, 500, park_tick, c, &t) < 0)
+		__atomic_store_n(&c->park_timer, false, __ATOMIC_RELEASE);
 }
 
 /* The channel for a request that is sent again: READ/WRITE as bulk (their
@@ -932,13 +983,14 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 	struct smb_chan *ch = arg;
 	struct smb_client *c = ch->c;
 	__atomic_store_n(&ch->dead, true, __ATOMIC_RELEASE);
-	if (req->no_replay || c->dialect < SMB2_DIALECT_0300 ||
-	    __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+	if (req->no_replay || __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
 		return false;
 	uint16_t cmd = req->pdu[0].command;
 	struct smb_chan *to = pick_for(c, req);
 	bool none = !to || to == ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE);
-	if (none && !c->mc)
+	/* Another channel takes it as a replay (3.x); with none left it waits
+	 * for the reconnect, which sends it on a new session. */
+	if ((!none && c->dialect < SMB2_DIALECT_0300) || (none && !c->reconn && !c->mc))
 		return false;
 	if (smb_req_reset_for_replay(req))
 		return false;
@@ -947,7 +999,7 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 	req->session_id = c->session_id;
 	if (none) {
 		/* Every channel is down: wait (up to the request timeout) for
-		 * the multichannel thread to bind one again. */
+		 * the reconnect thread to bring one back. */
 		req->deadline_ms = ev_now_ms() + c->timeout_ms;
 		pthread_mutex_lock(&c->park_lock);
 		bool first = !c->parked;
@@ -959,7 +1011,10 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 			smb_warn("%s: every channel is down; requests wait up to %u s for one to "
 			         "come back",
 			         c->host, c->timeout_ms / 1000);
-		smb_mc_channel_died(c, ch);
+		if (!__atomic_exchange_n(&c->park_timer, true, __ATOMIC_ACQ_REL) &&
+		    ev_call(c->loop, park_timer_arm, c) < 0)
+			__atomic_store_n(&c->park_timer, false, __ATOMIC_RELEASE);
+		smb_reconn_kick(c);
 		return true;
 	}
 	if (smb_conn_submit(to->conn, req))
@@ -990,6 +1045,19 @@ void smb_client_unpark(struct smb_client *c)
 		struct smb_req *req = list, *next = req->wnext;
 		req->wnext = NULL;
 		struct smb_chan *to = pick_for(c, req);
+		/* After a reconnect: the new session, the tree, the handles. */
+		if (req->session_id != c->session_id) {
+			req->session_id = c->session_id;
+			if (req->tree_id)
+				req->tree_id = c->tree_id;
+		}
+		if (smb_req_fix_fids(c, req) < 0) {
+			req->err = -EIO;
+			if (ev_call(c->loop, park_fail_cb, req) < 0)
+				req->done(req);
+			list = next;
+			continue;
+		}
 		/* A failed submit offers it to chan_orphan again: parked again. */
 		if (smb_conn_submit(to->conn, req) == 0) {
 			__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
@@ -1056,6 +1124,7 @@ int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr 
 	}
 	ch->conn->on_dead = chan_dead;
 	ch->conn->on_orphan = chan_orphan;
+	ch->conn->on_break = chan_break;
 	ch->conn->on_dead_arg = ch;
 	*out = ch;
 	return 0;
@@ -1185,6 +1254,10 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	c->rdma = o->rdma;
 	c->rdma_threshold = o->rdma_threshold ? o->rdma_threshold : 4096;
 	c->timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
+	if ((err = smb_opens_init(c)) < 0) {
+		set_err(errbuf, errlen, "out of memory");
+		goto fail;
+	}
 	unsigned ctimeout = o->connect_timeout_ms ? o->connect_timeout_ms : 15000;
 	uint8_t *blob = NULL;
 	size_t blob_len = 0;
@@ -1207,12 +1280,16 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	err = smb_chan_session_setup(c, c->chans[0], o, false, blob, blob_len, mem, errbuf, errlen);
 	if (err)
 		goto fail;
-	err = do_tree_connect(c, mem, errbuf, errlen);
+	err = smb_chan_tree_connect(c, c->chans[0], mem, errbuf, errlen);
 	if (err)
 		goto fail;
-	err = validate_negotiate(c, mem, errbuf, errlen);
-	if (err)
+	c->durable = c->dialect >= SMB2_DIALECT_0300 && !o->no_durable;
+	c->echo_ms = o->echo_ms ? o->echo_ms : 60000;
+	c->chans[0]->conn->echo_ms = c->echo_ms;
+	if ((err = smb_reconn_start(c, o)) < 0) {
+		set_err(errbuf, errlen, "cannot start the reconnect thread: %s", strerror(-err));
 		goto fail;
+	}
 	if (o->multichannel && (err = smb_mc_start(c, o)) < 0) {
 		set_err(errbuf, errlen, "cannot start multichannel: %s", strerror(-err));
 		goto fail;
@@ -1248,6 +1325,7 @@ void smb_client_destroy(struct smb_client *c)
 		}
 	}
 	smb_mc_stop(c);
+	smb_reconn_stop(c);
 	smb_client_park_expire(c, true); /* run before the loop stops */
 	for (int i = 0; i < c->nchans; i++) {
 		smb_conn_close(c->chans[i]->conn);
@@ -1313,6 +1391,7 @@ void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out)
 		ch->bytes_received = __atomic_load_n(&cn->st_bytes_received, __ATOMIC_RELAXED);
 		ch->failovers = __atomic_load_n(&chn->failovers, __ATOMIC_RELAXED);
 		ch->replays = __atomic_load_n(&chn->replays, __ATOMIC_RELAXED);
+		ch->reconnects = chn->reconnected;
 		struct smb_transport_stats ts;
 		if (cn->transport->ops->get_stats(cn->transport, &ts) == 0) {
 			ch->rdma_read_bytes = ts.rdma_read_bytes;

@@ -559,6 +559,8 @@ static int run(struct mount_args *a)
 	copts.keytab = a->opts.keytab;
 	copts.rdma = a->opts.rdma;
 	copts.rdma_threshold = a->opts.rdma_threshold;
+	copts.echo_ms = a->opts.echo_interval * 1000;
+	copts.timeout_ms = a->opts.timeout * 1000;
 	copts.multichannel = a->opts.multichannel;
 	copts.max_channels = a->opts.max_channels;
 	copts.mc_interfaces = a->opts.interfaces;

@@ -311,6 +311,18 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->debug = true;
 	} else if (strcmp(key, "rdma") == 0 && !value) {
 		o->rdma = true;
+	} else if (strcmp(key, "echo_interval") == 0) {
+		/* As mount.cifs: seconds, 1..600. */
+		NEEDS_VALUE();
+		if (parse_unsigned(value, 10, 600, &v) < 0 || v < 1)
+			BAD_VALUE();
+		o->echo_interval = (unsigned)v;
+	} else if (strcmp(key, "timeout") == 0) {
+		/* Seconds a request may wait for its answer (or for a reconnect). */
+		NEEDS_VALUE();
+		if (parse_unsigned(value, 10, 3600, &v) < 0 || v < 1)
+			BAD_VALUE();
+		o->timeout = (unsigned)v;
 	} else if (strcmp(key, "rdma_threshold") == 0) {
 		NEEDS_VALUE();
 		if (parse_unsigned(value, 10, 1u << 30, &v) < 0)

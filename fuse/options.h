@@ -8,6 +8,7 @@
  *   credentials= cred=   sec=  keytab=  guest  sign  seal
  *   port=  vers=  uid=  gid=  file_mode=  dir_mode=  actimeo=  ro rw  debug
  *   rdma  rdma_threshold=  multichannel nomultichannel  max_channels=
+ *   echo_interval=  timeout=
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
  * nofail _netdev user (without '=') users nouser owner group relatime ...,
  * x-* and comment=; nosuid/suid/nodev/dev/noexec/exec/sync/async/dirsync/
@@ -61,6 +62,8 @@ struct smb_mount_opts {
 	bool ro;
 	bool rdma;               /* SMB Direct instead of TCP */
 	unsigned rdma_threshold; /* 0: the engine's default (4096) */
+	unsigned echo_interval;  /* s, echo_interval=; 0: the engine's default (60) */
+	unsigned timeout;        /* s, timeout=; 0: the engine's default (60) */
 	bool multichannel;       /* more channels to the server's interfaces */
 	unsigned max_channels;   /* 0: the engine's default (2); 1..32 */
 	char *interfaces;        /* "eth1:eth2" or NULL: local interfaces for channels */

@@ -438,9 +438,6 @@ static void *mc_thread(void *arg)
 	for (;;) {
 		uint64_t now = ev_now_ms();
 		int timeout = now >= next_pass ? 0 : (int)(next_pass - now);
-		bool parked = smb_client_parked(mc->c);
-		if (parked && timeout > 1000)
-			timeout = 1000; /* expire waiting requests, retry binding */
 		struct pollfd pfd[2] = {{.fd = mc->wake_fd, .events = POLLIN},
 		                        {.fd = mc->nl_fd, .events = POLLIN}};
 		int rc = poll(pfd, mc->nl_fd >= 0 ? 2 : 1, timeout);
@@ -456,10 +453,10 @@ static void *mc_thread(void *arg)
 		if (rc > 0 && mc->nl_fd >= 0 && (pfd[1].revents & POLLIN))
 			netlink_read(mc);
 		bool kick = __atomic_exchange_n(&mc->kick, false, __ATOMIC_ACQ_REL);
-		if (parked) {
-			smb_client_park_expire(mc->c, false);
-			kick = true; /* every channel is down: keep trying */
-		}
+		/* With every channel down the reconnect thread brings the session
+		 * back (client/reconnect.c) and kicks us to add channels again. */
+		if (live_channels(mc->c) == 0)
+			continue;
 		if (kick || ev_now_ms() >= next_pass) {
 			mc_pass(mc);
 			next_pass = ev_now_ms() + (uint64_t)mc->requery_s * 1000;
@@ -546,6 +543,15 @@ void smb_mc_stop(struct smb_client *c)
 		memset((char *)mc->opts.password, 0, strlen(mc->opts.password));
 	/* mc and its eventfd stay until the client is freed: a channel dying
 	 * on the loop thread meanwhile may still wake it. */
+}
+
+void smb_mc_kick(struct smb_client *c)
+{
+	struct smb_mc *mc = c->mc;
+	if (!mc)
+		return;
+	__atomic_store_n(&mc->kick, true, __ATOMIC_RELEASE);
+	mc_wake(mc);
 }
 
 void smb_mc_channel_died(struct smb_client *c, struct smb_chan *ch)

@@ -28,5 +28,7 @@ struct smb_client_opts;
 int smb_mc_start(struct smb_client *c, const struct smb_client_opts *o);
 void smb_mc_stop(struct smb_client *c);
 void smb_mc_channel_died(struct smb_client *c, struct smb_chan *ch);
+/* Look for channels now (any thread; after a reconnect). */
+void smb_mc_kick(struct smb_client *c);
 
 #endif

@@ -299,6 +299,30 @@ int smb2_create_ctx_next_raw(const uint8_t *chain, uint32_t chain_len, uint32_t 
                              const uint8_t **name, uint16_t *name_len, const uint8_t **data,
                              uint32_t *data_len);
 
+/* Where a request body carries its FileId (bytes from the start of the body),
+ * or -1 for commands that have none: CLOSE, FLUSH, READ, WRITE, LOCK, IOCTL,
+ * QUERY_DIRECTORY, CHANGE_NOTIFY, QUERY_INFO, SET_INFO, OPLOCK_BREAK. */
+int smb2_req_fileid_offset(uint16_t command);
+
+/* ---- durable handles v2 [MS-SMB2] 2.2.13.2.11 / 2.2.13.2.12 / 2.2.14.2.12 -- */
+#define SMB2_DH2Q_LEN 32 /* Timeout, Flags, Reserved, CreateGuid */
+#define SMB2_DH2C_LEN 36 /* FileId, CreateGuid, Flags */
+void smb2_dh2q_encode(uint8_t out[SMB2_DH2Q_LEN], uint32_t timeout_ms,
+                      const uint8_t create_guid[16]);
+void smb2_dh2c_encode(uint8_t out[SMB2_DH2C_LEN], struct smb2_fileid fid,
+                      const uint8_t create_guid[16]);
+/* The DH2Q response context's data: 0 (and the granted timeout), or -EBADMSG. */
+int smb2_dh2q_rsp_decode(const uint8_t *data, uint32_t len, uint32_t *timeout_ms);
+
+/* ---- OPLOCK_BREAK notification / acknowledgment 2.2.23.1 / 2.2.24.1 ------ */
+struct smb2_oplock_break {
+	uint8_t oplock_level;
+	struct smb2_fileid fileid;
+};
+/* A notification body (StructureSize 24); -EPROTO for a lease break (44). */
+int smb2_oplock_break_decode(const uint8_t *msg, size_t len, struct smb2_oplock_break *b);
+ssize_t smb2_oplock_break_ack_encode(uint8_t *body, size_t cap, const struct smb2_oplock_break *b);
+
 /* ---- CLOSE 2.2.15 / 2.2.16 ----------------------------------------------- */
 struct smb2_close_req {
 	uint16_t flags;

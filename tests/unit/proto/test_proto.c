@@ -1363,6 +1363,58 @@ static void test_transform(void)
 	CHECK(strcmp(smb2_cipher_str(0), "none") == 0);
 }
 
+static void test_durable_and_breaks(void)
+{
+	CHECK_EQ(smb2_req_fileid_offset(SMB2_READ), 16);
+	CHECK_EQ(smb2_req_fileid_offset(SMB2_WRITE), 16);
+	CHECK_EQ(smb2_req_fileid_offset(SMB2_CLOSE), 8);
+	CHECK_EQ(smb2_req_fileid_offset(SMB2_QUERY_INFO), 24);
+	CHECK_EQ(smb2_req_fileid_offset(SMB2_SET_INFO), 16);
+	CHECK_EQ(smb2_req_fileid_offset(SMB2_CREATE), -1);
+	CHECK_EQ(smb2_req_fileid_offset(SMB2_NEGOTIATE), -1);
+	/* the offsets agree with the encoders */
+	struct smb2_fileid fid = {0x1122334455667788ull, 0x99aabbccddeeff00ull};
+	uint8_t b[128];
+	struct smb2_read_req rr = {.length = 4096, .offset = 0, .fileid = fid};
+	CHECK(smb2_read_req_encode(b, sizeof(b), &rr) > 0);
+	CHECK(smb_le64(b + 16) == fid.persistent && smb_le64(b + 24) == fid.volatile_);
+	struct smb2_query_info_req q = {.info_type = 1, .file_info_class = 18, .fileid = fid};
+	CHECK(smb2_query_info_req_encode(b, sizeof(b), &q) > 0);
+	CHECK(smb_le64(b + 24) == fid.persistent);
+	struct smb2_close_req cl = {.fileid = fid};
+	CHECK(smb2_close_req_encode(b, sizeof(b), &cl) > 0);
+	CHECK(smb_le64(b + 8) == fid.persistent);
+
+	uint8_t guid[16], q2[SMB2_DH2Q_LEN], c2[SMB2_DH2C_LEN];
+	for (int i = 0; i < 16; i++)
+		guid[i] = (uint8_t)(i + 1);
+	smb2_dh2q_encode(q2, 60000, guid);
+	CHECK_EQ(smb_le32(q2), 60000);
+	CHECK_EQ(smb_le32(q2 + 4), 0);
+	CHECK_MEM(q2 + 16, guid, 16);
+	smb2_dh2c_encode(c2, fid, guid);
+	CHECK(smb_le64(c2) == fid.persistent && smb_le64(c2 + 8) == fid.volatile_);
+	CHECK_MEM(c2 + 16, guid, 16);
+	uint32_t t = 0;
+	CHECK_EQ(smb2_dh2q_rsp_decode(q2, 8, &t), 0);
+	CHECK_EQ(t, 60000);
+	CHECK_EQ(smb2_dh2q_rsp_decode(q2, 7, &t), -EBADMSG);
+
+	/* an oplock break notification, and our acknowledgment of it */
+	uint8_t msg[SMB2_HDR_SIZE + 24];
+	memset(msg, 0, sizeof(msg));
+	struct smb2_oplock_break ob = {.oplock_level = SMB2_OPLOCK_LEVEL_II, .fileid = fid};
+	CHECK_EQ(smb2_oplock_break_ack_encode(msg + SMB2_HDR_SIZE, 24, &ob), 24);
+	struct smb2_oplock_break back;
+	CHECK_EQ(smb2_oplock_break_decode(msg, sizeof(msg), &back), 0);
+	CHECK_EQ(back.oplock_level, SMB2_OPLOCK_LEVEL_II);
+	CHECK(back.fileid.persistent == fid.persistent && back.fileid.volatile_ == fid.volatile_);
+	CHECK_EQ(smb2_oplock_break_decode(msg, sizeof(msg) - 1, &back), -EBADMSG);
+	smb_put_le16(msg + SMB2_HDR_SIZE, 44); /* a lease break */
+	CHECK_EQ(smb2_oplock_break_decode(msg, sizeof(msg), &back), -EPROTO);
+	CHECK_EQ(smb2_oplock_break_ack_encode(msg, 23, &ob), -ENOSPC);
+}
+
 int main(void)
 {
 	RUN(test_reader);
@@ -1394,5 +1446,6 @@ int main(void)
 	RUN(test_names);
 	RUN(test_nttime);
 	RUN(test_transform);
+	RUN(test_durable_and_breaks);
 	return check_report();
 }

@@ -1,0 +1,306 @@
+/* client/opens.c — the table of open handles, so they outlive a connection.
+ *
+ * Callers keep the FileId smb_open() gave them for the life of the handle.
+ * After a reconnect the server knows the handle by another FileId (a
+ * durable reconnect may keep it, a reopen by path does not); every request
+ * is patched on its way out (smb_req_fix_fids) from the caller's FileId to
+ * the current one.  Handles that could not be reopened are "lost": requests
+ * on them fail with EIO, and closing them succeeds at once.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <talloc.h>
+
+#include "client/client_int.h"
+#include "client/crypto.h"
+#include "common/log.h"
+
+#define OPENS_BUCKETS 256
+
+struct smb_open_rec {
+	struct smb2_fileid orig, cur;
+	char *path;
+	struct smb_open_args args;
+	uint8_t create_guid[16];
+	bool durable;
+	bool lost;
+	struct smb_open_rec *next;
+};
+
+struct smb_opens {
+	pthread_rwlock_t lock;
+	struct smb_open_rec *b[OPENS_BUCKETS];
+	unsigned n;
+	bool moved; /* some cur differs from orig: patching is needed */
+};
+
+static unsigned bucket(struct smb2_fileid f)
+{
+	uint64_t h = (f.persistent ^ (f.volatile_ * 0x9e3779b97f4a7c15ull));
+	return (unsigned)(h >> 56) % OPENS_BUCKETS;
+}
+
+static bool fid_eq(struct smb2_fileid a, struct smb2_fileid b)
+{
+	return a.persistent == b.persistent && a.volatile_ == b.volatile_;
+}
+
+static int opens_destructor(struct smb_opens *o)
+{
+	pthread_rwlock_destroy(&o->lock);
+	return 0;
+}
+
+int smb_opens_init(struct smb_client *c)
+{
+	c->opens = talloc_zero(c, struct smb_opens);
+	if (!c->opens)
+		return -ENOMEM;
+	pthread_rwlock_init(&c->opens->lock, NULL);
+	talloc_set_destructor(c->opens, opens_destructor);
+	return 0;
+}
+
+void smb_opens_new_guid(uint8_t guid[16])
+{
+	if (smb_random_bytes(guid, 16))
+		memset(guid, 0, 16);
+}
+
+void smb_opens_add(struct smb_client *c, struct smb2_fileid fid, const char *path,
+                   const struct smb_open_args *args, const uint8_t create_guid[16], bool durable)
+{
+	struct smb_opens *o = c->opens;
+	struct smb_open_rec *r = talloc_zero(o, struct smb_open_rec);
+	if (!r || !(r->path = talloc_strdup(r, path))) {
+		talloc_free(r);
+		smb_warn("%s: out of memory: the open of %s will not survive a reconnect", c->host,
+		         path);
+		return;
+	}
+	r->orig = r->cur = fid;
+	r->args = *args;
+	memcpy(r->create_guid, create_guid, 16);
+	r->durable = durable;
+	pthread_rwlock_wrlock(&o->lock);
+	unsigned k = bucket(fid);
+	r->next = o->b[k];
+	o->b[k] = r;
+	o->n++;
+	pthread_rwlock_unlock(&o->lock);
+}
+
+void smb_opens_remove(struct smb_client *c, struct smb2_fileid fid)
+{
+	struct smb_opens *o = c->opens;
+	struct smb_open_rec *gone = NULL;
+	pthread_rwlock_wrlock(&o->lock);
+	for (struct smb_open_rec **pp = &o->b[bucket(fid)]; *pp; pp = &(*pp)->next) {
+		if (fid_eq((*pp)->orig, fid)) {
+			gone = *pp;
+			*pp = gone->next;
+			o->n--;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&o->lock);
+	talloc_free(gone);
+}
+
+/* Caller holds the lock. */
+static struct smb_open_rec *find(struct smb_opens *o, struct smb2_fileid fid)
+{
+	for (struct smb_open_rec *r = o->b[bucket(fid)]; r; r = r->next)
+		if (fid_eq(r->orig, fid))
+			return r;
+	return NULL;
+}
+
+bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid)
+{
+	struct smb_opens *o = c->opens;
+	pthread_rwlock_rdlock(&o->lock);
+	struct smb_open_rec *r = find(o, fid);
+	bool lost = r && r->lost;
+	pthread_rwlock_unlock(&o->lock);
+	return lost;
+}
+
+int smb_req_fix_fids(struct smb_client *c, struct smb_req *req)
+{
+	struct smb_opens *o = c->opens;
+	if (!o || !__atomic_load_n(&o->moved, __ATOMIC_ACQUIRE))
+		return 0;
+	int err = 0;
+	pthread_rwlock_rdlock(&o->lock);
+	for (int i = 0; i < req->npdu; i++) {
+		struct smb_pdu *p = &req->pdu[i];
+		int off = smb2_req_fileid_offset(p->command);
+		if (off < 0 || p->len < (size_t)(SMB2_HDR_SIZE + off + 16))
+			continue;
+		uint8_t *f = p->buf + SMB2_HDR_SIZE + off;
+		if (!p->fid_known) {
+			/* what the caller wrote, before any patching */
+			p->orig_fid.persistent = smb_le64(f);
+			p->orig_fid.volatile_ = smb_le64(f + 8);
+			p->fid_known = true;
+		}
+		struct smb_open_rec *r = find(o, p->orig_fid);
+		if (!r)
+			continue;
+		if (r->lost) {
+			err = -EIO;
+			continue;
+		}
+		smb_put_le64(f, r->cur.persistent);
+		smb_put_le64(f + 8, r->cur.volatile_);
+	}
+	pthread_rwlock_unlock(&o->lock);
+	return err;
+}
+
+/* Reopen one handle on ch: durable reconnect (DH2C) when it was granted,
+ * else by path with FILE_OPEN (never re-create or truncate).  0 with *cur
+ * set, or -errno. */
+static int reopen_one(struct smb_client *c, struct smb_chan *ch, struct smb_open_rec *r,
+                      bool durable, void *mem, struct smb2_fileid *cur)
+{
+	struct smb_req *req = smb_chan_req(ch, mem);
+	if (!req)
+		return -ENOMEM;
+	req->no_replay = true;
+	uint8_t dh2c[SMB2_DH2C_LEN];
+	struct smb2_create_req cr = {
+	    .requested_oplock_level = durable ? SMB2_OPLOCK_LEVEL_BATCH : SMB2_OPLOCK_LEVEL_NONE,
+	    .impersonation_level = SMB2_IMPERSONATION_IMPERSONATION,
+	    .desired_access = r->args.desired_access,
+	    .file_attributes = r->args.file_attributes,
+	    .share_access = r->args.share_access ? r->args.share_access : FILE_SHARE_ALL,
+	    .create_disposition = FILE_OPEN,
+	    .create_options = r->args.create_options,
+	    .name = r->path,
+	};
+	if (durable) {
+		smb2_dh2c_encode(dh2c, r->cur, r->create_guid);
+		cr.contexts[0] = (struct smb2_create_ctx){"DH2C", dh2c, sizeof(dh2c)};
+		cr.context_count = 1;
+	}
+	size_t cap = 64 + 2 * strlen(r->path) + 96;
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_CREATE, cap);
+	int err = body ? smb_req_end_pdu(req, smb2_create_req_encode(body, cap, &cr)) : -ENOMEM;
+	if (!err)
+		err = smb_client_submit_sync(c, req);
+	if (!err) {
+		uint32_t st = req->pdu[0].rsp_hdr.status;
+		struct smb2_create_rsp rsp;
+		if (st != STATUS_SUCCESS) {
+			smb_debug("%s: %s of %s: %s", c->host,
+			          durable ? "durable reconnect" : "reopen", r->path,
+			          smb2_status_str(st));
+			err = -ENOENT;
+		} else if (smb2_create_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &rsp) < 0) {
+			err = -EBADMSG;
+		} else {
+			*cur = rsp.fileid;
+		}
+	}
+	smb_req_put(req);
+	return err;
+}
+
+int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsigned *n_durable,
+                     unsigned *n_path, unsigned *n_lost)
+{
+	struct smb_opens *o = c->opens;
+	*n_durable = *n_path = *n_lost = 0;
+	/* Requests are parked meanwhile and the loop does not add or remove
+	 * opens while no channel lives, but hold the lock for the walk: a
+	 * failed open's cleanup may still remove one. */
+	pthread_rwlock_rdlock(&o->lock);
+	struct smb_open_rec **all = talloc_array(mem, struct smb_open_rec *, o->n ? o->n : 1);
+	unsigned n = 0;
+	for (unsigned k = 0; all && k < OPENS_BUCKETS; k++)
+		for (struct smb_open_rec *r = o->b[k]; r && n < o->n; r = r->next)
+			if (!r->lost)
+				all[n++] = r;
+	pthread_rwlock_unlock(&o->lock);
+	if (!all)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		struct smb_open_rec *r = all[i];
+		struct smb2_fileid cur;
+		int err = -ENOENT;
+		bool durable = r->durable;
+		if (durable) {
+			err = reopen_one(c, ch, r, true, mem, &cur);
+			if (err == 0)
+				++*n_durable;
+		}
+		if (err == -ENOENT || err == -EBADMSG) {
+			err = reopen_one(c, ch, r, false, mem, &cur);
+			if (err == 0) {
+				++*n_path;
+				durable = false;
+			}
+		}
+		if (err && err != -ENOENT && err != -EBADMSG)
+			return err; /* the new connection failed: try again later */
+		pthread_rwlock_wrlock(&o->lock);
+		if (err) {
+			r->lost = true;
+			__atomic_store_n(&o->moved, true, __ATOMIC_RELEASE);
+			++*n_lost;
+			smb_err("%s: %s could not be reopened after the reconnect; its I/O fails "
+			        "with EIO",
+			        c->host, r->path);
+		} else {
+			r->cur = cur;
+			r->durable = durable;
+			if (!fid_eq(cur, r->orig))
+				__atomic_store_n(&o->moved, true, __ATOMIC_RELEASE);
+		}
+		pthread_rwlock_unlock(&o->lock);
+	}
+	return 0;
+}
+
+static void break_ack_done(struct smb_req *req)
+{
+	uint32_t st = req->pdu[0].have_rsp ? req->pdu[0].rsp_hdr.status : 0;
+	if (req->err || st != STATUS_SUCCESS)
+		smb_debug("oplock break acknowledgment: %s",
+		          req->err ? strerror(-req->err) : smb2_status_str(st));
+	smb_req_put(req);
+}
+
+void smb_opens_on_break(struct smb_client *c, const uint8_t *pdu, size_t len)
+{
+	struct smb2_oplock_break b;
+	int err = smb2_oplock_break_decode(pdu, len, &b);
+	if (err) {
+		if (err == -EPROTO)
+			smb_debug("%s: lease break ignored (no leases requested)", c->host);
+		else
+			smb_warn("%s: malformed OPLOCK_BREAK notification ignored", c->host);
+		return;
+	}
+	/* Nothing is cached under the oplock in the daemon: agree at once to
+	 * the level the server breaks us to (its FileId, sent as it is). */
+	struct smb_req *req = smb_client_req(c, NULL);
+	uint8_t *body = req ? smb_req_begin_pdu(req, SMB2_OPLOCK_BREAK, 24) : NULL;
+	err = body ? smb_req_end_pdu(req, smb2_oplock_break_ack_encode(body, 24, &b)) : -ENOMEM;
+	if (!err) {
+		req->pdu[0].fid_known = true; /* the server's FileId already */
+		req->pdu[0].orig_fid = (struct smb2_fileid){0, 0};
+		req->done = break_ack_done;
+		err = smb_conn_submit(req->conn, req);
+	}
+	if (err) {
+		smb_warn("%s: cannot acknowledge an oplock break: %s", c->host, strerror(-err));
+		if (req)
+			smb_req_put(req);
+	} else {
+		smb_debug("%s: oplock broken to level %u; acknowledged", c->host, b.oplock_level);
+	}
+}
