@@ -87,6 +87,11 @@ struct smb_client_info {
 };
 void smb_client_get_info(struct smb_client *c, struct smb_client_info *out);
 
+/* Drop every live channel now (any thread; smbrdmactl reconnect): requests
+ * wait while the session is built again, as after a lost connection.
+ * Returns how many channels were dropped. */
+int smb_client_reconnect_now(struct smb_client *c, const char *why);
+
 /* The event loop the client's callbacks run on.  Owned by the client (valid
  * until smb_client_destroy()); a caller may add its own fds and calls to it
  * (fuse/ serves /dev/fuse from it, so a request and its reply never change

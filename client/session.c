@@ -1410,6 +1410,19 @@ struct ev_loop *smb_client_loop(struct smb_client *c)
 	return c->loop;
 }
 
+int smb_client_reconnect_now(struct smb_client *c, const char *why)
+{
+	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE), dropped = 0;
+	for (int i = 0; i < n; i++) {
+		struct smb_chan *ch = c->chans[i];
+		if (!__atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE)) {
+			smb_conn_abort(ch->conn, why);
+			dropped++;
+		}
+	}
+	return dropped;
+}
+
 void smb_client_get_info(struct smb_client *c, struct smb_client_info *out)
 {
 	out->dialect = c->dialect;

@@ -189,7 +189,7 @@ static const char *share_type_str(uint32_t t)
 	}
 }
 
-enum ctl_cmd { CTL_STATS, CTL_CHANNELS, CTL_DEBUG };
+enum ctl_cmd { CTL_STATS, CTL_CHANNELS, CTL_DEBUG, CTL_RECONNECT };
 
 static void json_mount(struct outbuf *o, bool *first, const struct smb_ctl *ctl,
                        const struct smb_client_stats *st)
@@ -206,12 +206,15 @@ static void json_mount(struct outbuf *o, bool *first, const struct smb_ctl *ctl,
 }
 
 static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cmd cmd,
-                        const struct smb_client_stats *st, const struct smb_client_info *info)
+                        const struct smb_client_stats *st, const struct smb_client_info *info,
+                        int dropped)
 {
 	bool first = true;
 
 	out_add(o, "{", 1);
 	json_mount(o, &first, ctl, st);
+	if (cmd == CTL_RECONNECT)
+		json_ku64(o, &first, "channels_dropped", (uint64_t)dropped);
 	if (cmd == CTL_STATS)
 		json_ku64(o, &first, "payload_bytes_copied", st->payload_bytes_copied);
 	if (cmd == CTL_DEBUG) {
@@ -407,20 +410,31 @@ static char *answer(struct smb_ctl *ctl, const char *line, size_t *len)
 		c = CTL_CHANNELS;
 	else if (n >= 1 && strcmp(cmd, "debug") == 0)
 		c = CTL_DEBUG;
+	else if (n >= 1 && strcmp(cmd, "reconnect") == 0)
+		c = CTL_RECONNECT;
 	else {
-		out_printf(&o, "error: unknown request (known: stats, channels, debug)\n");
+		out_printf(&o,
+		           "error: unknown request (known: stats, channels, debug, reconnect)\n");
 		goto done;
 	}
 	if (n > 2 || (n == 2 && strcmp(fmt, "json") != 0 && strcmp(fmt, "text") != 0)) {
 		out_printf(&o, "error: unknown format (known: json, text)\n");
 		goto done;
 	}
+	int dropped = -1;
+	if (c == CTL_RECONNECT)
+		dropped =
+		    smb_client_reconnect_now(ctl->client, "reconnect requested by smbrdmactl");
 	smb_client_get_stats(ctl->client, &st);
 	smb_client_get_info(ctl->client, &info);
-	if (n == 2 && strcmp(fmt, "text") == 0)
+	if (n == 2 && strcmp(fmt, "text") == 0) {
+		if (dropped >= 0)
+			out_printf(&o, "%d channel%s dropped; the session is being built again\n\n",
+			           dropped, dropped == 1 ? "" : "s");
 		render_text(&o, ctl, c, &st, &info);
-	else
-		render_json(&o, ctl, c, &st, &info);
+	} else {
+		render_json(&o, ctl, c, &st, &info, dropped);
+	}
 done:
 	if (o.oom) {
 		free(o.p);

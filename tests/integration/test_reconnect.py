@@ -21,7 +21,7 @@ import time
 import pytest
 
 from lib.fileops import make_random_file, sha256
-from test_smbrdmactl import ctl_json
+from test_smbrdmactl import check_types, ctl_json, documented_keys
 
 RUNTIME = int(os.environ.get("SMBRDMA_RECONNECT_FIO_RUNTIME", "60"))
 DURABLE = ["posix locking = no"]  # Samba grants durable handles only then
@@ -224,3 +224,27 @@ def test_stopped_server_times_out_then_recovers(samba_factory, mount_factory, tm
         d.write(s.read())
     assert sha256(os.path.join(srv.share_path, "after.bin")) == sha256(str(src))
     assert sha256(os.path.join(m.path, "before.bin")) == sha256(str(src))
+
+
+def test_smbrdmactl_reconnect(samba_factory, mount_factory):
+    """smbrdmactl reconnect drops the channels; an open descriptor keeps
+    working through the rebuilt session (durable reconnect)."""
+    srv = samba_factory(extra_global=DURABLE)
+    m = mount_factory(srv)
+    path = os.path.join(m.path, "c.bin")
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        os.pwrite(fd, b"one", 0)
+        out = ctl_json("reconnect", m.path)
+        top, chan = documented_keys()["reconnect"]
+        check_types(out, top, "reconnect")
+        for ch in out["channels"]:
+            check_types(ch, chan, "reconnect channel")
+        assert out["channels_dropped"] == 1, out
+        os.pwrite(fd, b"two", 3)
+        assert os.pread(fd, 6, 0) == b"onetwo"
+    finally:
+        os.close(fd)
+    assert open(os.path.join(srv.share_path, "c.bin"), "rb").read() == b"onetwo"
+    assert _reconnects(m) == 1
+    assert re.search(r"1 handles reopened durably, 0 by path, 0 lost", m.log_text())
