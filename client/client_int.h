@@ -79,15 +79,20 @@ struct smb_client {
 	/* Multichannel with every channel dead: requests wait here (until
 	 * their deadline) for a channel to be bound again. */
 	pthread_mutex_t park_lock;
-	struct smb_req *parked;        /* under park_lock, chained by wnext */
-	struct smb_mc *mc;             /* multichannel/mc.c; NULL with one channel */
-	struct smb_reconn *reconn;     /* client/reconnect.c */
-	struct smb_opens *opens;       /* client/opens.c: handles to reopen */
-	bool durable;                  /* ask for durable v2 handles (3.x) */
-	unsigned echo_ms;              /* keepalive of a lone channel; 0 = off */
-	uint64_t previous_session_id;  /* set by reconnect for its SESSION_SETUP */
-	uint64_t reconnects;           /* atomic */
-	bool park_timer;               /* atomic: the expiry timer is armed */
+	struct smb_req *parked;       /* under park_lock, chained by wnext */
+	struct smb_mc *mc;            /* multichannel/mc.c; NULL with one channel */
+	struct smb_reconn *reconn;    /* client/reconnect.c */
+	struct smb_opens *opens;      /* client/opens.c: handles to reopen */
+	bool durable;                 /* ask for durable v2 handles (3.x) */
+	unsigned echo_ms;             /* keepalive of a lone channel; 0 = off */
+	uint64_t previous_session_id; /* set by reconnect for its SESSION_SETUP */
+	uint64_t reconnects;          /* atomic */
+	bool park_timer;              /* atomic: the expiry timer is armed */
+	/* Since when no channel lives (ms, atomic; 0 = one does).  Requests
+	 * wait for the reconnect at most SMB_RECONNECT_GRACE_MS from then:
+	 * a server that stays away gets calls failing fast, not each one
+	 * waiting the whole timeout. */
+	uint64_t down_since_ms;
 	uint64_t payload_bytes_copied; /* atomic */
 	uint32_t rdma_threshold;
 	/* Caller regions registered by smb_client_region_add(); appended under
@@ -98,6 +103,8 @@ struct smb_client {
 	} regions[SMB_CLIENT_MAX_REGIONS];
 	int nregions;
 };
+
+#define SMB_RECONNECT_GRACE_MS 20000
 
 /* Is the session sealing its requests (so no RDMA offload: the payload
  * must travel inside the encrypted message)? */

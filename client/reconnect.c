@@ -34,7 +34,24 @@ struct smb_reconn {
 	int wake_fd;
 	bool stop, kick; /* atomic */
 	unsigned connect_timeout_ms;
+	/* The channel an attempt is setting up, so that stopping can cut its
+	 * wait short (lock guards it against the attempt discarding it). */
+	pthread_mutex_t lock;
+	struct smb_chan *trying;
 };
+
+static void set_trying(struct smb_reconn *r, struct smb_chan *ch)
+{
+	pthread_mutex_lock(&r->lock);
+	r->trying = ch;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void discard(struct smb_reconn *r, struct smb_chan *ch)
+{
+	set_trying(r, NULL);
+	smb_chan_discard(ch);
+}
 
 static int live_channels(struct smb_client *c)
 {
@@ -76,9 +93,14 @@ static int open_negotiated(struct smb_reconn *r, void *mem, struct smb_chan **ou
 		snprintf(why, whylen, "cannot connect: %s", strerror(-err));
 		return err;
 	}
+	set_trying(r, ch);
+	if (__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		discard(r, ch);
+		return -ECANCELED;
+	}
 	err = smb_chan_negotiate(c, ch, &r->opts, blob, blob_len, mem, why, whylen);
 	if (err) {
-		smb_chan_discard(ch);
+		discard(r, ch);
 		return err;
 	}
 	*out = ch;
@@ -105,7 +127,7 @@ static int attempt(struct smb_reconn *r, char *why, size_t whylen)
 		if (!bound) {
 			smb_debug("%s: binding to the old session failed (%s); a new session",
 			          c->host, bwhy);
-			smb_chan_discard(ch);
+			discard(r, ch);
 			ch = NULL;
 			err = open_negotiated(r, mem, &ch, &blob, &blob_len, why, whylen);
 		}
@@ -144,10 +166,11 @@ static int attempt(struct smb_reconn *r, char *why, size_t whylen)
 	}
 	if (err) {
 		if (ch)
-			smb_chan_discard(ch);
+			discard(r, ch);
 		talloc_free(mem);
 		return err;
 	}
+	set_trying(r, NULL);
 	if (bound)
 		smb_warn("%s: reconnected; channel bound to the surviving session 0x%llx", c->host,
 		         (unsigned long long)c->session_id);
@@ -220,6 +243,7 @@ int smb_reconn_start(struct smb_client *c, const struct smb_client_opts *o)
 	r->opts.keytab = o->keytab ? talloc_strdup(r, o->keytab) : NULL;
 	r->opts.mc_interfaces = NULL;
 	r->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 15000;
+	pthread_mutex_init(&r->lock, NULL);
 	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (r->wake_fd < 0)
 		return -errno;
@@ -251,6 +275,11 @@ void smb_reconn_stop(struct smb_client *c)
 		return;
 	__atomic_store_n(&r->stop, true, __ATOMIC_RELEASE);
 	smb_reconn_kick(c);
+	/* An attempt waiting for the server's answer gives up at once. */
+	pthread_mutex_lock(&r->lock);
+	if (r->trying)
+		smb_conn_abort(r->trying->conn, "unmounting");
+	pthread_mutex_unlock(&r->lock);
 	if (r->thread_started)
 		pthread_join(r->thread, NULL);
 	r->thread_started = false;

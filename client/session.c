@@ -934,6 +934,9 @@ static void chan_dead(void *arg, int err)
 		         ch->index, strerror(-err));
 	smb_mc_channel_died(ch->c, ch);
 	if (!any_live(ch->c)) {
+		uint64_t zero = 0, now = ev_now_ms();
+		__atomic_compare_exchange_n(&ch->c->down_since_ms, &zero, now ? now : 1, false,
+		                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 		smb_warn("%s: the connection to the server is lost; reconnecting", ch->c->host);
 		smb_reconn_kick(ch->c);
 	}
@@ -992,15 +995,32 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 	 * for the reconnect, which sends it on a new session. */
 	if ((!none && c->dialect < SMB2_DIALECT_0300) || (none && !c->reconn && !c->mc))
 		return false;
+	uint64_t now = ev_now_ms(), deadline = now + c->timeout_ms;
+	if (none) {
+		/* Every channel is down: wait for the reconnect thread to bring
+		 * one back - up to the request timeout, and no longer than
+		 * SMB_RECONNECT_GRACE_MS after the connection was lost. */
+		uint64_t zero = 0, down;
+		__atomic_compare_exchange_n(&c->down_since_ms, &zero, now ? now : 1, false,
+		                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+		down = __atomic_load_n(&c->down_since_ms, __ATOMIC_ACQUIRE);
+		uint64_t grace = (down ? down : now) + SMB_RECONNECT_GRACE_MS;
+		if (now >= grace) {
+			smb_debug("%s: %s fails at once: no connection to the server for %llu s",
+			          c->host, smb2_command_str(cmd),
+			          (unsigned long long)((now - down) / 1000));
+			return false;
+		}
+		if (grace < deadline)
+			deadline = grace;
+	}
 	if (smb_req_reset_for_replay(req))
 		return false;
 	if (!__atomic_exchange_n(&ch->seq_bumped, true, __ATOMIC_ACQ_REL))
 		__atomic_add_fetch(&c->channel_sequence, 1, __ATOMIC_ACQ_REL);
 	req->session_id = c->session_id;
 	if (none) {
-		/* Every channel is down: wait (up to the request timeout) for
-		 * the reconnect thread to bring one back. */
-		req->deadline_ms = ev_now_ms() + c->timeout_ms;
+		req->deadline_ms = deadline;
 		pthread_mutex_lock(&c->park_lock);
 		bool first = !c->parked;
 		req->wnext = c->parked;
@@ -1008,9 +1028,9 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 		pthread_mutex_unlock(&c->park_lock);
 		__atomic_add_fetch(&ch->failovers, 1, __ATOMIC_RELAXED);
 		if (first)
-			smb_warn("%s: every channel is down; requests wait up to %u s for one to "
+			smb_warn("%s: every channel is down; requests wait up to %llu s for one to "
 			         "come back",
-			         c->host, c->timeout_ms / 1000);
+			         c->host, (unsigned long long)((deadline - now + 999) / 1000));
 		if (!__atomic_exchange_n(&c->park_timer, true, __ATOMIC_ACQ_REL) &&
 		    ev_call(c->loop, park_timer_arm, c) < 0)
 			__atomic_store_n(&c->park_timer, false, __ATOMIC_RELEASE);
@@ -1097,10 +1117,10 @@ void smb_client_park_expire(struct smb_client *c, bool all)
 		req->wnext = NULL;
 		req->err = all ? -ECONNABORTED : -ETIMEDOUT;
 		if (!all)
-			smb_err("%s: %s request waited %u s for a channel; failing it with "
-			        "ETIMEDOUT",
-			        c->host, smb2_command_str(req->pdu[0].command),
-			        c->timeout_ms / 1000);
+			smb_err(
+			    "%s: %s request waited for a channel until its deadline; failing it "
+			    "with ETIMEDOUT",
+			    c->host, smb2_command_str(req->pdu[0].command));
 		if (ev_call(c->loop, park_fail_cb, req) < 0)
 			req->done(req);
 	}
@@ -1149,6 +1169,7 @@ int smb_chan_publish(struct smb_client *c, struct smb_chan *ch)
 		         ch->conn->peer);
 	c->chans[n] = ch;
 	__atomic_store_n(&ch->published, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->down_since_ms, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->nchans, n + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&c->chans_lock);
 	smb_client_unpark(c);
