@@ -142,11 +142,14 @@ def test_failover_channels_killed_mid_io(samba_factory, mount_factory, need_fio,
     fio = subprocess.Popen(
         ["fio", "--name=mc", f"--filename={os.path.join(m.path, 'f')}", "--rw=randrw",
          "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=16", "--size=128M",
-         "--time_based", "--runtime=6", "--verify=crc32c", "--verify_fatal=1",
+         "--time_based", "--runtime=10", "--verify=crc32c", "--verify_fatal=1",
          "--verify_backlog=64", "--verify_state_save=0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     killed = 0
     time.sleep(1)
-    for _ in range(4):
+    # A channel killed between requests has nothing to replay (the scheduler
+    # may have left it idle for a moment, more so under ASan on 2 cores):
+    # keep killing, one a second, until a replay happened (at most 8).
+    for _ in range(8):
         socks = _channel_sockets(srv.port)
         if socks:
             r = _kill_socket(srv.port, random.choice(socks))
@@ -155,6 +158,9 @@ def test_failover_channels_killed_mid_io(samba_factory, mount_factory, need_fio,
                 pytest.skip(f"this kernel cannot kill sockets (ss -K): {r.stderr.strip()}")
             killed += 1
         time.sleep(1)
+        if killed >= 4 and sum(c["failovers"] for c in
+                               ctl_json("stats", m.path)["channels"]) > 0:
+            break
     out, _ = fio.communicate(timeout=120)
     assert fio.returncode == 0, out
     assert "err= 0" in out, out
