@@ -4,10 +4,22 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "client/proto/smb2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* An exact-size heap copy of [p, p+n) (libFuzzer's own buffer is one too,
+ * but other drivers, e.g. a replay with a bigger buffer, may not give one),
+ * so ASan flags any read past the end.  NULL only when out of memory. */
+static inline uint8_t *fuzz_dup(const uint8_t *p, size_t n)
+{
+	uint8_t *c = malloc(n ? n : 1);
+	if (c && n)
+		memcpy(c, p, n);
+	return c;
+}
 
 /* A decoder's output pointers must lie inside the input. */
 static inline void fuzz_in(const uint8_t *p, size_t n, const uint8_t *base, size_t len)

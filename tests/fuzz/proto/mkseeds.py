@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora for the codec fuzzers into tests/fuzz/corpus/.
+"""Writes the seed corpora for the codec fuzzers (and the DER reader's) into
+tests/fuzz/corpus/.
 
 The seeds are small, plausible server responses built field by field from
-[MS-SMB2] / [MS-FSCC]; rerun this after changing it and commit the output.
+[MS-SMB2] / [MS-FSCC] / X.690; rerun this after changing it and commit the
+output.  It only writes the files it names: regression seeds (crashers kept
+after a fix) and the captured tokens in the auth_* corpora stay as they are.
 """
 import os
 import struct
@@ -24,22 +27,32 @@ def pad8(b):
     return b + bytes(-len(b) % 8)
 
 
-def negotiate(dialect=0x0311):
+NEG_CTXS = [
+    (1, struct.pack('<HHH', 1, 32, 1) + bytes(range(32))),
+    (2, struct.pack('<HH', 1, 2)),
+    (8, struct.pack('<HH', 1, 1)),
+    (0x100, bytes.fromhex('93ad25509cb411e7b42383de968bcd7c')),
+]
+# and the ones we do not judge: COMPRESSION, NETNAME, TRANSPORT, RDMA_TRANSFORM
+NEG_CTXS_MORE = NEG_CTXS + [
+    (3, struct.pack('<HHI', 1, 0, 0) + struct.pack('<H', 2)),
+    (5, utf16('server')),
+    (6, struct.pack('<I', 1)),
+    (7, struct.pack('<HHI', 1, 0, 0) + struct.pack('<H', 1)),
+]
+
+
+def negotiate(dialect=0x0311, items=None):
     blob = bytes.fromhex('604806062b0601050502a03e303ca00e300c060a2b06010401823702020a')
     ctxs = b''
     if dialect == 0x0311:
-        items = [
-            (1, struct.pack('<HHH', 1, 32, 1) + bytes(range(32))),
-            (2, struct.pack('<HH', 1, 2)),
-            (8, struct.pack('<HH', 1, 1)),
-            (0x100, bytes.fromhex('93ad25509cb411e7b42383de968bcd7c')),
-        ]
+        items = items or NEG_CTXS
         for i, (t, d) in enumerate(items):
             c = struct.pack('<HHI', t, len(d), 0) + d
             ctxs += pad8(c) if i < len(items) - 1 else c
     sec_off = 64 + 64
     ctx_off = (sec_off + len(blob) + 7) & ~7
-    body = struct.pack('<HHHH', 65, 1, dialect, 4 if ctxs else 0) + bytes(range(16))
+    body = struct.pack('<HHHH', 65, 1, dialect, len(items) if ctxs else 0) + bytes(range(16))
     body += struct.pack('<IIIIQQHHI', 0x2f, 0x800000, 0x800000, 0x800000,
                         133000000000000000, 0, sec_off, len(blob), ctx_off if ctxs else 0)
     msg = hdr(0) + body + blob
@@ -86,9 +99,12 @@ def write_rsp(n):
     return hdr(9) + struct.pack('<HHIIHH', 17, 0, n, 0, 0, 0)
 
 
-def ioctl_rsp(out):
-    return (hdr(11) + struct.pack('<HHI', 49, 0, 0x140204) + b'\xff' * 16 +
+def ioctl_rsp(out, ctl=0x140204):
+    return (hdr(11) + struct.pack('<HHI', 49, 0, ctl) + b'\xff' * 16 +
             struct.pack('<IIIIII', 112, 0, 112, len(out), 0, 0) + out)
+
+
+FSCTL_QUERY_NETWORK_INTERFACE_INFO = 0x001401FC
 
 
 def query_info_rsp(buf):
@@ -113,10 +129,91 @@ def dirent_idboth(name, fid, last):
     return e
 
 
+# Where FileName starts, and what sits between NameLength and it, per class
+# ([MS-FSCC] 2.4.10, 2.4.14, 2.4.8, 2.4.17, 2.4.18).
+def dirent(cls, name, fid, last, short=''):
+    n = utf16(name)
+    e = struct.pack('<IIQQQQQQII', 0, 0, 1, 2, 3, 4, 10, 4096, 0x20, len(n))
+    sn = utf16(short)[:24]
+    if cls == 1:
+        pass
+    elif cls == 2:
+        e += struct.pack('<I', 0)
+    elif cls == 3:
+        e += struct.pack('<IBB', 0, len(sn), 0) + sn + bytes(24 - len(sn))
+    elif cls == 37:
+        e += struct.pack('<IBB', 0, len(sn), 0) + sn + bytes(24 - len(sn)) + struct.pack('<HQ', 0, fid)
+    elif cls == 38:
+        e += struct.pack('<IIQ', 0, 0, fid)
+    e += n
+    if not last:
+        e = pad8(e)
+        e = struct.pack('<I', len(e)) + e[4:]
+    return e
+
+
+def dir_buf(cls, names):
+    return b''.join(dirent(cls, nm, i + 1, i == len(names) - 1, nm.upper()[:12])
+                    for i, nm in enumerate(names))
+
+
 def query_dir_rsp():
     buf = dirent_idboth('.', 1, False) + dirent_idboth('..', 2, False) + \
         dirent_idboth('file.txt', 3, True)
     return hdr(14) + struct.pack('<HHI', 9, 72, len(buf)) + buf
+
+
+def file_basic_info():
+    return struct.pack('<QQQQII', 1, 2, 3, 4, 0x10, 0)
+
+
+def file_standard_info():
+    return struct.pack('<QQIBBH', 4096, 10, 1, 0, 0, 0)
+
+
+def file_network_open_info():
+    return struct.pack('<QQQQQQII', 1, 2, 3, 4, 4096, 10, 0x20, 0)
+
+
+def fs_full_size_info():
+    return struct.pack('<QQQII', 100, 50, 49, 8, 512)
+
+
+def trivial_rsp(cmd, ss=4):
+    return hdr(cmd) + struct.pack('<HH', ss, 0)[:max(ss & ~1, 2)]
+
+
+def tree_connect_rsp(share_type=1, flags=0x30, caps=0, access=0x1f01ff):
+    return hdr(3) + struct.pack('<HBBIII', 16, share_type, 0, flags, caps, access)
+
+
+def der(tag, content):
+    n = len(content)
+    if n < 0x80:
+        ln = bytes([n])
+    else:
+        b = n.to_bytes((n.bit_length() + 7) // 8, 'big')
+        ln = bytes([0x80 | len(b)]) + b
+    return bytes([tag]) + ln + content
+
+
+def oid(dotted):
+    parts = [int(x) for x in dotted.split('.')]
+    out = bytes([40 * parts[0] + parts[1]])
+    for v in parts[2:]:
+        enc = [v & 0x7f]
+        v >>= 7
+        while v:
+            enc.insert(0, 0x80 | (v & 0x7f))
+            v >>= 7
+        out += bytes(enc)
+    return der(0x06, out)
+
+
+OID_SPNEGO = oid('1.3.6.1.5.5.2')
+OID_NTLM = oid('1.3.6.1.4.1.311.2.2.10')
+OID_KRB5 = oid('1.2.840.113554.1.2.2')
+OID_MSKRB5 = oid('1.2.840.48018.1.2.2')
 
 
 def error_rsp(cmd, status, data=b''):
@@ -171,7 +268,8 @@ def main():
             'read': read_rsp(b'hello'),
             'querydir': query_dir_rsp(),
         },
-        'proto_negotiate': {'smb311': negotiate(), 'smb302': negotiate(0x0302)},
+        'proto_negotiate': {'smb311': negotiate(), 'smb302': negotiate(0x0302),
+                            'smb311_more_ctxs': negotiate(items=NEG_CTXS_MORE)},
         'proto_session': {
             'more_processing': session(0xC0000016, bytes.fromhex('a181b53081b2a0030a0101')),
             'final': session(0, b'', 1),
@@ -219,6 +317,65 @@ def main():
             'bmp_astral': utf16('\u00e9t\u00e9 \u20ac \U0001F600'),
             'nul_pad': utf16('share') + bytes(4),
         },
+    }
+    dir_names = ['.', '..', 'file.txt', 'Sous-répertoire', '\U0001F600.bin']
+    seeds['proto_dirents'] = {
+        f'class{c}': bytes([c]) + dir_buf(c, dir_names) for c in (1, 2, 3, 37, 38)}
+    seeds['proto_dirents']['unknown_class'] = bytes([12]) + dir_buf(37, dir_names[:2])
+    seeds['proto_dirents']['one_entry'] = bytes([37]) + dir_buf(37, ['x'])
+    seeds['proto_info'] = {
+        'basic': file_basic_info(),
+        'standard': file_standard_info(),
+        'internal': struct.pack('<Q', 0x123456789),
+        'all': file_all_info(),
+        'network_open': file_network_open_info(),
+        'fs_full_size': fs_full_size_info(),
+        'rsp_all': query_info_rsp(file_all_info()),
+        'rsp_basic': query_info_rsp(file_basic_info()),
+        'rsp_network_open': query_info_rsp(file_network_open_info()),
+        'rsp_empty': query_info_rsp(b''),
+    }
+    netifs = netif_chain([(1, 0x3, 10**10, v4('10.77.1.1')), (2, 0x1, 10**9, v6('fd00::1', 3))])
+    seeds['proto_small'] = {
+        'tree_connect_disk': tree_connect_rsp(),
+        'tree_connect_ipc': tree_connect_rsp(2, 0, 0, 0x1f00a9),
+        'tree_disconnect': trivial_rsp(4),
+        'logoff': trivial_rsp(2),
+        'flush': trivial_rsp(7),
+        'echo': trivial_rsp(13),
+        'set_info': trivial_rsp(17, 2),
+        'write': write_rsp(4096),
+        'close': close_rsp(),
+        'error_too_small': error_rsp(16, 0xC0000023, struct.pack('<I', 40)),
+        'ioctl_validate': ioctl_rsp(struct.pack('<I', 0x2f) + bytes(16) +
+                                    struct.pack('<HH', 1, 0x302)),
+        'ioctl_netif': ioctl_rsp(netifs, FSCTL_QUERY_NETWORK_INTERFACE_INFO),
+        'ioctl_netif_empty': ioctl_rsp(b'', FSCTL_QUERY_NETWORK_INTERFACE_INFO),
+    }
+    mech_types = der(0x30, OID_MSKRB5 + OID_KRB5 + OID_NTLM)
+    hints = der(0xa3, der(0x30, der(0xa0, der(0x1b, b'not_defined_in_RFC4178@please_ignore'))))
+    challenge = b'NTLMSSP\0' + struct.pack('<I', 2) + bytes(300)
+    nested = b'\x05\x00'
+    for _ in range(20):
+        nested = der(0x30, nested)
+    seeds['auth_asn1'] = {
+        'negtokeninit2': der(0x60, OID_SPNEGO + der(0xa0, der(0x30, der(0xa0, mech_types) + hints))),
+        'negtokenresp': der(0xa1, der(0x30, der(0xa0, der(0x0a, b'\x01')) +
+                                      der(0xa1, OID_NTLM) + der(0xa2, der(0x04, challenge)))),
+        'nested20': nested,
+        'long_forms': (b'\x04\x84\x00\x00\x00\x03abc' + b'\x02\x05\x00\xff\xff\xff\xff' +
+                       b'\x0a\x82\x00\x01\x02' + der(0x03, b'\x00\x80')),
+        'integers': der(0x30, der(0x02, b'\x7f\xff\xff\xff') + der(0x02, b'\x00') +
+                        der(0x0a, b'\x00\x80')),
+    }
+    dh2q = (b'DH2Q', struct.pack('<II', 60000, 0))
+    seeds['proto_durable'] = {
+        'oplock_break': hdr(18, mid=0xffffffffffffffff, sess=0) +
+        struct.pack('<HBBIQQ', 24, 1, 0, 0, 0x11, 0x22),
+        'lease_break': hdr(18, mid=0xffffffffffffffff, sess=0) +
+        struct.pack('<HHII', 44, 1, 1, 0) + bytes(16) + struct.pack('<IIIII', 7, 1, 0, 0, 0),
+        'create_dh2q': create([dh2q]),
+        'create_mxac_dh2q_lease': create([mxac, dh2q, lease]),
     }
     for target, files in seeds.items():
         d = os.path.join(ROOT, target)

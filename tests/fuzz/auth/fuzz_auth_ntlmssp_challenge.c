@@ -1,5 +1,7 @@
-/* tests/fuzz/auth/fuzz_ntlmssp_challenge.c — CHALLENGE decoder, AV pair
- * walker, and the client's AUTHENTICATE built from whatever decoded. */
+/* tests/fuzz/auth/fuzz_auth_ntlmssp_challenge.c — CHALLENGE decoder, AV pair
+ * walker, and the client's AUTHENTICATE built from whatever decoded.  The AV
+ * walker also runs on the raw input (a list the decoder did not vet). */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +13,40 @@
 #include "client/crypto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* [p, p+n) inside [base, base+len)? */
+static void inside(const uint8_t *p, size_t n, const uint8_t *base, size_t len)
+{
+	if (p && (p < base || (size_t)(p - base) > len || n > len - (size_t)(p - base)))
+		abort();
+}
+
+/* Walks an AV list of unknown quality: every value inside the list, the
+ * offset moving forward by 4 + its length, and av_find agreeing. */
+static void av_walk(const uint8_t *av, size_t len)
+{
+	size_t off = 0, prev;
+	uint16_t id, vlen;
+	const uint8_t *val;
+	int rc, pairs = 0;
+
+	do {
+		prev = off;
+		rc = ntlmssp_av_next(av, len, &off, &id, &val, &vlen);
+		if (rc < 0) {
+			if (rc != -EBADMSG || off != prev)
+				abort();
+			break;
+		}
+		if (off != prev + 4 + vlen || val != av + prev + 4)
+			abort();
+		inside(val, vlen, av, len);
+		if (++pairs > (int)(len / 4))
+			abort();
+	} while (rc == 1);
+	if (ntlmssp_av_find(av, len, MSV_AV_TIMESTAMP, &val, &vlen) < 0 ? rc >= 0 : rc < 0)
+		abort(); /* find fails exactly when the walk does */
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -27,7 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!copy)
 		return 0;
 	memcpy(copy, data, size);
+	av_walk(copy, size);
 	if (ntlmssp_challenge_decode(copy, size, &c) == 0) {
+		inside(c.target_info, c.target_info_len, copy, size);
+		inside(c.target_name, c.target_name_len, copy, size);
 		if (c.target_info) {
 			size_t off = 0;
 			uint16_t id, vlen;

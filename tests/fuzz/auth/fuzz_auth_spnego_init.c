@@ -1,4 +1,4 @@
-/* tests/fuzz/auth/fuzz_spnego_init.c — NegTokenInit / NegTokenInit2 decoder
+/* tests/fuzz/auth/fuzz_auth_spnego_init.c — NegTokenInit / NegTokenInit2 decoder
  * and the mechTypes walker. */
 #include <stddef.h>
 #include <stdint.h>

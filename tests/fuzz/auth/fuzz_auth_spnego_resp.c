@@ -1,4 +1,4 @@
-/* tests/fuzz/auth/fuzz_spnego_resp.c — NegTokenResp decoder, and the
+/* tests/fuzz/auth/fuzz_auth_spnego_resp.c — NegTokenResp decoder, and the
  * encoder fed back with what decoded (it must reproduce valid DER input). */
 #include <stddef.h>
 #include <stdint.h>
