@@ -919,6 +919,18 @@ static bool any_live(struct smb_client *c)
 
 static void park_fail_cb(void *arg);
 
+/* A request going out again after a reconnect: the new session, its tree,
+ * the handles' current FileIds.  -EIO when a handle was lost. */
+static int req_rebind(struct smb_client *c, struct smb_req *req)
+{
+	if (req->session_id != c->session_id) {
+		req->session_id = c->session_id;
+		if (req->tree_id)
+			req->tree_id = c->tree_id;
+	}
+	return smb_req_fix_fids(c, req);
+}
+
 static void chan_dead(void *arg, int err)
 {
 	struct smb_chan *ch = arg;
@@ -1018,6 +1030,9 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 		return false;
 	if (!__atomic_exchange_n(&ch->seq_bumped, true, __ATOMIC_ACQ_REL))
 		__atomic_add_fetch(&c->channel_sequence, 1, __ATOMIC_ACQ_REL);
+	/* The live channel may belong to a session a reconnect just built. */
+	if (!none && req_rebind(c, req) < 0)
+		return false;
 	req->session_id = c->session_id;
 	if (none) {
 		req->deadline_ms = deadline;
@@ -1065,13 +1080,7 @@ void smb_client_unpark(struct smb_client *c)
 		struct smb_req *req = list, *next = req->wnext;
 		req->wnext = NULL;
 		struct smb_chan *to = pick_for(c, req);
-		/* After a reconnect: the new session, the tree, the handles. */
-		if (req->session_id != c->session_id) {
-			req->session_id = c->session_id;
-			if (req->tree_id)
-				req->tree_id = c->tree_id;
-		}
-		if (smb_req_fix_fids(c, req) < 0) {
+		if (req_rebind(c, req) < 0) {
 			req->err = -EIO;
 			if (ev_call(c->loop, park_fail_cb, req) < 0)
 				req->done(req);
