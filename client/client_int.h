@@ -106,6 +106,15 @@ struct smb_client {
 
 #define SMB_RECONNECT_GRACE_MS 20000
 
+/* How many published channels are not dead (any thread). */
+static inline int smb_client_live_channels(struct smb_client *c)
+{
+	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE), live = 0;
+	for (int i = 0; i < n; i++)
+		live += !__atomic_load_n(&c->chans[i]->dead, __ATOMIC_ACQUIRE);
+	return live;
+}
+
 /* Is the session sealing its requests (so no RDMA offload: the payload
  * must travel inside the encrypted message)? */
 static inline bool smb_client_sealed(struct smb_client *c)
@@ -139,6 +148,11 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr *addr,
                   socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
                   struct smb_chan **out);
+/* A channel (unpublished) to the mount's server address, trying each
+ * address the name resolves to.  On a name that does not resolve,
+ * -EHOSTUNREACH with *gai_error set; else *gai_error is NULL. */
+int smb_client_dial(struct smb_client *c, unsigned ctimeout, struct smb_chan **out,
+                    const char **gai_error);
 /* Publish a set-up channel: the scheduler may pick it from now on. */
 int smb_chan_publish(struct smb_client *c, struct smb_chan *ch);
 /* Close and free a channel that was never published. */
@@ -154,6 +168,11 @@ bool smb_client_parked(struct smb_client *c);
  * validated.  Not on the loop thread. */
 int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, char *errbuf,
                           size_t errlen);
+
+/* Append a CREATE to req (ops.c): the args as smb_open() takes them, the
+ * oplock level to ask for, and at most one create context (copied). */
+int smb_req_add_create(struct smb_req *req, const char *path, const struct smb_open_args *a,
+                       uint8_t oplock, const struct smb2_create_ctx *ctx);
 
 /* ---- client/opens.c: open handles that outlive a connection ---------------------- */
 int smb_opens_init(struct smb_client *c);

@@ -171,24 +171,13 @@ static int reopen_one(struct smb_client *c, struct smb_chan *ch, struct smb_open
 		return -ENOMEM;
 	req->no_replay = true;
 	uint8_t dh2c[SMB2_DH2C_LEN];
-	struct smb2_create_req cr = {
-	    .requested_oplock_level = durable ? SMB2_OPLOCK_LEVEL_BATCH : SMB2_OPLOCK_LEVEL_NONE,
-	    .impersonation_level = SMB2_IMPERSONATION_IMPERSONATION,
-	    .desired_access = r->args.desired_access,
-	    .file_attributes = r->args.file_attributes,
-	    .share_access = r->args.share_access ? r->args.share_access : FILE_SHARE_ALL,
-	    .create_disposition = FILE_OPEN,
-	    .create_options = r->args.create_options,
-	    .name = r->path,
-	};
-	if (durable) {
-		smb2_dh2c_encode(dh2c, r->cur, r->create_guid);
-		cr.contexts[0] = (struct smb2_create_ctx){"DH2C", dh2c, sizeof(dh2c)};
-		cr.context_count = 1;
-	}
-	size_t cap = 64 + 2 * strlen(r->path) + 96;
-	uint8_t *body = smb_req_begin_pdu(req, SMB2_CREATE, cap);
-	int err = body ? smb_req_end_pdu(req, smb2_create_req_encode(body, cap, &cr)) : -ENOMEM;
+	smb2_dh2c_encode(dh2c, r->cur, r->create_guid);
+	const struct smb2_create_ctx ctx = {"DH2C", dh2c, sizeof(dh2c)};
+	struct smb_open_args a = r->args;
+	a.create_disposition = FILE_OPEN;
+	int err = smb_req_add_create(req, r->path, &a,
+	                             durable ? SMB2_OPLOCK_LEVEL_BATCH : SMB2_OPLOCK_LEVEL_NONE,
+	                             durable ? &ctx : NULL);
 	if (!err)
 		err = smb_client_submit_sync(c, req);
 	if (!err) {

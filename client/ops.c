@@ -20,10 +20,11 @@
 
 /* ---- PDU builders ------------------------------------------------------------------ */
 
-static int add_create(struct smb_req *req, const char *path, const struct smb_open_args *a)
+int smb_req_add_create(struct smb_req *req, const char *path, const struct smb_open_args *a,
+                       uint8_t oplock, const struct smb2_create_ctx *ctx)
 {
 	struct smb2_create_req cr = {
-	    .requested_oplock_level = SMB2_OPLOCK_LEVEL_NONE,
+	    .requested_oplock_level = oplock,
 	    .impersonation_level = SMB2_IMPERSONATION_IMPERSONATION,
 	    .desired_access = a->desired_access,
 	    .file_attributes = a->file_attributes,
@@ -32,33 +33,18 @@ static int add_create(struct smb_req *req, const char *path, const struct smb_op
 	    .create_options = a->create_options,
 	    .name = path,
 	};
-	size_t cap = 64 + 2 * strlen(path) + 16;
+	if (ctx) {
+		cr.contexts[0] = *ctx;
+		cr.context_count = 1;
+	}
+	size_t cap = 64 + 2 * strlen(path) + 16 + (ctx ? 32 + ctx->data_len : 0);
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_CREATE, cap);
 	return body ? smb_req_end_pdu(req, smb2_create_req_encode(body, cap, &cr)) : -ENOMEM;
 }
 
-static int add_create_durable(struct smb_req *req, const char *path, const struct smb_open_args *a,
-                              const uint8_t guid[16])
+static int add_create(struct smb_req *req, const char *path, const struct smb_open_args *a)
 {
-	uint8_t *dh2q = talloc_size(req, SMB2_DH2Q_LEN);
-	if (!dh2q)
-		return -ENOMEM;
-	smb2_dh2q_encode(dh2q, 0, guid);
-	struct smb2_create_req cr = {
-	    .requested_oplock_level = SMB2_OPLOCK_LEVEL_BATCH,
-	    .impersonation_level = SMB2_IMPERSONATION_IMPERSONATION,
-	    .desired_access = a->desired_access,
-	    .file_attributes = a->file_attributes,
-	    .share_access = a->share_access ? a->share_access : FILE_SHARE_ALL,
-	    .create_disposition = a->create_disposition,
-	    .create_options = a->create_options,
-	    .name = path,
-	    .contexts = {{"DH2Q", dh2q, SMB2_DH2Q_LEN}},
-	    .context_count = 1,
-	};
-	size_t cap = 64 + 2 * strlen(path) + 96;
-	uint8_t *body = smb_req_begin_pdu(req, SMB2_CREATE, cap);
-	return body ? smb_req_end_pdu(req, smb2_create_req_encode(body, cap, &cr)) : -ENOMEM;
+	return smb_req_add_create(req, path, a, SMB2_OPLOCK_LEVEL_NONE, NULL);
 }
 
 static int add_query_info(struct smb_req *req, struct smb2_fileid fid, uint8_t type, uint8_t cls,
@@ -321,7 +307,10 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 		 * 3.2.4.3.5); servers grant it under a batch oplock. */
 		op->want_durable = true;
 		smb_opens_new_guid(op->create_guid);
-		err = add_create_durable(req, path, &oa, op->create_guid);
+		uint8_t dh2q[SMB2_DH2Q_LEN];
+		smb2_dh2q_encode(dh2q, 0, op->create_guid);
+		const struct smb2_create_ctx ctx = {"DH2Q", dh2q, sizeof(dh2q)};
+		err = smb_req_add_create(req, path, &oa, SMB2_OPLOCK_LEVEL_BATCH, &ctx);
 	} else if (!err) {
 		err = add_create(req, path, &oa);
 	}

@@ -13,7 +13,6 @@
  * at their deadline; the thread expires them while it retries.
  */
 #include <errno.h>
-#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -53,44 +52,19 @@ static void discard(struct smb_reconn *r, struct smb_chan *ch)
 	smb_chan_discard(ch);
 }
 
-static int live_channels(struct smb_client *c)
-{
-	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE), live = 0;
-	for (int i = 0; i < n; i++)
-		live += !__atomic_load_n(&c->chans[i]->dead, __ATOMIC_ACQUIRE);
-	return live;
-}
-
 /* A new connection to the server's address and its NEGOTIATE. */
 static int open_negotiated(struct smb_reconn *r, void *mem, struct smb_chan **out, uint8_t **blob,
                            size_t *blob_len, char *why, size_t whylen)
 {
 	struct smb_client *c = r->c;
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
-	struct addrinfo *res = NULL;
-	char port[8], peer[300], bare[256];
-	snprintf(port, sizeof(port), "%u", c->port);
-	snprintf(peer, sizeof(peer), "%s port %u", c->host, c->port);
-	const char *host = c->host;
-	size_t hl = strlen(host);
-	if (hl > 2 && host[0] == '[' && host[hl - 1] == ']' && hl < sizeof(bare)) {
-		memcpy(bare, host + 1, hl - 2);
-		bare[hl - 2] = 0;
-		host = bare;
-	}
-	int gai = getaddrinfo(host, port, &hints, &res);
-	if (gai) {
-		snprintf(why, whylen, "cannot resolve %s: %s", c->host, gai_strerror(gai));
-		return -EHOSTUNREACH;
-	}
-	int err = -EHOSTUNREACH;
 	struct smb_chan *ch = NULL;
-	for (struct addrinfo *ai = res; ai && !ch; ai = ai->ai_next)
-		err = smb_chan_open(c, c->rdma ? "rdma" : "tcp", ai->ai_addr, ai->ai_addrlen, peer,
-		                    r->connect_timeout_ms, &ch);
-	freeaddrinfo(res);
+	const char *gai_error;
+	int err = smb_client_dial(c, r->connect_timeout_ms, &ch, &gai_error);
 	if (err) {
-		snprintf(why, whylen, "cannot connect: %s", strerror(-err));
+		if (gai_error)
+			snprintf(why, whylen, "cannot resolve %s: %s", c->host, gai_error);
+		else
+			snprintf(why, whylen, "cannot connect: %s", strerror(-err));
 		return err;
 	}
 	set_trying(r, ch);
@@ -188,8 +162,8 @@ static void *reconn_thread(void *arg)
 	struct smb_client *c = r->c;
 	unsigned backoff = 0, tries = 0;
 	for (;;) {
-		bool down =
-		    live_channels(c) == 0 && !__atomic_load_n(&c->closing, __ATOMIC_ACQUIRE);
+		bool down = smb_client_live_channels(c) == 0 &&
+		            !__atomic_load_n(&c->closing, __ATOMIC_ACQUIRE);
 		int timeout = down ? (int)(backoff ? backoff : 1) : -1;
 		struct pollfd pfd = {.fd = r->wake_fd, .events = POLLIN};
 		int rc = poll(&pfd, 1, timeout);
@@ -203,7 +177,8 @@ static void *reconn_thread(void *arg)
 		if (__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE))
 			break;
 		__atomic_store_n(&r->kick, false, __ATOMIC_RELEASE);
-		if (live_channels(c) > 0 || __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE)) {
+		if (smb_client_live_channels(c) > 0 ||
+		    __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE)) {
 			backoff = 0;
 			tries = 0;
 			continue;

@@ -908,15 +908,6 @@ int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, 
 
 /* ---- channels ------------------------------------------------------------------- */
 
-static bool any_live(struct smb_client *c)
-{
-	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
-	for (int i = 0; i < n; i++)
-		if (!__atomic_load_n(&c->chans[i]->dead, __ATOMIC_ACQUIRE))
-			return true;
-	return false;
-}
-
 static void park_fail_cb(void *arg);
 
 /* A request going out again after a reconnect: the new session, its tree,
@@ -945,7 +936,7 @@ static void chan_dead(void *arg, int err)
 		smb_warn("%s: channel %d lost (%s); it takes no new requests", ch->conn->peer,
 		         ch->index, strerror(-err));
 	smb_mc_channel_died(ch->c, ch);
-	if (!any_live(ch->c)) {
+	if (!smb_client_live_channels(ch->c)) {
 		uint64_t zero = 0, now = ev_now_ms();
 		__atomic_compare_exchange_n(&ch->c->down_since_ms, &zero, now ? now : 1, false,
 		                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
@@ -1197,7 +1188,8 @@ void smb_chan_discard(struct smb_chan *ch)
 
 /* ---- connect / destroy ------------------------------------------------------------- */
 
-static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *errbuf, size_t errlen)
+int smb_client_dial(struct smb_client *c, unsigned ctimeout, struct smb_chan **out,
+                    const char **gai_error)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
 	struct addrinfo *res = NULL;
@@ -1211,10 +1203,10 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 		bare[hl - 2] = 0;
 		host = bare;
 	}
+	*gai_error = NULL;
 	int gai = getaddrinfo(host, portstr, &hints, &res);
 	if (gai) {
-		set_err(errbuf, errlen, "cannot resolve host name '%s': %s", c->host,
-		        gai_strerror(gai));
+		*gai_error = gai_strerror(gai);
 		return -EHOSTUNREACH;
 	}
 	int err = -EHOSTUNREACH;
@@ -1227,12 +1219,26 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 		if (!err)
 			break;
 	}
+	freeaddrinfo(res);
+	if (!err)
+		*out = ch;
+	return err;
+}
+
+static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *errbuf, size_t errlen)
+{
+	struct smb_chan *ch = NULL;
+	const char *gai_error;
+	int err = smb_client_dial(c, ctimeout, &ch, &gai_error);
+	if (gai_error) {
+		set_err(errbuf, errlen, "cannot resolve host name '%s': %s", c->host, gai_error);
+		return err;
+	}
 	if (!err) {
 		/* Channel 0 is published at once: session set-up runs on it. */
 		smb_chan_publish(c, ch);
 		c->conn = ch->conn;
 	}
-	freeaddrinfo(res);
 	if (c->rdma &&
 	    (err == -ENODEV || err == -EADDRNOTAVAIL || err == -ENETUNREACH || err == -EOPNOTSUPP ||
 	     err == -EINVAL)) /* rdma_cm: EINVAL when the device it picks cannot route there */

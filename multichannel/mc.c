@@ -153,14 +153,6 @@ static bool have_iface(struct smb_client *c, uint32_t if_index)
 	return false;
 }
 
-static int live_channels(struct smb_client *c)
-{
-	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE), live = 0;
-	for (int i = 0; i < n; i++)
-		live += !__atomic_load_n(&c->chans[i]->dead, __ATOMIC_ACQUIRE);
-	return live;
-}
-
 /* interfaces=: would a connection to ss leave through one of the allowed
  * local interfaces?  (The kernel's route choice, read back from a
  * connected UDP socket: nothing is sent.) */
@@ -263,14 +255,14 @@ static void mc_pass(struct smb_mc *mc)
 	struct smb_client *c = mc->c;
 	struct smb2_netif ifs[MC_MAX_IFACES];
 	size_t n = 0;
-	if ((unsigned)live_channels(c) >= mc->max_channels)
+	if ((unsigned)smb_client_live_channels(c) >= mc->max_channels)
 		return;
 	if (query_ifaces(c, ifs, MC_MAX_IFACES, &n) == 0) {
 		if (n > MC_MAX_IFACES)
 			n = MC_MAX_IFACES;
 		memcpy(mc->cache, ifs, n * sizeof(ifs[0]));
 		mc->ncache = n;
-	} else if (mc->ncache && live_channels(c) == 0) {
+	} else if (mc->ncache && smb_client_live_channels(c) == 0) {
 		n = mc->ncache;
 		memcpy(ifs, mc->cache, n * sizeof(ifs[0]));
 	} else {
@@ -324,7 +316,7 @@ static void mc_pass(struct smb_mc *mc)
 			ifs[j] = t;
 		}
 	/* One channel per server interface first. */
-	for (size_t i = 0; i < n && (unsigned)live_channels(c) < mc->max_channels; i++) {
+	for (size_t i = 0; i < n && (unsigned)smb_client_live_channels(c) < mc->max_channels; i++) {
 		const struct smb2_netif *f = &ifs[i];
 		if ((f->family != AF_INET && f->family != AF_INET6) || have_iface(c, f->if_index))
 			continue;
@@ -339,8 +331,8 @@ static void mc_pass(struct smb_mc *mc)
 	}
 	/* Room left: RSS-capable interfaces take more than one connection
 	 * (the server spreads them over its queues), round robin. */
-	for (int tries = 0;
-	     tries < 2 * SMB_CLIENT_MAX_CHANNELS && (unsigned)live_channels(c) < mc->max_channels;
+	for (int tries = 0; tries < 2 * SMB_CLIENT_MAX_CHANNELS &&
+	                    (unsigned)smb_client_live_channels(c) < mc->max_channels;
 	     tries++) {
 		const struct smb2_netif *f = &ifs[tries % (n ? n : 1)];
 		if (!n)
@@ -455,7 +447,7 @@ static void *mc_thread(void *arg)
 		bool kick = __atomic_exchange_n(&mc->kick, false, __ATOMIC_ACQ_REL);
 		/* With every channel down the reconnect thread brings the session
 		 * back (client/reconnect.c) and kicks us to add channels again. */
-		if (live_channels(mc->c) == 0)
+		if (smb_client_live_channels(mc->c) == 0)
 			continue;
 		if (kick || ev_now_ms() >= next_pass) {
 			mc_pass(mc);
