@@ -570,6 +570,10 @@ static bool resend_stale(struct smb_conn *c, struct smb_req *req)
 static void conn_fatal(struct smb_conn *c, const char *why)
 {
 	smb_err("%s: %s; dropping the connection", c->peer, why);
+	pthread_mutex_lock(&c->lock);
+	if (!c->dead_why[0])
+		snprintf(c->dead_why, sizeof(c->dead_why), "%s", why);
+	pthread_mutex_unlock(&c->lock);
 	smb_transport_shutdown(c->transport);
 }
 
@@ -621,7 +625,15 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 				smb_debug("%s: oplock/lease break notification ignored", c->peer);
 			continue;
 		}
-		bool interim = h.status == STATUS_PENDING && (h.flags & SMB2_FLAGS_ASYNC_COMMAND);
+		/* STATUS_PENDING is always an interim answer; without the async
+		 * flag it is a server bug, taken as one all the same (cifs.ko
+		 * does), and said. */
+		bool interim = h.status == STATUS_PENDING;
+		if (interim && !(h.flags & SMB2_FLAGS_ASYNC_COMMAND))
+			smb_warn("%s: %s response (MessageId %llu) is STATUS_PENDING without the "
+			         "async flag; taken as an interim response",
+			         c->peer, smb2_command_str(h.command),
+			         (unsigned long long)h.message_id);
 		struct smb_pdu *p = pending_find(c, h.message_id, !interim);
 		if (p && p->command != h.command) {
 			/* put it back: a response for another command is a server bug */
@@ -637,9 +649,13 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 			continue;
 		}
 		if (p && interim) {
+			/* The first interim answer restarts the wait once; more of
+			 * them must not keep a request waiting forever. */
+			if (!p->async)
+				p->req->deadline_ms =
+				    c->timeout_ms ? ev_now_ms() + c->timeout_ms : 0;
 			p->async = true;
 			p->async_id = h.async_id;
-			p->req->deadline_ms = c->timeout_ms ? ev_now_ms() + c->timeout_ms : 0;
 		}
 		pthread_mutex_unlock(&c->lock);
 		if (!p) {
@@ -775,6 +791,11 @@ static void conn_dead(void *arg, int err)
 	bool closing = c->closing;
 	c->state = SMB_CONN_DEAD;
 	c->dead_err = -ECONNABORTED;
+	if (!c->dead_why[0])
+		snprintf(c->dead_why, sizeof(c->dead_why), "%s",
+		         err == -EBADMSG     ? "the server sent something that is not SMB2"
+		         : err == -ETIMEDOUT ? "the server stopped sending mid-message"
+		                             : strerror(-err));
 	struct smb_req *list = collect_all_locked(c);
 	if (c->tick) {
 		ev_timer_cancel(c->tick);
@@ -971,4 +992,14 @@ void smb_conn_close(struct smb_conn *c)
 	pthread_mutex_destroy(&c->lock);
 	free(c->peer);
 	free(c);
+}
+
+void smb_conn_dead_why(struct smb_conn *c, char *out, size_t len)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->dead_why[0])
+		snprintf(out, len, " (%s)", c->dead_why);
+	else if (len)
+		out[0] = '\0';
+	pthread_mutex_unlock(&c->lock);
 }

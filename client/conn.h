@@ -153,6 +153,7 @@ struct smb_conn {
 	/* under lock: */
 	enum smb_conn_state state;
 	int dead_err;
+	char dead_why[160]; /* why it died, for messages ("" while up) */
 	uint64_t next_msgid;
 	uint32_t credits;     /* granted and unused */
 	uint32_t outstanding; /* credits of requests awaiting a response */
@@ -192,6 +193,10 @@ int smb_conn_submit(struct smb_conn *c, struct smb_req *req);
 int smb_req_reset_for_replay(struct smb_req *req); /* 0, or -EBUSY */
 void smb_req_get(struct smb_req *req);
 void smb_req_put(struct smb_req *req);
+
+/* Why the channel died, as " (reason)" to append to an error message; ""
+ * if it has not died or gave no reason.  Any thread. */
+void smb_conn_dead_why(struct smb_conn *c, char *out, size_t len);
 
 /* Drop the channel now (any thread): its transport is shut down and the
  * death is reported as usual (requests fail or move to other channels). */

@@ -618,6 +618,7 @@ struct read_join {
 struct read_piece {
 	struct read_join *join; /* NULL: a single, unsplit read */
 	int index;
+	size_t len; /* bytes this piece asked for */
 	struct smb_client *c;
 	smb_read_cb cb;
 	void *arg;
@@ -678,6 +679,11 @@ static void read_done(struct smb_req *req)
 			if (smb2_read_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &rr) < 0) {
 				log_malformed(rp->c, "READ");
 				err = -EIO;
+			} else if (rr.data_length > rp->len) {
+				smb_err("%s: READ response carries %u bytes, %zu were asked for; "
+				        "failing the call with EIO",
+				        rp->c->host, rr.data_length, rp->len);
+				err = -EIO;
 			} else {
 				data = rr.data;
 				len = rr.data_length;
@@ -709,6 +715,7 @@ static int read_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t off
 		return -ENOMEM;
 	}
 	*rp = *tmpl;
+	rp->len = len;
 	req->arg = rp;
 	struct smb2_read_req r = {
 	    .length = (uint32_t)len,

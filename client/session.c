@@ -94,6 +94,13 @@ static int preauth_update(uint8_t hash[64], const uint8_t *msg, size_t len)
 
 /* ---- NEGOTIATE -------------------------------------------------------------------- */
 
+#define SETUP_TIMEOUT_MS 20000u
+
+static unsigned setup_timeout_ms(const struct smb_client *c)
+{
+	return c->timeout_ms && c->timeout_ms < SETUP_TIMEOUT_MS ? c->timeout_ms : SETUP_TIMEOUT_MS;
+}
+
 static ssize_t enc_negotiate(uint8_t *b, size_t cap, const struct smb2_negotiate_req *r)
 {
 	return smb2_negotiate_req_encode(b, cap, r);
@@ -147,10 +154,15 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 		smb_req_put(req);
 		return err;
 	}
+	/* Set-up has its own patience: a server that accepts and never
+	 * answers must not hold the mount for a minute per step. */
+	req->deadline_ms = ev_now_ms() + setup_timeout_ms(c);
 	err = smb_client_submit_sync(c, req);
 	if (err) {
-		set_err(errbuf, errlen, "no NEGOTIATE answer from %s port %u: %s", c->host, c->port,
-		        strerror(-err));
+		char why[168];
+		smb_conn_dead_why(ch->conn, why, sizeof(why));
+		set_err(errbuf, errlen, "no NEGOTIATE answer from %s port %u: %s%s", c->host,
+		        c->port, strerror(-err), why);
 		smb_req_put(req);
 		return err;
 	}
@@ -555,10 +567,13 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 			smb_auth_free(auth);
 			return err;
 		}
+		req->deadline_ms = ev_now_ms() + setup_timeout_ms(c);
 		err = smb_client_submit_sync(c, req);
 		if (err) {
-			set_err(errbuf, errlen, "no SESSION_SETUP answer from %s: %s",
-			        ch->conn->peer, strerror(-err));
+			char why[168];
+			smb_conn_dead_why(ch->conn, why, sizeof(why));
+			set_err(errbuf, errlen, "no SESSION_SETUP answer from %s: %s%s",
+			        ch->conn->peer, strerror(-err), why);
 			smb_req_put(req);
 			smb_auth_free(auth);
 			return err;
@@ -762,10 +777,15 @@ static int do_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem,
 	size_t cap = 16 + 4 * strlen(c->unc) + 8;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_TREE_CONNECT, cap);
 	int err = body ? smb_req_end_pdu(req, enc_tree_connect(body, cap, &tr)) : -ENOMEM;
-	if (!err)
+	if (!err) {
+		req->deadline_ms = ev_now_ms() + setup_timeout_ms(c);
 		err = smb_client_submit_sync(c, req);
+	}
 	if (err) {
-		set_err(errbuf, errlen, "TREE_CONNECT to %s failed: %s", c->unc, strerror(-err));
+		char why[168];
+		smb_conn_dead_why(ch->conn, why, sizeof(why));
+		set_err(errbuf, errlen, "TREE_CONNECT to %s failed: %s%s", c->unc, strerror(-err),
+		        why);
 		smb_req_put(req);
 		return err;
 	}

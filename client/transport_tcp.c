@@ -5,7 +5,12 @@
  * sender writes directly when the queue is empty; what the socket does not
  * take stays queued and the loop thread finishes it on EPOLLOUT.
  * Receiving: loop thread only; reads through a staging buffer, and reads a
- * large message's remainder straight into its own (talloc) buffer.
+ * large message's remainder straight into its own (talloc) buffer.  What
+ * arrives is checked as it comes: the framing byte, the length, the
+ * protocol id (tcp_check_magic), and progress - a server that stops in the
+ * middle of a message for stall_ms has broken the stream for good (nothing
+ * after it can be framed), so the connection is dropped (tcp_stall_cb)
+ * instead of every later request timing out on it.
  */
 #include "client/transport.h"
 #include "common/evloop.h"
@@ -25,6 +30,7 @@
 /* Largest message we accept: 8 MiB of READ data plus headers and slack. */
 #define TCP_MAX_MSG   (16u << 20)
 #define TCP_STAGE_CAP (256u << 10)
+#define TCP_STALL_MS  15000u /* when connect() was given no timeout */
 
 struct tcp_transport {
 	struct smb_transport base;
@@ -46,6 +52,10 @@ struct tcp_transport {
 	size_t stage_len, stage_off;
 	uint8_t *msg; /* message being assembled (talloc) */
 	size_t msg_len, msg_got;
+	bool msg_checked;       /* its first 4 bytes were checked (tcp_check_magic) */
+	unsigned stall_ms;      /* a partial message may wait this long for a byte */
+	uint64_t last_progress; /* ev_now_ms() of the last byte received */
+	struct ev_timer *stall; /* armed while a message is partial */
 };
 
 #define to_tcp(t) ((struct tcp_transport *)(t))
@@ -190,6 +200,10 @@ static void tcp_report_dead(struct tcp_transport *tcp, int err)
 	if (tcp->reported)
 		return;
 	tcp->reported = true;
+	if (tcp->stall) {
+		ev_timer_cancel(tcp->stall);
+		tcp->stall = NULL;
+	}
 	pthread_mutex_lock(&tcp->lock);
 	tcp_kill_locked(tcp, err, &failed);
 	pthread_mutex_unlock(&tcp->lock);
@@ -200,6 +214,34 @@ static void tcp_report_dead(struct tcp_transport *tcp, int err)
 	}
 	TALLOC_FREE(tcp->msg);
 	tcp->base.up.dead(tcp->base.up.arg, err);
+}
+
+/* Every message starts with a protocol id: 0xFE 'SMB' (SMB2) or 0xFD 'SMB'
+ * (TRANSFORM, encrypted).  Anything else is not an SMB2 server talking - an
+ * SMB1-only server, an HTTP server, a garbled stream - and is refused as
+ * soon as 4 bytes of the message are in, not after its announced length
+ * (up to 16 MiB) has arrived: a garbage length must not stall the caller. */
+static int tcp_check_magic(struct tcp_transport *tcp)
+{
+	if (tcp->msg_checked || tcp->msg_got < 4)
+		return 0;
+	tcp->msg_checked = true;
+	const uint8_t *m = tcp->msg;
+	if ((m[0] == 0xFE || m[0] == 0xFD) && m[1] == 'S' && m[2] == 'M' && m[3] == 'B')
+		return 0;
+	char shown[5];
+	for (int i = 0; i < 4; i++)
+		shown[i] = m[i] >= 0x20 && m[i] < 0x7F ? (char)m[i] : '.';
+	shown[4] = '\0';
+	const char *what = "";
+	if (m[0] == 0xFF && m[1] == 'S' && m[2] == 'M' && m[3] == 'B')
+		what = ": an SMB1 message (the server does not speak SMB2/3)";
+	else if (m[0] == 0xFC && m[1] == 'S' && m[2] == 'M' && m[3] == 'B')
+		what = ": a compressed message (compression was not negotiated)";
+	smb_err("tcp: server sent a %zu-byte message that is not SMB2 (starts %02x %02x %02x "
+	        "%02x \"%s\")%s",
+	        tcp->msg_len, m[0], m[1], m[2], m[3], shown, what);
+	return -EBADMSG;
 }
 
 /* Deliver complete messages from the staging buffer; start assembling a
@@ -217,6 +259,9 @@ static int tcp_consume_stage(struct tcp_transport *tcp)
 			memcpy(tcp->msg + tcp->msg_got, p, take);
 			tcp->msg_got += take;
 			tcp->stage_off += take;
+			int err = tcp_check_magic(tcp);
+			if (err)
+				return err;
 			if (tcp->msg_got < tcp->msg_len)
 				break; /* stage drained; compact below */
 			uint8_t *m = tcp->msg;
@@ -244,6 +289,7 @@ static int tcp_consume_stage(struct tcp_transport *tcp)
 		talloc_set_name_const(tcp->msg, "smb rx message");
 		tcp->msg_len = len;
 		tcp->msg_got = 0;
+		tcp->msg_checked = false;
 	}
 	/* Keep the unconsumed tail at the front. */
 	size_t rest = tcp->stage_len - tcp->stage_off;
@@ -252,6 +298,45 @@ static int tcp_consume_stage(struct tcp_transport *tcp)
 	tcp->stage_len = rest;
 	tcp->stage_off = 0;
 	return 0;
+}
+
+/* Bytes of an unfinished message (or of its length prefix) are in. */
+static bool tcp_partial(const struct tcp_transport *tcp)
+{
+	return tcp->msg != NULL || tcp->stage_len > tcp->stage_off;
+}
+
+static void tcp_stall_cb(void *arg);
+
+static void tcp_stall_arm(struct tcp_transport *tcp, uint64_t ms)
+{
+	if (!tcp->stall && !tcp->reported &&
+	    ev_timer_add(tcp->base.loop, ms, tcp_stall_cb, tcp, &tcp->stall) < 0)
+		tcp->stall = NULL;
+}
+
+/* Loop thread: the stall timer. */
+static void tcp_stall_cb(void *arg)
+{
+	struct tcp_transport *tcp = arg;
+	tcp->stall = NULL; /* a fired timer frees itself */
+	if (tcp->reported || !tcp_partial(tcp))
+		return;
+	uint64_t idle = ev_now_ms() - tcp->last_progress;
+	if (idle < tcp->stall_ms) {
+		tcp_stall_arm(tcp, tcp->stall_ms - idle);
+		return;
+	}
+	if (tcp->msg)
+		smb_err(
+		    "tcp: server stopped sending in the middle of a %zu-byte message (%zu bytes "
+		    "in) %llu ms ago; dropping the connection",
+		    tcp->msg_len, tcp->msg_got, (unsigned long long)idle);
+	else
+		smb_err("tcp: server stopped sending in the middle of a message length (%zu of 4 "
+		        "bytes in) %llu ms ago; dropping the connection",
+		        tcp->stage_len - tcp->stage_off, (unsigned long long)idle);
+	tcp_report_dead(tcp, -ETIMEDOUT);
 }
 
 static int tcp_read_ready(struct tcp_transport *tcp)
@@ -264,7 +349,11 @@ static int tcp_read_ready(struct tcp_transport *tcp)
 			r = recv(tcp->fd, tcp->msg + tcp->msg_got, tcp->msg_len - tcp->msg_got,
 			         MSG_DONTWAIT);
 			if (r > 0) {
+				tcp->last_progress = ev_now_ms();
 				tcp->msg_got += (size_t)r;
+				int err = tcp_check_magic(tcp);
+				if (err)
+					return err;
 				if (tcp->msg_got == tcp->msg_len) {
 					uint8_t *m = tcp->msg;
 					size_t l = tcp->msg_len;
@@ -277,6 +366,7 @@ static int tcp_read_ready(struct tcp_transport *tcp)
 			r = recv(tcp->fd, tcp->stage + tcp->stage_len,
 			         TCP_STAGE_CAP - tcp->stage_len, MSG_DONTWAIT);
 			if (r > 0) {
+				tcp->last_progress = ev_now_ms();
 				tcp->stage_len += (size_t)r;
 				int err = tcp_consume_stage(tcp);
 				if (err)
@@ -324,6 +414,8 @@ static void tcp_on_event(struct ev_fd *f, uint32_t events, void *arg)
 	}
 	if (err)
 		tcp_report_dead(tcp, err);
+	else if (tcp_partial(tcp))
+		tcp_stall_arm(tcp, tcp->stall_ms);
 }
 
 static int tcp_connect(struct smb_transport *t, const struct sockaddr *addr, socklen_t addrlen,
@@ -359,6 +451,9 @@ static int tcp_connect(struct smb_transport *t, const struct sockaddr *addr, soc
 		}
 	}
 	tcp->fd = fd;
+	/* The connect timeout is also how long the stream may stall mid-message. */
+	tcp->stall_ms = timeout_ms ? timeout_ms : TCP_STALL_MS;
+	tcp->last_progress = ev_now_ms();
 	socklen_t sl = sizeof(tcp->info.local);
 	getsockname(fd, (struct sockaddr *)&tcp->info.local, &sl);
 	memcpy(&tcp->info.remote, addr, addrlen);
