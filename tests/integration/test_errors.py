@@ -7,8 +7,8 @@ import signal
 
 import pytest
 
-from lib.mount import (daemon_binary, is_mounted, pids_for_mountpoint, run_mount_command,
-                       unmount)
+from lib.mount import (clean_leftovers, daemon_binary, is_mounted, pids_for_mountpoint,
+                       run_mount_command)
 from lib.samba import free_port, port_accepts
 
 MODES = [pytest.param(False, id="daemonizing"), pytest.param(True, id="foreground")]
@@ -37,17 +37,7 @@ def mnt(tmp_path, fuse_required):
     assert os.access(daemon_binary(), os.X_OK), f"{daemon_binary()} not built"
     yield str(d), str(cwd)
     # a mount that should have failed but did not: clean it up, loudly
-    leftovers = []
-    if is_mounted(str(d)):
-        leftovers.append("mount")
-        unmount(str(d))
-    pids = pids_for_mountpoint(str(d))
-    for p in pids:
-        leftovers.append(f"process {p}")
-        try:
-            os.kill(p, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    leftovers = clean_leftovers(str(d))
     assert not leftovers, f"left behind: {leftovers}"
 
 

@@ -135,6 +135,22 @@ def unmount(path, timeout=20):
     return problems
 
 
+def clean_leftovers(path):
+    """After a mount command that should have failed: unmount and kill what
+    it left at path; returns what was found ("mount", "process PID")."""
+    leftovers = []
+    if is_mounted(path):
+        leftovers.append("mount")
+        unmount(path)
+    for p in pids_for_mountpoint(path):
+        leftovers.append(f"process {p}")
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return leftovers
+
+
 def format_options(user, password, options=()):
     opts = []
     if user is not None:
