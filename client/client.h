@@ -227,9 +227,18 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
                    size_t len, smb_write_cb cb, void *arg);
 
+/* Like smb_read(), but when the read can be offloaded into a region given
+ * to smb_client_region_add() the server RDMA-Writes the data straight into
+ * buf and cb gets data == buf.  Otherwise (TCP, sealed, too small, too
+ * large, not in a region, a failover) cb gets the data in the engine's
+ * buffer, valid during cb only, and the caller copies it.  buf must stay
+ * valid until cb has run. */
+int smb_read_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, void *buf,
+                  size_t len, smb_read_cb cb, void *arg);
+
 /* Register [addr, addr+len) once with the mount's RDMA channel (the
- * registration cache), so smb_write_lent() from inside it moves no payload
- * through the daemon.  0; -EOPNOTSUPP when the mount does not offload
+ * registration cache), so smb_write_lent() and smb_read_lent() inside it
+ * move no payload through the daemon.  0; -EOPNOTSUPP when the mount does not offload
  * (TCP, or offload set-up failed); -errno.  The memory must stay allocated
  * until smb_client_destroy() returned.  Any thread; at most
  * SMB_CLIENT_MAX_REGIONS regions. */

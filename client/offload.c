@@ -225,9 +225,10 @@ static void oio_release_only(void *arg)
 	free(o);
 }
 
-/* Takes ownership of o: on success o lives until oio_finish(); on failure it
- * is freed here (through the token's release when a token was taken) and the
- * caller is not called back. */
+/* wdata: a pool write's data (copied into the pool buffer); a lent I/O
+ * comes with o->buf set instead.  Takes ownership of o: on success o lives
+ * until oio_finish(); on failure it is freed here (through the token's release when a token was
+ * taken) and the caller is not called back. */
 static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, size_t len,
                       const void *wdata, struct oio *o)
 {
@@ -241,7 +242,8 @@ static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 	o->len = len;
 	o->fid = fid;
 	o->offset = offset;
-	o->buf = o->lent ? (uint8_t *)wdata : pool_get(&ch->pool);
+	if (!o->lent)
+		o->buf = pool_get(&ch->pool);
 	if (!o->buf) {
 		free(o);
 		return -EAGAIN;
@@ -341,19 +343,41 @@ static bool in_region(struct smb_chan *ch, const void *p, size_t len)
 	return false;
 }
 
-int smb_offload_write_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
-                           const void *data, size_t len, smb_write_cb cb, void *arg)
+/* Can [p, p+len) go by RDMA in place on ch? */
+static bool lendable(struct smb_chan *ch, const void *p, size_t len, uint32_t max)
 {
-	if (!ch->pool.mem || len <= ch->c->rdma_threshold || len > ch->max_write ||
-	    smb_client_sealed(ch->c) || !in_region(ch, data, len))
+	return ch->pool.mem && len > ch->c->rdma_threshold && len <= max &&
+	       !smb_client_sealed(ch->c) && in_region(ch, p, len);
+}
+
+/* A lent I/O: buf is the caller's, inside a registered region. */
+static int lent_io(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, void *buf,
+                   size_t len, bool is_read, smb_read_cb rcb, smb_write_cb wcb, void *arg)
+{
+	if (!lendable(ch, buf, len, is_read ? ch->max_read : ch->max_write))
 		return -EAGAIN;
 	struct oio *o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
-	o->wcb = cb;
+	o->is_read = is_read;
+	o->rcb = rcb;
+	o->wcb = wcb;
 	o->arg = arg;
 	o->lent = true;
-	return oio_submit(ch, fid, offset, len, data, o);
+	o->buf = buf;
+	return oio_submit(ch, fid, offset, len, NULL, o);
+}
+
+int smb_offload_write_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
+                           const void *data, size_t len, smb_write_cb cb, void *arg)
+{
+	return lent_io(ch, fid, offset, (void *)data, len, false, NULL, cb, arg);
+}
+
+int smb_offload_read_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, void *buf,
+                          size_t len, smb_read_cb cb, void *arg)
+{
+	return lent_io(ch, fid, offset, buf, len, true, cb, NULL, arg);
 }
 
 int smb_offload_regions_sync(struct smb_chan *ch)

@@ -45,6 +45,10 @@ int smb_offload_write(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
  * does not qualify (the caller then takes another path); no callback then. */
 int smb_offload_write_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
                            const void *data, size_t len, smb_write_cb cb, void *arg);
+/* The same for a read into buf: the server RDMA-Writes straight into it; cb
+ * gets data == buf (or another buffer, if the read had to go another way). */
+int smb_offload_read_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, void *buf,
+                          size_t len, smb_read_cb cb, void *arg);
 /* Register with ch's transport every caller region it does not have yet
  * (called under c->chans_lock). */
 int smb_offload_regions_sync(struct smb_chan *ch);

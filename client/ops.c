@@ -915,6 +915,14 @@ int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset
 	return rc == -EAGAIN ? smb_write(c, fid, offset, data, len, cb, arg) : rc;
 }
 
+int smb_read_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, void *buf,
+                  size_t len, smb_read_cb cb, void *arg)
+{
+	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
+	int rc = smb_offload_read_lent(ch, fid, offset, buf, len, cb, arg);
+	return rc == -EAGAIN ? smb_read(c, fid, offset, len, cb, arg) : rc;
+}
+
 /* ---- QUERY_DIRECTORY ---------------------------------------------------------------- */
 
 static void readdir_done(struct smb_req *req)
