@@ -7,6 +7,7 @@ The seeds are small, plausible server responses built field by field from
 output.  It only writes the files it names: regression seeds (crashers kept
 after a fix) and the captured tokens in the auth_* corpora stay as they are.
 """
+import hashlib
 import os
 import struct
 import sys
@@ -255,6 +256,34 @@ def netif_chain(entries, stride=152):
     return out
 
 
+def ea(name, value, last):
+    """One FILE_FULL_EA_INFORMATION entry (padded to 4 unless last)."""
+    e = struct.pack('<IBBH', 0, 0, len(name), len(value)) + name + b'\0' + value
+    if not last:
+        e += bytes(-len(e) % 4)
+        e = struct.pack('<I', len(e)) + e[4:]
+    return e
+
+
+def fsctl_seeds():
+    target = '../a/b'.encode('utf-16-le')
+    link = b'dir/target'
+    mf = b'XSym\n%04d\n' % len(link) + hashlib.md5(link).hexdigest().encode() + b'\n' + \
+        link + b'\n'
+    return {
+        'ea_chain': ea(b'user.a', b'\x01\x02\x03', False) + ea(b'DOSATTRIB', b'x' * 20, False) +
+        ea(b'z', b'', True),
+        'ea_one': ea(b'user.comment', b'hello world', True),
+        'ranges': struct.pack('<QQQQ', 0, 4096, 65536, 8192),
+        'resume_key': bytes(range(24)) + struct.pack('<I', 0),
+        'copychunk_rsp': struct.pack('<III', 2, 12, (1 << 20) + 12),
+        'symlink': struct.pack('<IHH', 0xA000000C, 12 + 2 * len(target), 0) +
+        struct.pack('<HHHHI', 0, len(target), len(target), len(target), 1) + target + target,
+        'mfsymlink': mf + b' ' * (1067 - len(mf)),
+        'lock_rsp': hdr(10) + struct.pack('<HH', 4, 0),
+    }
+
+
 def main():
     mxac = (b'MxAc', struct.pack('<II', 0, 0x1f01ff))
     qfid = (b'QFid', bytes(range(32)))
@@ -377,6 +406,7 @@ def main():
         'create_dh2q': create([dh2q]),
         'create_mxac_dh2q_lease': create([mxac, dh2q, lease]),
     }
+    seeds['proto_fsctl'] = fsctl_seeds()
     for target, files in seeds.items():
         d = os.path.join(ROOT, target)
         os.makedirs(d, exist_ok=True)
