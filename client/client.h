@@ -252,6 +252,28 @@ int smb_flush(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, vo
 int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_dir_cb cb,
                 void *arg);
 
+/* ---- extended attributes, hard links, small whole files ------------------------- */
+
+/* A buffer the server sent (valid during the call only). */
+typedef void (*smb_buf_cb)(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len);
+
+/* The EAs of path as a FILE_FULL_EA_INFORMATION chain (iterate with
+ * smb2_ea_next() of client/proto/smb2_fsctl.h), all of them or only name's.
+ * One round trip (CREATE + QUERY_INFO + CLOSE), at most 64 KiB of them. */
+int smb_query_eas(struct smb_client *c, const char *path, const char *name, smb_buf_cb cb,
+                  void *arg);
+/* Set EA name on path to value (len 0 removes it).  One round trip. */
+int smb_set_ea(struct smb_client *c, const char *path, const char *name, const void *value,
+               size_t len, smb_status_cb cb, void *arg);
+/* A hard link: to becomes another name of the file from (never replacing). */
+int smb_link(struct smb_client *c, const char *from, const char *to, smb_status_cb cb, void *arg);
+/* Create path (it must not exist) holding data (1..64 KiB): CREATE + WRITE +
+ * CLOSE in one round trip (mfsymlinks). */
+int smb_put_small(struct smb_client *c, const char *path, const void *data, size_t len,
+                  smb_status_cb cb, void *arg);
+/* The first max (1..64 KiB) bytes of path: CREATE + READ + CLOSE. */
+int smb_get_small(struct smb_client *c, const char *path, size_t max, smb_buf_cb cb, void *arg);
+
 /* ---- time helpers ----------------------------------------------------------- */
 /* See smb_nttime_to_timespec() in client/proto/smb2.h. */
 

@@ -8,6 +8,7 @@
  * are split into parallel requests and joined before the single callback.
  */
 #include "client/client_int.h"
+#include "client/proto/smb2_fsctl.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -921,6 +922,199 @@ int smb_read_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
 	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
 	int rc = smb_offload_read_lent(ch, fid, offset, buf, len, cb, arg);
 	return rc == -EAGAIN ? smb_read(c, fid, offset, len, cb, arg) : rc;
+}
+
+/* ---- extended attributes, hard links, small whole files ------------------------------ */
+
+#define EA_OUT   65536
+#define SMALL_IO 65536
+
+/* CREATE + <one PDU on the related handle> + CLOSE; the middle PDU's
+ * response goes to cb (smb_buf_cb) or its status alone (smb_status_cb). */
+static void buf_chain_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_buf_cb cb = (smb_buf_cb)op->cb;
+	if (req->err) {
+		cb(op->arg, req->err, 0, NULL, 0);
+		smb_req_put(req);
+		return;
+	}
+	uint32_t st = chain_status(req, 2);
+	const struct smb_pdu *p = &req->pdu[1];
+	if (st != STATUS_SUCCESS && st != STATUS_END_OF_FILE) {
+		cb(op->arg, 0, st, NULL, 0);
+	} else if (p->command == SMB2_QUERY_INFO) {
+		struct smb2_query_info_rsp q;
+		if (smb2_query_info_rsp_decode(p->rsp, p->rsp_len, &q) < 0) {
+			log_malformed(op->c, "QUERY_INFO");
+			cb(op->arg, -EIO, 0, NULL, 0);
+		} else {
+			cb(op->arg, 0, STATUS_SUCCESS, q.buffer, q.buffer_len);
+		}
+	} else if (st == STATUS_END_OF_FILE) {
+		cb(op->arg, 0, STATUS_SUCCESS, NULL, 0); /* an empty file */
+	} else {
+		struct smb2_read_rsp rr;
+		if (smb2_read_rsp_decode(p->rsp, p->rsp_len, &rr) < 0 ||
+		    rr.data_length > (uint32_t)op->kind) {
+			log_malformed(op->c, "READ");
+			cb(op->arg, -EIO, 0, NULL, 0);
+		} else {
+			cb(op->arg, 0, STATUS_SUCCESS, rr.data, rr.data_length);
+		}
+	}
+	smb_req_put(req);
+}
+
+int smb_query_eas(struct smb_client *c, const char *path, const char *name, smb_buf_cb cb,
+                  void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	struct smb_open_args oa = {
+	    .desired_access = FILE_READ_EA | FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_OPEN,
+	};
+	uint8_t *in = NULL;
+	ssize_t inlen = 0;
+	if (name) {
+		size_t cap = 8 + strlen(name) + 1;
+		in = talloc_size(req, cap);
+		inlen = in ? smb2_get_ea_encode(in, cap, name, strlen(name)) : -ENOMEM;
+	}
+	int err = inlen < 0 ? (int)inlen : add_create(req, path, &oa);
+	if (!err) {
+		struct smb2_query_info_req q = {
+		    .info_type = SMB2_0_INFO_FILE,
+		    .file_info_class = FileFullEaInformation,
+		    .output_buffer_length = EA_OUT,
+		    .input = in,
+		    .input_len = (uint32_t)inlen,
+		    .fileid = SMB2_FILEID_RELATED,
+		};
+		size_t cap = 48 + (size_t)inlen;
+		uint8_t *body = smb_req_begin_pdu(req, SMB2_QUERY_INFO, cap);
+		err = body ? smb_req_end_pdu(req, smb2_query_info_req_encode(body, cap, &q))
+		           : -ENOMEM;
+	}
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, buf_chain_done);
+}
+
+int smb_set_ea(struct smb_client *c, const char *path, const char *name, const void *value,
+               size_t len, smb_status_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	op->kind = 2; /* the SET_INFO's status decides */
+	struct smb_open_args oa = {
+	    .desired_access = FILE_WRITE_EA | FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_OPEN,
+	};
+	struct smb2_ea ea = {
+	    .name = name, .name_len = strlen(name), .value = value, .value_len = len};
+	size_t cap = 8 + ea.name_len + 1 + len;
+	uint8_t *info = talloc_size(req, cap);
+	ssize_t ilen = info ? smb2_ea_list_encode(info, cap, &ea, 1) : -ENOMEM;
+	int err = ilen < 0 ? (int)ilen : add_create(req, path, &oa);
+	if (!err)
+		err = add_set_info(req, SMB2_FILEID_RELATED, FileFullEaInformation, info,
+		                   (size_t)ilen);
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, status_done);
+}
+
+int smb_link(struct smb_client *c, const char *from, const char *to, smb_status_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	op->kind = 2;
+	struct smb_open_args oa = {
+	    .desired_access = FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+	    .create_disposition = FILE_OPEN,
+	    .create_options = FILE_NON_DIRECTORY_FILE,
+	};
+	/* FILE_LINK_INFORMATION has FILE_RENAME_INFORMATION's layout. */
+	size_t cap = 24 + 2 * strlen(to) + 8;
+	uint8_t *info = talloc_size(req, cap);
+	ssize_t ilen = info ? smb2_file_rename_info_encode(info, cap, false, to) : -ENOMEM;
+	int err = ilen < 0 ? (int)ilen : add_create(req, from, &oa);
+	if (!err)
+		err =
+		    add_set_info(req, SMB2_FILEID_RELATED, FileLinkInformation, info, (size_t)ilen);
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, status_done);
+}
+
+int smb_put_small(struct smb_client *c, const char *path, const void *data, size_t len,
+                  smb_status_cb cb, void *arg)
+{
+	if (len == 0 || len > SMALL_IO)
+		return -EINVAL;
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	struct smb_open_args oa = {
+	    .desired_access = FILE_WRITE_DATA | FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_CREATE,
+	    .create_options = FILE_NON_DIRECTORY_FILE,
+	};
+	int err = add_create(req, path, &oa);
+	if (!err) {
+		struct smb2_write_req w = {
+		    .data_length = (uint32_t)len,
+		    .fileid = SMB2_FILEID_RELATED,
+		};
+		uint8_t *body = smb_req_begin_pdu(req, SMB2_WRITE, 48 + len);
+		ssize_t n = body ? smb2_write_req_encode(body, 48, &w) : -ENOMEM;
+		if (n == 48)
+			memcpy(body + 48, data, len);
+		err = smb_req_end_pdu(req, n == 48 ? (ssize_t)(48 + len) : n < 0 ? n : -EIO);
+	}
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, status_done);
+}
+
+int smb_get_small(struct smb_client *c, const char *path, size_t max, smb_buf_cb cb, void *arg)
+{
+	if (max == 0 || max > SMALL_IO)
+		return -EINVAL;
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	op->kind = (int)max; /* buf_chain_done: the most the READ may carry */
+	struct smb_open_args oa = {
+	    .desired_access = FILE_READ_DATA | FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_OPEN,
+	    .create_options = FILE_NON_DIRECTORY_FILE,
+	};
+	int err = add_create(req, path, &oa);
+	if (!err) {
+		struct smb2_read_req r = {.length = (uint32_t)max, .fileid = SMB2_FILEID_RELATED};
+		uint8_t *body = smb_req_begin_pdu(req, SMB2_READ, 56);
+		err = body ? smb_req_end_pdu(req, smb2_read_req_encode(body, 56, &r)) : -ENOMEM;
+	}
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, buf_chain_done);
 }
 
 /* ---- QUERY_DIRECTORY ---------------------------------------------------------------- */
