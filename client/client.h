@@ -274,6 +274,18 @@ int smb_put_small(struct smb_client *c, const char *path, const void *data, size
 /* The first max (1..64 KiB) bytes of path: CREATE + READ + CLOSE. */
 int smb_get_small(struct smb_client *c, const char *path, size_t max, smb_buf_cb cb, void *arg);
 
+/* One FSCTL on an open handle (IOCTL with SMB2_0_IOCTL_IS_FSCTL): cb gets the
+ * output buffer, with status SUCCESS, BUFFER_OVERFLOW (output cut at
+ * max_out) or INVALID_PARAMETER (SRV_COPYCHUNK: the output holds the
+ * server's limits), or the failing status and no buffer.  Input and output
+ * layouts: client/proto/smb2_fsctl.h. */
+int smb_fsctl(struct smb_client *c, struct smb2_fileid fid, uint32_t code, const void *in,
+              size_t inlen, uint32_t max_out, smb_buf_cb cb, void *arg);
+/* Byte-range locks: one LOCK request with n (1..64) elements. */
+struct smb2_lock_elem;
+int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_lock_elem *e,
+             uint16_t n, smb_status_cb cb, void *arg);
+
 /* ---- time helpers ----------------------------------------------------------- */
 /* See smb_nttime_to_timespec() in client/proto/smb2.h. */
 

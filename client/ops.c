@@ -1117,6 +1117,74 @@ int smb_get_small(struct smb_client *c, const char *path, size_t max, smb_buf_cb
 	return op_submit(req, err, buf_chain_done);
 }
 
+/* ---- FSCTLs on a handle, LOCK ------------------------------------------------------- */
+
+static int add_ioctl(struct smb_req *req, struct smb2_fileid fid, uint32_t code, const uint8_t *in,
+                     size_t inlen, uint32_t max_out)
+{
+	struct smb2_ioctl_req r = {
+	    .ctl_code = code,
+	    .fileid = fid,
+	    .input = in,
+	    .input_len = (uint32_t)inlen,
+	    .max_output_response = max_out,
+	    .flags = SMB2_0_IOCTL_IS_FSCTL,
+	};
+	size_t cap = 56 + inlen + 8;
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_IOCTL, cap);
+	return body ? smb_req_end_pdu(req, smb2_ioctl_req_encode(body, cap, &r)) : -ENOMEM;
+}
+
+static void ioctl_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_buf_cb cb = (smb_buf_cb)op->cb;
+	struct smb2_ioctl_rsp r;
+	uint32_t st = req->err ? 0 : req->pdu[0].rsp_hdr.status;
+	if (req->err) {
+		cb(op->arg, req->err, 0, NULL, 0);
+	} else if (st != STATUS_SUCCESS && st != STATUS_BUFFER_OVERFLOW &&
+	           st != STATUS_INVALID_PARAMETER) {
+		cb(op->arg, 0, st, NULL, 0);
+	} else if (smb2_ioctl_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &r) < 0) {
+		/* STATUS_INVALID_PARAMETER may come as an error body (no IOCTL
+		 * response): then it is just that status */
+		if (st == STATUS_INVALID_PARAMETER) {
+			cb(op->arg, 0, st, NULL, 0);
+		} else {
+			log_malformed(op->c, "IOCTL");
+			cb(op->arg, -EIO, 0, NULL, 0);
+		}
+	} else {
+		cb(op->arg, 0, st, r.output, r.output_len);
+	}
+	smb_req_put(req);
+}
+
+int smb_fsctl(struct smb_client *c, struct smb2_fileid fid, uint32_t code, const void *in,
+              size_t inlen, uint32_t max_out, smb_buf_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	return op_submit(req, add_ioctl(req, fid, code, in, inlen, max_out), ioctl_done);
+}
+
+int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_lock_elem *e,
+             uint16_t n, smb_status_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	size_t cap = 24 + 24 * (size_t)n;
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_LOCK, cap);
+	int err =
+	    body ? smb_req_end_pdu(req, smb2_lock_req_encode(body, cap, fid, 0, e, n)) : -ENOMEM;
+	return op_submit(req, err, status_done);
+}
+
 /* ---- QUERY_DIRECTORY ---------------------------------------------------------------- */
 
 static void readdir_done(struct smb_req *req)
