@@ -37,7 +37,10 @@ struct ev_loop;
 enum { SMB_SEC_NTLMSSP = 0, SMB_SEC_KRB5 = 1 };
 
 struct smb_client_opts {
-	const char *host; /* name or address */
+	const char *host; /* name or address: the server's name in the UNC, in
+	                     Kerberos and in messages */
+	const char *addr; /* a numeric address to connect to instead of resolving
+	                     host (ip=); NULL = resolve host */
 	uint16_t port;    /* 0 = 445 */
 	const char *share;
 	const char *user;
@@ -53,6 +56,13 @@ struct smb_client_opts {
 	                                credential cache (KRB5CCNAME) */
 	unsigned timeout_ms;         /* per request (timeout=); 0 = 60000; requests waiting
 	                                for a reconnect fail with ETIMEDOUT after it too */
+	bool hard;                   /* requests never time out: they wait for the server's
+	                                answer, and across reconnects, until it comes or
+	                                smb_client_destroy(); timeout_ms then bounds only
+	                                each step of (re)connecting */
+	unsigned max_read;           /* cap on bytes per READ (rsize=); 0 = what the server
+	                                and transport allow */
+	unsigned max_write;          /* the same for WRITE (wsize=) */
 	unsigned echo_ms;            /* keepalive ECHO after this much silence
 	                                (echo_interval=); 0 = 60000 */
 	bool no_durable;             /* do not ask for durable handles */

@@ -45,9 +45,11 @@ struct smb_chan {
 
 struct smb_client {
 	char *host, *share, *user, *domain, *unc;
+	char *addr; /* numeric address to dial instead of resolving host; NULL */
 	uint16_t port;
 	bool rdma;
 	unsigned timeout_ms;
+	bool hard; /* requests have no deadline and wait for reconnects forever */
 	struct ev_loop *loop;
 	struct smb_conn *conn; /* chans[0]->conn: session set-up, tree connect, logoff */
 	/* Channels: chans[0] is the one the session was set up on.  Appended

@@ -920,11 +920,14 @@ static void conn_tick(void *arg)
 	} else if (echo) {
 		send_echo(c);
 	}
+	/* The time each waited: its own deadline (set-up steps, `hard`) may
+	 * differ from the connection's timeout_ms. */
 	for (struct smb_req *r = list; r; r = r->wnext)
-		smb_err("%s: %s request (MessageId %llu) got no answer in %u ms; failing it with "
-		        "ETIMEDOUT",
+		smb_err("%s: %s request (MessageId %llu) got no answer in %llu ms; failing it "
+		        "with ETIMEDOUT",
 		        c->peer, smb2_command_str(r->pdu[0].command),
-		        (unsigned long long)r->pdu[0].msgid, c->timeout_ms);
+		        (unsigned long long)r->pdu[0].msgid,
+		        (unsigned long long)((now_us() - r->t0_us) / 1000));
 	fail_list(list, -ETIMEDOUT);
 }
 

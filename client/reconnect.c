@@ -10,7 +10,8 @@
  *   reopen every handle (durable v2 reconnect, else by path) -> publish the
  *   channel -> the parked requests go out again, their FileIds patched.
  * Meanwhile requests park (session.c chan_orphan) and fail with ETIMEDOUT
- * at their deadline; the thread expires them while it retries.
+ * at their deadline; the thread expires them while it retries.  With
+ * `hard` they have none: they wait for as many attempts as it takes.
  */
 #include <errno.h>
 #include <poll.h>
@@ -216,6 +217,7 @@ int smb_reconn_start(struct smb_client *c, const struct smb_client_opts *o)
 	r->opts.password = talloc_strdup(r, o->password ? o->password : "");
 	r->opts.domain = talloc_strdup(r, o->domain ? o->domain : "");
 	r->opts.keytab = o->keytab ? talloc_strdup(r, o->keytab) : NULL;
+	r->opts.addr = o->addr ? talloc_strdup(r, o->addr) : NULL;
 	r->opts.mc_interfaces = NULL;
 	r->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 15000;
 	pthread_mutex_init(&r->lock, NULL);

@@ -57,6 +57,13 @@ int smb_client_submit_sync(struct smb_client *c, struct smb_req *req)
 	struct sync_wait w = {.m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 	req->done = sync_done;
 	req->priv = &w;
+	/* The waiting thread is the one setting up a channel (or tearing the
+	 * client down): its request is never parked for a channel that only
+	 * it could bring back, and with `hard` (no deadline on the
+	 * connection) it still gives up after timeout_ms. */
+	req->no_replay = true;
+	if (c->hard && !req->deadline_ms)
+		req->deadline_ms = ev_now_ms() + c->timeout_ms;
 	int err = smb_conn_submit(req->conn, req);
 	if (err)
 		return err;
@@ -210,6 +217,11 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 	}
 	ch->max_read = rsp.max_read_size;
 	ch->max_write = rsp.max_write_size;
+	/* rsize=/wsize=: only ever lower; the limits below lower further. */
+	if (o->max_read && ch->max_read > o->max_read)
+		ch->max_read = o->max_read;
+	if (o->max_write && ch->max_write > o->max_write)
+		ch->max_write = o->max_write;
 	if (!(rsp.capabilities & SMB2_GLOBAL_CAP_LARGE_MTU) || c->dialect == SMB2_DIALECT_0202) {
 		ch->max_read = ch->max_read > 65536 ? 65536 : ch->max_read;
 		ch->max_write = ch->max_write > 65536 ? 65536 : ch->max_write;
@@ -796,9 +808,9 @@ static int do_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem,
 			set_err(errbuf, errlen, "share '%s' does not exist on %s (%s)", c->share,
 			        c->host, smb2_status_str(st));
 		else if (st == STATUS_ACCESS_DENIED || st == STATUS_NETWORK_ACCESS_DENIED)
-			set_err(errbuf, errlen,
-			        "access to share '%s' on %s denied for this user (%s)", c->share,
-			        c->host, smb2_status_str(st));
+			set_err(errbuf, errlen, "access to share '%s' on %s denied to %s%s%s (%s)",
+			        c->share, c->host, c->user[0] ? "user '" : "the guest session",
+			        c->user, c->user[0] ? "'" : "", smb2_status_str(st));
 		else
 			set_err(errbuf, errlen, "cannot connect to share '%s' on %s: %s", c->share,
 			        c->host, smb2_status_str(st));
@@ -1018,8 +1030,9 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 	 * for the reconnect, which sends it on a new session. */
 	if ((!none && c->dialect < SMB2_DIALECT_0300) || (none && !c->reconn && !c->mc))
 		return false;
-	uint64_t now = ev_now_ms(), deadline = now + c->timeout_ms;
-	if (none) {
+	/* hard: no deadline (0), no grace: it waits until a channel is back. */
+	uint64_t now = ev_now_ms(), deadline = c->hard ? 0 : now + c->timeout_ms;
+	if (none && !c->hard) {
 		/* Every channel is down: wait for the reconnect thread to bring
 		 * one back - up to the request timeout, and no longer than
 		 * SMB_RECONNECT_GRACE_MS after the connection was lost. */
@@ -1053,7 +1066,11 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 		c->parked = req;
 		pthread_mutex_unlock(&c->park_lock);
 		__atomic_add_fetch(&ch->failovers, 1, __ATOMIC_RELAXED);
-		if (first)
+		if (first && c->hard)
+			smb_warn("%s: every channel is down; requests wait for one to come back "
+			         "(hard)",
+			         c->host);
+		else if (first)
 			smb_warn("%s: every channel is down; requests wait up to %llu s for one to "
 			         "come back",
 			         c->host, (unsigned long long)((deadline - now + 999) / 1000));
@@ -1122,7 +1139,7 @@ void smb_client_park_expire(struct smb_client *c, bool all)
 	pthread_mutex_lock(&c->park_lock);
 	for (struct smb_req **pp = &c->parked; *pp;) {
 		struct smb_req *req = *pp;
-		if (all || req->deadline_ms <= now) {
+		if (all || (req->deadline_ms && req->deadline_ms <= now)) {
 			*pp = req->wnext;
 			req->wnext = expired;
 			expired = req;
@@ -1156,8 +1173,9 @@ int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr 
 	ch->c = c;
 	ch->if_index = UINT32_MAX;
 	ch->index = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
+	/* hard: 0, so the connection puts no deadline on requests. */
 	int err = smb_conn_open(c->loop, kind, addr, addrlen, peer, connect_timeout_ms,
-	                        c->timeout_ms, &ch->conn);
+	                        c->hard ? 0 : c->timeout_ms, &ch->conn);
 	if (err) {
 		talloc_free(ch);
 		return err;
@@ -1211,11 +1229,13 @@ void smb_chan_discard(struct smb_chan *ch)
 int smb_client_dial(struct smb_client *c, unsigned ctimeout, struct smb_chan **out,
                     const char **gai_error)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
+	/* ip=: that address, never a lookup of the name. */
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+	                         .ai_flags = c->addr ? AI_NUMERICHOST : AI_ADDRCONFIG};
 	struct addrinfo *res = NULL;
 	char portstr[8];
 	snprintf(portstr, sizeof(portstr), "%u", c->port);
-	const char *host = c->host;
+	const char *host = c->addr ? c->addr : c->host;
 	char bare[256];
 	size_t hl = strlen(host);
 	if (hl > 2 && host[0] == '[' && host[hl - 1] == ']' && hl < sizeof(bare)) {
@@ -1231,7 +1251,10 @@ int smb_client_dial(struct smb_client *c, unsigned ctimeout, struct smb_chan **o
 	}
 	int err = -EHOSTUNREACH;
 	char peer[300];
-	snprintf(peer, sizeof(peer), "%s port %u", c->host, c->port);
+	if (c->addr)
+		snprintf(peer, sizeof(peer), "%s (%s) port %u", c->host, c->addr, c->port);
+	else
+		snprintf(peer, sizeof(peer), "%s port %u", c->host, c->port);
 	struct smb_chan *ch = NULL;
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
 		err = smb_chan_open(c, c->rdma ? "rdma" : "tcp", ai->ai_addr, ai->ai_addrlen, peer,
@@ -1251,7 +1274,12 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 	const char *gai_error;
 	int err = smb_client_dial(c, ctimeout, &ch, &gai_error);
 	if (gai_error) {
-		set_err(errbuf, errlen, "cannot resolve host name '%s': %s", c->host, gai_error);
+		if (c->addr)
+			set_err(errbuf, errlen, "bad address '%s' for %s: %s", c->addr, c->host,
+			        gai_error);
+		else
+			set_err(errbuf, errlen, "cannot resolve host name '%s': %s", c->host,
+			        gai_error);
 		return err;
 	}
 	if (!err) {
@@ -1310,6 +1338,8 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	c->rdma = o->rdma;
 	c->rdma_threshold = o->rdma_threshold ? o->rdma_threshold : 4096;
 	c->timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
+	c->hard = o->hard;
+	c->addr = o->addr ? talloc_strdup(c, o->addr) : NULL;
 	if ((err = smb_opens_init(c)) < 0) {
 		set_err(errbuf, errlen, "out of memory");
 		goto fail;

@@ -65,8 +65,11 @@ static void usage(FILE *out)
 	fprintf(out,
 	        "usage: " PROG " //HOST[:PORT]/SHARE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s] [-v]\n"
 	        "  -o OPTIONS  comma-separated: username=, password=, domain=, credentials=,\n"
-	        "              sec=, keytab=, guest, sign, seal, port=, vers=, uid=, gid=,\n"
-	        "              file_mode=, dir_mode=, ro, rw, actimeo=, debug\n"
+	        "              sec=, keytab=, guest, sign, seal, port=, ip=, vers=, uid=, gid=,\n"
+	        "              file_mode=, dir_mode=, noperm, ro, rw, actimeo=, cache=,\n"
+	        "              rsize=, wsize=, soft, hard, timeout=, echo_interval=, rdma,\n"
+	        "              rdma_threshold=, multichannel, max_channels=, interfaces=,\n"
+	        "              debug\n"
 	        "  -f          stay in the foreground, log to stderr\n"
 	        "  -d          foreground with FUSE and engine debug output\n"
 	        "  -s          sloppy: ignore unknown options\n"
@@ -546,6 +549,7 @@ static int run(struct mount_args *a)
 	pthread_mutex_init(&fs.handles_lock, NULL);
 
 	copts.host = a->unc.host;
+	copts.addr = a->opts.ip;
 	copts.port = a->opts.port ? a->opts.port : a->unc.port;
 	copts.share = a->unc.share;
 	copts.user = a->opts.user;
@@ -561,6 +565,9 @@ static int run(struct mount_args *a)
 	copts.rdma_threshold = a->opts.rdma_threshold;
 	copts.echo_ms = a->opts.echo_interval * 1000;
 	copts.timeout_ms = a->opts.timeout * 1000;
+	copts.hard = a->opts.hard;
+	copts.max_read = a->opts.rsize;
+	copts.max_write = a->opts.wsize;
 	copts.multichannel = a->opts.multichannel;
 	copts.max_channels = a->opts.max_channels;
 	copts.mc_interfaces = a->opts.interfaces;
@@ -570,6 +577,10 @@ static int run(struct mount_args *a)
 	         copts.min_dialect ? copts.min_dialect : SMB2_DIALECT_0202,
 	         copts.max_dialect ? copts.max_dialect : SMB2_DIALECT_0311);
 	smb_debug("mount options: %s", a->optlog[0] ? a->optlog : "(none)");
+	smb_debug("%s: cache=%s, %s, %s, rsize %u, wsize %u (0: as negotiated)%s%s", a->source,
+	          smb_mount_cache_str(a->opts.cache), a->opts.hard ? "hard" : "soft",
+	          a->opts.noperm ? "noperm" : "perm", a->opts.rsize, a->opts.wsize,
+	          a->opts.ip ? ", connecting to " : "", a->opts.ip ? a->opts.ip : "");
 	smb_debug("%s: sec=%s%s%s%s%s, password from %s", a->source, smb_mount_sec_str(a->opts.sec),
 	          copts.require_signing ? ", signing required" : "",
 	          copts.require_encryption ? ", encryption required" : "",
@@ -589,7 +600,9 @@ static int run(struct mount_args *a)
 		report("could not mount %s: %s", a->source, errbuf[0] ? errbuf : strerror(-rc));
 		goto out;
 	}
-	fs.inodes = smb_inode_table_new(a->unc.prefix, (uint64_t)a->opts.actimeo * 1000000000u);
+	/* cache=none: attributes are never kept, here nor in the kernel. */
+	unsigned actimeo = a->opts.cache == SMB_MOUNT_CACHE_NONE ? 0 : a->opts.actimeo;
+	fs.inodes = smb_inode_table_new(a->unc.prefix, (uint64_t)actimeo * 1000000000u);
 	if (!fs.inodes) {
 		report("could not mount %s: %s", a->source, strerror(ENOMEM));
 		goto out;
@@ -616,14 +629,22 @@ static int run(struct mount_args *a)
 	fs.policy.gid = a->opts.gid;
 	fs.policy.file_mode = a->opts.file_mode;
 	fs.policy.dir_mode = a->opts.dir_mode;
-	fs.timeout = (double)a->opts.actimeo;
+	fs.timeout = (double)actimeo;
 	fs.ro = a->opts.ro;
+	fs.direct_io = a->opts.cache == SMB_MOUNT_CACHE_NONE;
+	fs.keep_cache = a->opts.cache == SMB_MOUNT_CACHE_LOOSE;
+	/* rsize=/wsize= bound the kernel's requests too, not only the
+	 * engine's: an application's read(2) turns into READs of that size. */
+	fs.max_read = a->opts.rsize && a->opts.rsize < SMBFS_MAX_IO ? a->opts.rsize : SMBFS_MAX_IO;
+	fs.max_write = a->opts.wsize && a->opts.wsize < SMBFS_MAX_IO ? a->opts.wsize : SMBFS_MAX_IO;
 	snprintf(fs.source, sizeof(fs.source), "%s", a->source);
 
 	opt_escape(fsname, sizeof(fsname), a->source);
-	snprintf(mntopts, sizeof(mntopts),
-	         "fsname=%s,subtype=smbrdma,default_permissions,max_read=%u%s%s%s%s", fsname,
-	         SMBFS_MAX_IO, geteuid() == 0 ? ",allow_other" : "", a->opts.ro ? ",ro" : "",
+	/* noperm: no default_permissions, so the kernel checks no mode bits
+	 * and the server alone decides. */
+	snprintf(mntopts, sizeof(mntopts), "fsname=%s,subtype=smbrdma%s,max_read=%u%s%s%s%s",
+	         fsname, a->opts.noperm ? "" : ",default_permissions", fs.max_read,
+	         geteuid() == 0 ? ",allow_other" : "", a->opts.ro ? ",ro" : "",
 	         a->opts.kernel_flags[0] ? "," : "", a->opts.kernel_flags);
 	char *fargv[] = {PROG, "-o", mntopts, a->fuse_debug ? "-d" : NULL, NULL};
 	struct fuse_args fargs = FUSE_ARGS_INIT(a->fuse_debug ? 4 : 3, fargv);

@@ -102,10 +102,10 @@ static void smbfs_init(void *userdata, struct fuse_conn_info *conn)
 	 * when the kernel offers FUSE_MAX_PAGES, answers with max_pages derived
 	 * from max_write; before init it has already clamped max_write to what
 	 * the buffer holds (128 KiB on kernels without FUSE_MAX_PAGES). */
-	if (conn->max_write > SMBFS_MAX_IO)
-		conn->max_write = SMBFS_MAX_IO;
+	if (conn->max_write > fs->max_write)
+		conn->max_write = fs->max_write;
 	/* Must equal the max_read= mount option given to fuse_session_new(). */
-	conn->max_read = SMBFS_MAX_IO;
+	conn->max_read = fs->max_read;
 	/* The kernel offers its bdi read-ahead and keeps the smaller value;
 	 * smbfs_post_init() raises the bdi's read_ahead_kb afterwards. */
 	if (conn->max_readahead > SMBFS_MAX_IO)

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <netdb.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,8 @@ void smb_mount_opts_free(struct smb_mount_opts *o)
 	free(o->domain);
 	free(o->interfaces);
 	free(o->keytab);
-	o->user = o->password = o->domain = o->interfaces = o->keytab = NULL;
+	free(o->ip);
+	o->user = o->password = o->domain = o->interfaces = o->keytab = o->ip = NULL;
 	o->password_from = NULL;
 }
 
@@ -54,6 +56,19 @@ const char *smb_mount_sec_str(enum smb_mount_sec sec)
 		return "krb5";
 	case SMB_MOUNT_SEC_NONE:
 		return "none";
+	}
+	return "?";
+}
+
+const char *smb_mount_cache_str(enum smb_mount_cache cache)
+{
+	switch (cache) {
+	case SMB_MOUNT_CACHE_STRICT:
+		return "strict";
+	case SMB_MOUNT_CACHE_NONE:
+		return "none";
+	case SMB_MOUNT_CACHE_LOOSE:
+		return "loose";
 	}
 	return "?";
 }
@@ -146,6 +161,50 @@ static int parse_gid(const char *s, gid_t *gid)
 	return 0;
 }
 
+/* rsize=/wsize=: bytes, 1..UINT32_MAX, settled as SMB_IO_SIZE_MIN/MAX say. */
+static int parse_io_size(const char *s, unsigned *out)
+{
+	unsigned long v;
+
+	if (parse_unsigned(s, 10, UINT32_MAX, &v) < 0 || v == 0)
+		return -EINVAL;
+	v -= v % SMB_IO_SIZE_MIN;
+	if (v < SMB_IO_SIZE_MIN)
+		v = SMB_IO_SIZE_MIN;
+	if (v > SMB_IO_SIZE_MAX)
+		v = SMB_IO_SIZE_MAX;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* ip=/addr=: a numeric IPv4 or IPv6 address (brackets and a %scope
+ * allowed); never a name, so nothing is looked up. */
+static int parse_ip(const char *s, char **out)
+{
+	struct addrinfo hints = {.ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	size_t len = strlen(s);
+	char *bare;
+
+	if (len >= 2 && s[0] == '[' && s[len - 1] == ']') {
+		s++;
+		len -= 2;
+	}
+	if (len == 0 || len > 255)
+		return -EINVAL;
+	bare = strndup(s, len);
+	if (!bare)
+		return -ENOMEM;
+	if (getaddrinfo(bare, NULL, &hints, &res) != 0) {
+		free(bare);
+		return -EINVAL;
+	}
+	freeaddrinfo(res);
+	free(*out);
+	*out = bare;
+	return 0;
+}
+
 /* Options that mount(8), fstab or systemd hand us and that mean nothing to
  * this file system. */
 static const char *const ignored_flags[] = {
@@ -159,6 +218,14 @@ static const char *const ignored_flags[] = {
 static const char *const kernel_flags[] = {
     "nosuid", "suid",  "nodev",   "dev",   "noexec",  "exec",
     "sync",   "async", "dirsync", "atime", "noatime",
+};
+
+/* Options of ours that are flags: given a value, they are an error that
+ * says so. */
+static const char *const value_less[] = {
+    "guest", "sign",         "seal",           "ro",       "rw",         "debug",
+    "rdma",  "multichannel", "nomultichannel", "soft",     "hard",       "noperm",
+    "perm",  "forceuid",     "noforceuid",     "forcegid", "noforcegid", "nosharesock",
 };
 
 static bool in_list(const char *s, const char *const *list, size_t n)
@@ -303,6 +370,57 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		if (parse_unsigned(value, 10, SMB_ACTIMEO_MAX, &v) < 0)
 			BAD_VALUE();
 		o->actimeo = (unsigned)v;
+	} else if (strcmp(key, "cache") == 0) {
+		NEEDS_VALUE();
+		if (strcmp(value, "strict") == 0)
+			o->cache = SMB_MOUNT_CACHE_STRICT;
+		else if (strcmp(value, "none") == 0)
+			o->cache = SMB_MOUNT_CACHE_NONE;
+		else if (strcmp(value, "loose") == 0)
+			o->cache = SMB_MOUNT_CACHE_LOOSE;
+		else {
+			snprintf(
+			    err, errlen,
+			    "bad value '%s' for mount option 'cache' (use strict, none or loose)",
+			    value);
+			return -EINVAL;
+		}
+	} else if (strcmp(key, "rsize") == 0 || strcmp(key, "wsize") == 0) {
+		NEEDS_VALUE();
+		if (parse_io_size(value, key[0] == 'r' ? &o->rsize : &o->wsize) < 0)
+			BAD_VALUE();
+	} else if (strcmp(key, "ip") == 0 || strcmp(key, "addr") == 0) {
+		NEEDS_VALUE();
+		int rc = parse_ip(value, &o->ip);
+		if (rc == -ENOMEM) {
+			snprintf(err, errlen, "out of memory");
+			return rc;
+		}
+		if (rc < 0) {
+			snprintf(err, errlen,
+			         "bad value '%s' for mount option '%s' (a numeric IPv4 or IPv6 "
+			         "address)",
+			         value, key);
+			return rc;
+		}
+	} else if (strcmp(key, "soft") == 0 && !value) {
+		o->hard = false;
+	} else if (strcmp(key, "hard") == 0 && !value) {
+		o->hard = true;
+	} else if (strcmp(key, "noperm") == 0 && !value) {
+		o->noperm = true;
+	} else if (strcmp(key, "perm") == 0 && !value) {
+		o->noperm = false;
+	} else if (strcmp(key, "forceuid") == 0 && !value) {
+		o->forceuid = true;
+	} else if (strcmp(key, "noforceuid") == 0 && !value) {
+		o->forceuid = false;
+	} else if (strcmp(key, "forcegid") == 0 && !value) {
+		o->forcegid = true;
+	} else if (strcmp(key, "noforcegid") == 0 && !value) {
+		o->forcegid = false;
+	} else if (strcmp(key, "nosharesock") == 0 && !value) {
+		o->nosharesock = true;
 	} else if (strcmp(key, "ro") == 0 && !value) {
 		o->ro = true;
 	} else if (strcmp(key, "rw") == 0 && !value) {
@@ -356,6 +474,13 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		/* accepted, nothing to do */
 	} else if (strncmp(key, "x-", 2) == 0 || strcmp(key, "comment") == 0) {
 		/* userspace-only options of mount(8)/systemd */
+	} else if (value && (in_list(key, value_less, ARRAY_LEN(value_less)) ||
+	                     in_list(key, kernel_flags, ARRAY_LEN(kernel_flags)) ||
+	                     in_list(key, ignored_flags, ARRAY_LEN(ignored_flags)))) {
+		/* "user" is not here: user= is username= */
+		snprintf(err, errlen, "mount option '%s' takes no value ('%s', not '%s=%s')", key,
+		         key, key, value);
+		return -EINVAL;
 	} else if (!sloppy) {
 		snprintf(err, errlen, "unknown mount option '%s'", key);
 		return -EINVAL;

@@ -8,7 +8,9 @@
  *   credentials= cred=   sec=  keytab=  guest  sign  seal
  *   port=  vers=  uid=  gid=  file_mode=  dir_mode=  actimeo=  ro rw  debug
  *   rdma  rdma_threshold=  multichannel nomultichannel  max_channels=
- *   echo_interval=  timeout=
+ *   interfaces=  echo_interval=  timeout=  soft hard  cache=  rsize= wsize=
+ *   ip= addr=  noperm perm  forceuid noforceuid forcegid noforcegid
+ *   nosharesock
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
  * nofail _netdev user (without '=') users nouser owner group relatime ...,
  * x-* and comment=; nosuid/suid/nodev/dev/noexec/exec/sync/async/dirsync/
@@ -26,6 +28,12 @@
 #define SMB_ACTIMEO_DEFAULT 1u
 #define SMB_ACTIMEO_MAX     (30u * 24 * 3600)
 
+/* rsize=/wsize= are rounded down to a multiple of SMB_IO_SIZE_MIN (a
+ * value below it becomes it, as cifs.ko does for wsize) and lowered to
+ * SMB_IO_SIZE_MAX, the most the engine puts in one READ/WRITE. */
+#define SMB_IO_SIZE_MIN 4096u
+#define SMB_IO_SIZE_MAX (8u << 20)
+
 /* Longest password read from a file, a descriptor or the terminal. */
 #define SMB_PASSWORD_MAX 1024
 
@@ -37,6 +45,17 @@ enum smb_mount_sec {
 };
 
 const char *smb_mount_sec_str(enum smb_mount_sec sec);
+
+/* cache=: what the kernel may keep (mount.cifs's names). */
+enum smb_mount_cache {
+	SMB_MOUNT_CACHE_STRICT = 0, /* the default: the page cache, dropped at each open
+	                               (close-to-open); attributes kept for actimeo */
+	SMB_MOUNT_CACHE_NONE,       /* direct I/O on every open, attributes never kept */
+	SMB_MOUNT_CACHE_LOOSE,      /* the page cache kept across opens; attributes for
+	                               actimeo */
+};
+
+const char *smb_mount_cache_str(enum smb_mount_cache cache);
 
 struct smb_mount_opts {
 	char *user;     /* NULL: not given */
@@ -68,13 +87,24 @@ struct smb_mount_opts {
 	unsigned max_channels;   /* 0: the engine's default (2); 1..32 */
 	char *interfaces;        /* "eth1:eth2" or NULL: local interfaces for channels */
 	unsigned actimeo;        /* seconds */
+	enum smb_mount_cache cache;
+	unsigned rsize, wsize;   /* bytes per READ/WRITE; 0: as negotiated; else a multiple
+	                            of SMB_IO_SIZE_MIN up to SMB_IO_SIZE_MAX */
+	char *ip;                /* ip=/addr=: a numeric address to connect to instead of
+	                            resolving the source's host name; NULL: resolve */
+	bool hard;               /* requests wait for the server however long it takes */
+	bool noperm;             /* no client-side permission check (no default_permissions) */
+	bool forceuid, forcegid; /* accepted; ownership is always uid=/gid= (no POSIX
+	                            extensions, so there is no server owner to show) */
+	bool nosharesock;        /* accepted; every mount has its own connection anyway */
 	bool debug;
 	/* Mount flags for the kernel, comma-separated, in the order given. */
 	char kernel_flags[256];
 };
 
 /* Defaults: uid/gid as given (the mounting user), file_mode 0644,
- * dir_mode 0755, rw, actimeo 1, highest common dialect. */
+ * dir_mode 0755, rw, actimeo 1, highest common dialect, cache=strict, soft,
+ * perm, rsize/wsize as negotiated. */
 void smb_mount_opts_init(struct smb_mount_opts *o, uid_t uid, gid_t gid);
 
 /* Parse one -o string into *o (may be called again for another -o; later

@@ -32,8 +32,14 @@ struct smbfs {
 	struct smb_client *client; /* set before the session runs, cleared after */
 	struct smb_inode_table *inodes;
 	struct smb_stat_policy policy;
-	double timeout; /* entry and attribute timeout for the kernel (actimeo) */
+	double timeout; /* entry and attribute timeout for the kernel (actimeo; 0 with
+	                   cache=none) */
 	bool ro;
+	bool direct_io;  /* cache=none: every open bypasses the page cache */
+	bool keep_cache; /* cache=loose: an open keeps the pages cached before */
+	/* Largest READ/WRITE the kernel sends: SMBFS_MAX_IO, or less with
+	 * rsize=/wsize=.  max_read must be the max_read= of the mount. */
+	unsigned max_read, max_write;
 	char source[512]; /* //host/share for log lines */
 	/* sysfs file of our bdi's read-ahead, set before the loop starts;
 	 * written once, by the first op after INIT (smbfs_post_init()). */

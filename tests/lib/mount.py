@@ -82,10 +82,21 @@ def mount_entry(path):
                 if mp == path:
                     sep = fields.index("-")
                     found = {"dev": fields[2], "fstype": fields[sep + 1],
-                             "source": fields[sep + 2], "options": fields[5]}
+                             "source": fields[sep + 2], "options": fields[5],
+                             "super_options": fields[sep + 3]}
     except OSError:
         pass
     return found
+
+
+def mount_options(path):
+    """Every option of the topmost mount on `path` as a set: the per-mount
+    ones (nosuid, noexec, ...) and the superblock's (sync, dirsync, ...);
+    None when nothing is mounted there."""
+    ent = mount_entry(path)
+    if ent is None:
+        return None
+    return set(ent["options"].split(",")) | set(ent["super_options"].split(","))
 
 
 def is_mounted(path):

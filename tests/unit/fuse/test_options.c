@@ -699,6 +699,154 @@ static void test_redact(void)
 	CHECK_STR(small, "username=u,");
 }
 
+static void test_cache(void)
+{
+	static const struct {
+		const char *opts;
+		enum smb_mount_cache cache;
+	} cases[] = {
+	    {"", SMB_MOUNT_CACHE_STRICT},
+	    {"cache=strict", SMB_MOUNT_CACHE_STRICT},
+	    {"cache=none", SMB_MOUNT_CACHE_NONE},
+	    {"cache=loose", SMB_MOUNT_CACHE_LOOSE},
+	    {"cache=none,cache=strict", SMB_MOUNT_CACHE_STRICT},
+	};
+	static const char *const bad[] = {"cache=", "cache=ro", "cache=singleclient", "cache=LOOSE",
+	                                  "cache=strict,cache=nonee"};
+	struct smb_mount_opts o;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CHECK_EQ(parse(&o, cases[i].opts, false, err, sizeof(err)), 0);
+		CHECK_EQ(o.cache, cases[i].cache);
+		smb_mount_opts_free(&o);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		CHECK_EQ(parse(&o, bad[i], false, err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, "'cache'") && strstr(err, "strict, none or loose"));
+		smb_mount_opts_free(&o);
+	}
+	CHECK_EQ(parse(&o, "cache", false, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "needs a value") != NULL);
+	smb_mount_opts_free(&o);
+	CHECK_STR(smb_mount_cache_str(SMB_MOUNT_CACHE_LOOSE), "loose");
+	CHECK_STR(smb_mount_cache_str(SMB_MOUNT_CACHE_NONE), "none");
+	CHECK_STR(smb_mount_cache_str(SMB_MOUNT_CACHE_STRICT), "strict");
+}
+
+static void test_rsize_wsize(void)
+{
+	static const struct {
+		const char *opts;
+		unsigned rsize, wsize;
+	} cases[] = {
+	    {"", 0, 0},
+	    {"rsize=65536,wsize=131072", 65536, 131072},
+	    {"rsize=1,wsize=4095", 4096, 4096},                      /* below 4096: 4096 */
+	    {"rsize=70000,wsize=8191", 69632, 4096},                 /* rounded down to 4 KiB */
+	    {"rsize=16777216,wsize=4294967295", 8u << 20, 8u << 20}, /* at most 8 MiB */
+	    {"rsize=8388608", 8u << 20, 0},
+	};
+	static const char *const bad[] = {
+	    "rsize=0",  "wsize=0",      "rsize=",           "wsize=-4096",
+	    "rsize=1k", "wsize=0x1000", "rsize=4294967296", "wsize= 4096"};
+	struct smb_mount_opts o;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CHECK_EQ(parse(&o, cases[i].opts, false, err, sizeof(err)), 0);
+		CHECK_EQ(o.rsize, cases[i].rsize);
+		CHECK_EQ(o.wsize, cases[i].wsize);
+		smb_mount_opts_free(&o);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		CHECK_EQ(parse(&o, bad[i], false, err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, bad[i][0] == 'r' ? "'rsize'" : "'wsize'") != NULL);
+		smb_mount_opts_free(&o);
+	}
+	CHECK_EQ(parse(&o, "wsize", false, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "needs a value") != NULL);
+	smb_mount_opts_free(&o);
+}
+
+static void test_ip(void)
+{
+	static const struct {
+		const char *opts, *ip;
+	} cases[] = {
+	    {"ip=127.0.0.1", "127.0.0.1"},
+	    {"addr=10.1.2.3", "10.1.2.3"},
+	    {"ip=::1", "::1"},
+	    {"ip=[fe80::1]", "fe80::1"},
+	    {"ip=1.2.3.4,addr=5.6.7.8", "5.6.7.8"}, /* the later one */
+	};
+	static const char *const bad[] = {
+	    "ip=", "ip=localhost", "ip=1.2.3.4.5", "addr=300.1.1.1", "ip=[]", "ip=host.example"};
+	struct smb_mount_opts o;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CHECK_EQ(parse(&o, cases[i].opts, false, err, sizeof(err)), 0);
+		CHECK_STR(o.ip, cases[i].ip);
+		smb_mount_opts_free(&o);
+		CHECK(o.ip == NULL);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		CHECK_EQ(parse(&o, bad[i], false, err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, bad[i][0] == 'i' ? "'ip'" : "'addr'") &&
+		      strstr(err, "numeric IPv4 or IPv6"));
+		smb_mount_opts_free(&o);
+	}
+	CHECK_EQ(parse(&o, "", false, err, sizeof(err)), 0);
+	CHECK(o.ip == NULL);
+	smb_mount_opts_free(&o);
+}
+
+static void test_cifs_flags(void)
+{
+	struct smb_mount_opts o;
+	char err[256] = "";
+
+	CHECK_EQ(parse(&o, "", false, err, sizeof(err)), 0);
+	CHECK(!o.hard && !o.noperm && !o.forceuid && !o.forcegid && !o.nosharesock);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "hard,noperm,forceuid,forcegid,nosharesock", false, err, sizeof(err)),
+	         0);
+	CHECK(o.hard && o.noperm && o.forceuid && o.forcegid && o.nosharesock);
+	smb_mount_opts_free(&o);
+	/* the later of a pair wins */
+	CHECK_EQ(parse(&o, "hard,soft,noperm,perm,forceuid,noforceuid,forcegid,noforcegid", false,
+	               err, sizeof(err)),
+	         0);
+	CHECK(!o.hard && !o.noperm && !o.forceuid && !o.forcegid);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "soft,hard", false, err, sizeof(err)), 0);
+	CHECK(o.hard);
+	smb_mount_opts_free(&o);
+	/* flags take no value, and say so */
+	static const char *const bad[] = {"hard=1",     "soft=yes",     "noperm=0",      "perm=1",
+	                                  "forceuid=0", "noforcegid=1", "nosharesock=1", "seal=1",
+	                                  "nosuid=1",   "_netdev=1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "'%.*s'", (int)strcspn(bad[i], "="), bad[i]);
+		err[0] = '\0';
+		CHECK_EQ(parse(&o, bad[i], false, err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, key) && strstr(err, "takes no value"));
+		smb_mount_opts_free(&o);
+		/* sloppy does not excuse it either */
+		CHECK_EQ(parse(&o, bad[i], true, err, sizeof(err)), -EINVAL);
+		smb_mount_opts_free(&o);
+	}
+	/* user= is username=, not the fstab flag given a value */
+	CHECK_EQ(parse(&o, "user=bob", false, err, sizeof(err)), 0);
+	CHECK_STR(o.user, "bob");
+	smb_mount_opts_free(&o);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -724,6 +872,10 @@ int main(void)
 	RUN(test_guest_and_none);
 	RUN(test_keytab);
 	RUN(test_redact);
+	RUN(test_cache);
+	RUN(test_rsize_wsize);
+	RUN(test_ip);
+	RUN(test_cifs_flags);
 
 	char cmd[PATH_MAX + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
