@@ -14,7 +14,10 @@ use), interfaces= (the smb.conf interfaces list, one entry per element,
 quoted where needed so "10.77.1.1;speed=...,capability=RSS" stays one),
 wrapper= (an argv prefix smbd and the readiness probe run under, e.g.
 ["nsenter", "--net=/run/netns/NS"]) and client_wrapper= (the same for
-smbclient()). tests/lib/netns.py uses them to run Samba in a network
+smbclient()). extra_shares= adds shares beside the main one, {name: [smb.conf
+lines]}, each on a directory of its own under the temp dir owned by the
+user, e.g. {"locked": ["invalid users = smbrdmatest"]} for a share the test
+user may not open. tests/lib/netns.py uses them to run Samba in a network
 namespace.
 
 Run as a script (python3 -m lib.samba from tests/) it starts a server, prints
@@ -88,7 +91,7 @@ class SambaServer:
     def __init__(self, extra_global=(), extra_share=(), user=DEFAULT_USER,
                  password=DEFAULT_PASSWORD, share="share", tmpfs_size="1536m",
                  port=None, log_level=None, host=HOST, interfaces=None, wrapper=(),
-                 client_wrapper=()):
+                 client_wrapper=(), extra_shares=None):
         self.extra_global = list(extra_global)
         self.extra_share = list(extra_share)
         self.user = user
@@ -103,6 +106,7 @@ class SambaServer:
         self.interfaces = list(interfaces) if interfaces else ["127.0.0.1/8"]
         self.wrapper = list(wrapper)
         self.client_wrapper = list(client_wrapper)
+        self.extra_shares = {k: list(v) for k, v in (extra_shares or {}).items()}
         self.dir = None
         self.proc = None
         self._tmpfs_mounted = False
@@ -115,6 +119,9 @@ class SambaServer:
     @property
     def share_path(self):
         return os.path.join(self.dir, "share")
+
+    def extra_share_path(self, name):
+        return os.path.join(self.dir, "shares", name)
 
     @property
     def log_path(self):
@@ -173,6 +180,9 @@ class SambaServer:
         ] + self.extra_share
         text = "[global]\n" + "".join(f"\t{x}\n" for x in g)
         text += f"\n[{self.share}]\n" + "".join(f"\t{x}\n" for x in s)
+        for name, lines in self.extra_shares.items():
+            opts = [f"path = {self.extra_share_path(name)}", "read only = no"] + lines
+            text += f"\n[{name}]\n" + "".join(f"\t{x}\n" for x in opts)
         with open(self.conf_path, "w") as f:
             f.write(text)
 
@@ -196,6 +206,9 @@ class SambaServer:
             ensure_user(self.user)
             pw = pwd.getpwnam(self.user)
             os.chown(self.share_path, pw.pw_uid, pw.pw_gid)
+            for name in self.extra_shares:
+                os.makedirs(self.extra_share_path(name))
+                os.chown(self.extra_share_path(name), pw.pw_uid, pw.pw_gid)
             if self.port is None:
                 # a wrapped smbd (another namespace) has ports of its own
                 self.port = 445 if self.wrapper else free_port()
