@@ -142,6 +142,7 @@ struct smb_attr {
 	uint64_t allocation_size;
 	uint32_t file_attributes; /* FILE_ATTRIBUTE_* */
 	uint32_t nlink;           /* 0 if unknown */
+	bool symlink;             /* never set by the engine: fuse/ marks mfsymlinks */
 };
 
 struct smb_fsinfo {
@@ -185,6 +186,8 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
              smb_open_cb cb, void *arg);
 int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg);
 
+/* create an empty file (FILE_CREATE) + query + close: mknod(S_IFREG). */
+int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg);
 /* create directory (FILE_CREATE) + query + close. */
 int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg);
 /* Delete a file (is_dir false) or an empty directory (true): create with

@@ -214,6 +214,16 @@ int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 	return attr_chain(c, path, &oa, cb, arg);
 }
 
+int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
+{
+	struct smb_open_args oa = {
+	    .desired_access = FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_CREATE,
+	    .create_options = FILE_NON_DIRECTORY_FILE,
+	};
+	return attr_chain(c, path, &oa, cb, arg);
+}
+
 int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 {
 	struct smb_open_args oa = {

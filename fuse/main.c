@@ -633,6 +633,7 @@ static int run(struct mount_args *a)
 	fs.ro = a->opts.ro;
 	fs.direct_io = a->opts.cache == SMB_MOUNT_CACHE_NONE;
 	fs.keep_cache = a->opts.cache == SMB_MOUNT_CACHE_LOOSE;
+	fs.mfsymlinks = a->opts.mfsymlinks;
 	/* rsize=/wsize= bound the kernel's requests too, not only the
 	 * engine's: an application's read(2) turns into READs of that size. */
 	fs.max_read = a->opts.rsize && a->opts.rsize < SMBFS_MAX_IO ? a->opts.rsize : SMBFS_MAX_IO;

@@ -181,4 +181,12 @@ const struct fuse_lowlevel_ops smbfs_ops = {
     .readdirplus = smbfs_readdirplus,
     .releasedir = smbfs_releasedir,
     .statfs = smbfs_statfs,
+    .symlink = smbfs_symlink,
+    .mknod = smbfs_mknod,
+    .readlink = smbfs_readlink,
+    .link = smbfs_link,
+    .setxattr = smbfs_setxattr,
+    .getxattr = smbfs_getxattr,
+    .listxattr = smbfs_listxattr,
+    .removexattr = smbfs_removexattr,
 };

@@ -161,7 +161,9 @@ static void dir_serve(struct smbfs_dir *d, fuse_req_t req, size_t size, off_t of
 		/* Size first: an entry we link must reach the kernel. */
 		if (fuse_add_direntry_plus(req, NULL, 0, ent->name, NULL, 0) > room)
 			break;
-		if (i >= 2) {
+		/* A possible mfsymlink is checked by the LOOKUP the kernel
+		 * sends for an entry without attributes. */
+		if (i >= 2 && !smbfs_may_be_symlink(fs, &ent->attr)) {
 			uint64_t nodeid;
 			/* On failure e.ino stays 0: the kernel then takes the
 			 * name without attributes and counts no lookup. */

@@ -99,7 +99,7 @@ void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (!path)
 		return;
 	ctx = name_ctx_new(req, parent, name, 0, NULL);
-	rc = ctx ? smb_stat(fs->client, path, entry_done, ctx) : -ENOMEM;
+	rc = ctx ? smbfs_stat(fs, path, entry_done, ctx) : -ENOMEM;
 	free(path);
 	if (rc < 0) {
 		free(ctx);
@@ -206,7 +206,7 @@ static void getattr_from_server(fuse_req_t req, fuse_ino_t ino, struct fuse_file
 	} else {
 		rc = smb_inode_path(fs->inodes, ino, NULL, &path);
 		if (rc == 0)
-			rc = smb_stat(fs->client, path, getattr_done, ctx);
+			rc = smbfs_stat(fs, path, getattr_done, ctx);
 		free(path);
 	}
 	if (rc < 0) {
@@ -262,10 +262,20 @@ static void setattr_done(void *arg, int err, uint32_t status, const struct smb_a
 	int e = smb_errno(err, status);
 
 	free(ctx);
-	if (e)
+	if (e) {
 		fuse_reply_err(req, e);
-	else
-		reply_attr(fs, req, ino, attr);
+		return;
+	}
+	/* The server describes an mfsymlink as the 1067-byte file it is; to
+	 * the kernel the inode stays a link (a changed type is a bad inode). */
+	struct smb_attr prev, now = *attr;
+	bool fresh;
+	if (smb_inode_get_attr(fs->inodes, ino, smbfs_now_ns(), &prev, &fresh, NULL) == 0 &&
+	    prev.symlink && smbfs_may_be_symlink(fs, attr)) {
+		now.symlink = true;
+		now.end_of_file = prev.end_of_file;
+	}
+	reply_attr(fs, req, ino, &now);
 }
 
 static void setattr_send(struct setattr_ctx *ctx, const struct smb_attr *cur);

@@ -223,9 +223,10 @@ static const char *const kernel_flags[] = {
 /* Options of ours that are flags: given a value, they are an error that
  * says so. */
 static const char *const value_less[] = {
-    "guest", "sign",         "seal",           "ro",       "rw",         "debug",
-    "rdma",  "multichannel", "nomultichannel", "soft",     "hard",       "noperm",
-    "perm",  "forceuid",     "noforceuid",     "forcegid", "noforcegid", "nosharesock",
+    "guest",      "sign",         "seal",           "ro",       "rw",         "debug",
+    "rdma",       "multichannel", "nomultichannel", "soft",     "hard",       "noperm",
+    "perm",       "forceuid",     "noforceuid",     "forcegid", "noforcegid", "nosharesock",
+    "mfsymlinks", "nomfsymlinks",
 };
 
 static bool in_list(const char *s, const char *const *list, size_t n)
@@ -421,6 +422,10 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->forcegid = false;
 	} else if (strcmp(key, "nosharesock") == 0 && !value) {
 		o->nosharesock = true;
+	} else if (strcmp(key, "mfsymlinks") == 0 && !value) {
+		o->mfsymlinks = true;
+	} else if (strcmp(key, "nomfsymlinks") == 0 && !value) {
+		o->mfsymlinks = false;
 	} else if (strcmp(key, "ro") == 0 && !value) {
 		o->ro = true;
 	} else if (strcmp(key, "rw") == 0 && !value) {

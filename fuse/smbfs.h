@@ -37,6 +37,7 @@ struct smbfs {
 	bool ro;
 	bool direct_io;  /* cache=none: every open bypasses the page cache */
 	bool keep_cache; /* cache=loose: an open keeps the pages cached before */
+	bool mfsymlinks; /* symlinks are Minshall+French symlink files (ops_link.c) */
 	/* Largest READ/WRITE the kernel sends: SMBFS_MAX_IO, or less with
 	 * rsize=/wsize=.  max_read must be the max_read= of the mount. */
 	unsigned max_read, max_write;
@@ -131,6 +132,23 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 void smbfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void smbfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void smbfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* ops_link.c: symlinks (mfsymlinks), hard links, xattrs */
+/* smb_stat() that reports an mfsymlink file as a symlink (attr->symlink,
+ * end_of_file = the target's length); plain smb_stat() without mfsymlinks. */
+int smbfs_stat(struct smbfs *fs, const char *path, smb_attr_cb cb, void *arg);
+/* Could a (regular, 1067-byte) file with these attributes be an
+ * mfsymlink?  Only when the mount has mfsymlinks. */
+bool smbfs_may_be_symlink(const struct smbfs *fs, const struct smb_attr *a);
+void smbfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void smbfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void smbfs_readlink(fuse_req_t req, fuse_ino_t ino);
+void smbfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void smbfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                    size_t size, int flags);
+void smbfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void smbfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void smbfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 /* ops_dir.c */
 void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -11,7 +11,10 @@ void smb_attr_to_stat(const struct smb_attr *a, const struct smb_stat_policy *p,
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = (ino_t)ino;
-	if (a->file_attributes & FILE_ATTRIBUTE_DIRECTORY) {
+	if (a->symlink) {
+		st->st_mode = S_IFLNK | 0777;
+		st->st_nlink = 1;
+	} else if (a->file_attributes & FILE_ATTRIBUTE_DIRECTORY) {
 		st->st_mode = S_IFDIR | (p->dir_mode & 07777);
 		st->st_nlink = a->nlink ? a->nlink : 2;
 	} else {

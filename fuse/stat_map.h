@@ -18,7 +18,8 @@ struct smb_stat_policy {
 	mode_t dir_mode;  /* permission bits of directories */
 };
 
-/* Directories get S_IFDIR | dir_mode, everything else S_IFREG | file_mode
+/* Symlinks (a->symlink) get S_IFLNK | 0777, directories S_IFDIR | dir_mode,
+ * everything else S_IFREG | file_mode
  * with the write bits cleared when FILE_ATTRIBUTE_READONLY is set.  Size is
  * end_of_file, st_blocks allocation_size / 512, times from the NT times,
  * st_nlink from the server or 2 (directories) / 1 (files) when unknown. */

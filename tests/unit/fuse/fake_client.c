@@ -663,3 +663,38 @@ int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_
 	}
 	SUBMIT(j);
 }
+
+/* Not served by the fake: EAs, hard links, the small-file calls of mfsymlinks
+ * (the integration tests cover them against Samba). */
+int smb_query_eas(struct smb_client *c, const char *path, const char *name, smb_buf_cb cb,
+                  void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_set_ea(struct smb_client *c, const char *path, const char *name, const void *value,
+               size_t len, smb_status_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_link(struct smb_client *c, const char *from, const char *to, smb_status_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_put_small(struct smb_client *c, const char *path, const void *data, size_t len,
+                  smb_status_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_get_small(struct smb_client *c, const char *path, size_t max, smb_buf_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}

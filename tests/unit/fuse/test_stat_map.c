@@ -56,9 +56,25 @@ static void test_dir(void)
 	CHECK_EQ(st.st_nlink, 4);
 }
 
+static void test_symlink(void)
+{
+	/* an mfsymlink: a 1067-byte READONLY file on the server, a link here */
+	struct smb_attr a = {.file_attributes = FILE_ATTRIBUTE_READONLY,
+	                     .end_of_file = 12,
+	                     .nlink = 2,
+	                     .symlink = true};
+	struct stat st;
+
+	smb_attr_to_stat(&a, &policy, 7, &st);
+	CHECK_EQ(st.st_mode, S_IFLNK | 0777);
+	CHECK_EQ(st.st_size, 12);
+	CHECK_EQ(st.st_nlink, 1);
+}
+
 int main(void)
 {
 	RUN(test_file);
 	RUN(test_dir);
+	RUN(test_symlink);
 	return check_report();
 }

@@ -1,0 +1,574 @@
+/* fuse/ops_link.c — symbolic links (mfsymlinks), hard links, extended
+ * attributes (user.* over SMB EAs).
+ *
+ * Symbolic links are Minshall+French symlink files (the `mfsymlinks` format
+ * cifs.ko uses): a regular file of exactly 1067 bytes holding the target
+ * and its MD5 (client/proto/smb2_fsctl.h).  smbfs_stat() is smb_stat() that
+ * also recognises them: a 1067-byte file is read (one round trip) and, if
+ * it is one, reported as a symlink whose size is the target's length.
+ * Without the mfsymlinks option none of this happens and symlink() fails
+ * with EPERM, as on cifs.ko without it.
+ *
+ * Extended attributes: the user.* namespace maps to SMB EAs of the same
+ * name without "user." (as cifs.ko does); other namespaces are not
+ * supported (EOPNOTSUPP).  An EA with an empty value does not exist
+ * (Windows semantics), so setting user.x to "" removes it.
+ */
+#include "fuse/smbfs.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include "client/proto/smb2_const.h"
+#include "client/proto/smb2_fsctl.h"
+#include "common/log.h"
+#include "fuse/errno_map.h"
+
+#define XATTR_USER "user."
+
+static void md5_hex(const void *p, size_t n, char out[33])
+{
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned int dl = 0;
+	if (!EVP_Digest(p, n, d, &dl, EVP_md5(), NULL) || dl != 16) {
+		memset(out, '0', 32);
+	} else {
+		for (unsigned i = 0; i < 16; i++)
+			snprintf(out + 2 * i, 3, "%02x", d[i]);
+	}
+	out[32] = '\0';
+}
+
+/* Is buf[0..len) an mfsymlink whose recorded MD5 matches?  Its target then. */
+static bool mfsymlink_target(const uint8_t *buf, size_t len, const char **t, size_t *tl)
+{
+	const char *md5;
+	char want[33];
+	if (smb_mfsymlink_decode(buf, len, t, tl, &md5) != 0)
+		return false;
+	md5_hex(*t, *tl, want);
+	return strncasecmp(want, md5, 32) == 0;
+}
+
+/* ---- smbfs_stat: smb_stat that sees mfsymlinks ---------------------------------------- */
+
+struct stat_ctx {
+	struct smbfs *fs;
+	smb_attr_cb cb;
+	void *arg;
+	struct smb_attr attr;
+	char path[];
+};
+
+static void stat_link_read(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+{
+	struct stat_ctx *ctx = arg;
+	const char *t;
+	size_t tl;
+	/* Unreadable (no permission, gone): report the file as it stands. */
+	if (!err && status == STATUS_SUCCESS && mfsymlink_target(buf, len, &t, &tl)) {
+		ctx->attr.symlink = true;
+		ctx->attr.end_of_file = tl;
+	}
+	ctx->cb(ctx->arg, 0, STATUS_SUCCESS, &ctx->attr);
+	free(ctx);
+}
+
+static void stat_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
+{
+	struct stat_ctx *ctx = arg;
+	if (err || status != STATUS_SUCCESS || !smbfs_may_be_symlink(ctx->fs, attr)) {
+		ctx->cb(ctx->arg, err, status, attr);
+		free(ctx);
+		return;
+	}
+	ctx->attr = *attr;
+	int rc = smb_get_small(ctx->fs->client, ctx->path, SMB_MFSYMLINK_SIZE, stat_link_read, ctx);
+	if (rc < 0) {
+		ctx->cb(ctx->arg, 0, STATUS_SUCCESS, &ctx->attr);
+		free(ctx);
+	}
+}
+
+bool smbfs_may_be_symlink(const struct smbfs *fs, const struct smb_attr *a)
+{
+	return fs->mfsymlinks && !(a->file_attributes & FILE_ATTRIBUTE_DIRECTORY) &&
+	       a->end_of_file == SMB_MFSYMLINK_SIZE;
+}
+
+int smbfs_stat(struct smbfs *fs, const char *path, smb_attr_cb cb, void *arg)
+{
+	if (!fs->mfsymlinks)
+		return smb_stat(fs->client, path, cb, arg);
+	size_t n = strlen(path) + 1;
+	struct stat_ctx *ctx = malloc(sizeof(*ctx) + n);
+	if (!ctx)
+		return -ENOMEM;
+	ctx->fs = fs;
+	ctx->cb = cb;
+	ctx->arg = arg;
+	memcpy(ctx->path, path, n);
+	int rc = smb_stat(fs->client, path, stat_done, ctx);
+	if (rc < 0)
+		free(ctx);
+	return rc;
+}
+
+/* ---- symlink, readlink, link ----------------------------------------------------- */
+
+/* A new name (parent, name) made on the server; replied as an entry. */
+struct new_ctx {
+	fuse_req_t req;
+	struct smbfs *fs;
+	uint64_t parent;
+	char *path;
+	char name[];
+};
+
+static struct new_ctx *new_ctx_new(fuse_req_t req, uint64_t parent, const char *name, char *path)
+{
+	size_t n = strlen(name) + 1;
+	struct new_ctx *ctx = malloc(sizeof(*ctx) + n);
+	if (!ctx)
+		return NULL;
+	ctx->req = req;
+	ctx->fs = smbfs_of(req);
+	ctx->parent = parent;
+	ctx->path = path;
+	memcpy(ctx->name, name, n);
+	return ctx;
+}
+
+static void new_ctx_free(struct new_ctx *ctx)
+{
+	free(ctx->path);
+	free(ctx);
+}
+
+static void new_entry_stat(void *arg, int err, uint32_t status, const struct smb_attr *attr)
+{
+	struct new_ctx *ctx = arg;
+	struct smbfs *fs = ctx->fs;
+	fuse_req_t req = ctx->req;
+	uint64_t nodeid, st_ino;
+	struct fuse_entry_param e;
+	int rc = smb_errno(err, status);
+	if (rc == 0)
+		rc = -smb_inode_link(fs->inodes, ctx->parent, ctx->name, attr, smbfs_now_ns(),
+		                     &nodeid, &st_ino);
+	smb_inode_dir_changed(fs->inodes, ctx->parent, smbfs_wall_ns());
+	new_ctx_free(ctx);
+	if (rc) {
+		fuse_reply_err(req, rc);
+		return;
+	}
+	smbfs_fill_entry(fs, nodeid, st_ino, attr, &e);
+	if (fuse_reply_entry(req, &e) == -ENOENT)
+		smb_inode_forget(fs->inodes, nodeid, 1);
+}
+
+/* The name was made: stat it for the entry (a failure to stat fails the op
+ * although the name exists - the kernel then looks it up again). */
+static void new_made(void *arg, int err, uint32_t status)
+{
+	struct new_ctx *ctx = arg;
+	int rc = smb_errno(err, status);
+	if (!rc)
+		rc = -smbfs_stat(ctx->fs, ctx->path, new_entry_stat, ctx);
+	if (rc) {
+		fuse_req_t req = ctx->req;
+		new_ctx_free(ctx);
+		fuse_reply_err(req, rc);
+	}
+}
+
+static char *new_path_or_reply(fuse_req_t req, uint64_t parent, const char *name)
+{
+	struct smbfs *fs = smbfs_of(req);
+	char *path = NULL;
+	int rc = fs->ro ? -EROFS : smbfs_check_name(name);
+	if (rc == 0)
+		rc = smb_inode_path(fs->inodes, parent, name, &path);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return NULL;
+	}
+	return path;
+}
+
+/* mknod: regular files only (tar --xattrs makes its files this way);
+ * device nodes, FIFOs and sockets need the SMB3 POSIX extensions. */
+void smbfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct smbfs *fs = smbfs_of(req);
+	if (!S_ISREG(mode)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	char *path = new_path_or_reply(req, parent, name);
+	if (!path)
+		return;
+	struct new_ctx *ctx = new_ctx_new(req, parent, name, path);
+	int rc = ctx ? smb_create_file(fs->client, path, new_entry_stat, ctx) : -ENOMEM;
+	if (rc < 0) {
+		if (ctx)
+			new_ctx_free(ctx);
+		else
+			free(path);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+void smbfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct smbfs *fs = smbfs_of(req);
+	if (!fs->mfsymlinks) {
+		/* as cifs.ko without mfsymlinks against a server without
+		 * reparse-point symlinks */
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	size_t tl = strlen(link);
+	if (tl == 0 || tl > SMB_MFSYMLINK_TARGET_MAX) {
+		fuse_reply_err(req, tl ? ENAMETOOLONG : ENOENT);
+		return;
+	}
+	char *path = new_path_or_reply(req, parent, name);
+	if (!path)
+		return;
+	uint8_t buf[SMB_MFSYMLINK_SIZE];
+	char md5[33];
+	md5_hex(link, tl, md5);
+	ssize_t n = smb_mfsymlink_encode(buf, sizeof(buf), link, tl, md5);
+	struct new_ctx *ctx = n < 0 ? NULL : new_ctx_new(req, parent, name, path);
+	int rc = n < 0  ? (int)n
+	         : !ctx ? -ENOMEM
+	                : smb_put_small(fs->client, path, buf, (size_t)n, new_made, ctx);
+	if (rc < 0) {
+		if (ctx)
+			new_ctx_free(ctx);
+		else
+			free(path);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+static void readlink_done(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+{
+	fuse_req_t req = arg;
+	const char *t;
+	size_t tl;
+	int rc = smb_errno(err, status);
+	if (rc) {
+		fuse_reply_err(req, rc);
+	} else if (!mfsymlink_target(buf, len, &t, &tl)) {
+		/* it stopped being one since the lookup */
+		fuse_reply_err(req, EINVAL);
+	} else {
+		char target[SMB_MFSYMLINK_TARGET_MAX + 1];
+		memcpy(target, t, tl);
+		target[tl] = '\0';
+		fuse_reply_readlink(req, target);
+	}
+}
+
+void smbfs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct smbfs *fs = smbfs_of(req);
+	char *path = NULL;
+	int rc = fs->mfsymlinks ? smb_inode_path(fs->inodes, ino, NULL, &path) : -EINVAL;
+	if (rc == 0)
+		rc = smb_get_small(fs->client, path, SMB_MFSYMLINK_SIZE, readlink_done, req);
+	free(path);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+}
+
+void smbfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct smbfs *fs = smbfs_of(req);
+	char *from = NULL;
+	char *to = new_path_or_reply(req, newparent, newname);
+	if (!to)
+		return;
+	int rc = smb_inode_path(fs->inodes, ino, NULL, &from);
+	struct new_ctx *ctx = rc ? NULL : new_ctx_new(req, newparent, newname, to);
+	if (!rc && !ctx)
+		rc = -ENOMEM;
+	if (!rc)
+		rc = smb_link(fs->client, from, to, new_made, ctx);
+	free(from);
+	if (rc < 0) {
+		if (ctx)
+			new_ctx_free(ctx);
+		else
+			free(to);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+/* ---- extended attributes ---------------------------------------------------------- */
+
+/* The EA name of an xattr name, or NULL (not user.*). */
+static const char *ea_name(const char *xattr)
+{
+	if (strncmp(xattr, XATTR_USER, strlen(XATTR_USER)) != 0)
+		return NULL;
+	const char *n = xattr + strlen(XATTR_USER);
+	return *n && strlen(n) <= SMB2_EA_NAME_MAX ? n : NULL;
+}
+
+/* No EAs (or none by that name) is an empty list, not an error. */
+static bool no_eas(uint32_t status)
+{
+	return status == STATUS_NO_EAS_ON_FILE || status == STATUS_NONEXISTENT_EA_ENTRY;
+}
+
+struct xattr_ctx {
+	fuse_req_t req;
+	size_t size; /* what the caller's buffer holds; 0: just the length */
+	char name[]; /* getxattr: the EA name */
+};
+
+static void getxattr_done(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+{
+	struct xattr_ctx *ctx = arg;
+	fuse_req_t req = ctx->req;
+	int rc = !err && no_eas(status) ? ENODATA : smb_errno(err, status);
+	struct smb2_ea e = {0};
+	bool found = false;
+	uint32_t off = 0;
+	int step;
+	while (!rc && (step = smb2_ea_next(buf, len, &off, &e)) == 1) {
+		if (e.name_len == strlen(ctx->name) &&
+		    strncasecmp(e.name, ctx->name, e.name_len) == 0) {
+			found = e.value_len > 0;
+			break;
+		}
+	}
+	if (!rc && step < 0) {
+		smb_err("malformed EA list from the server for user.%s; failing with EIO",
+		        ctx->name);
+		rc = EIO;
+	}
+	size_t size = ctx->size;
+	free(ctx);
+	if (!rc && !found)
+		rc = ENODATA;
+	if (rc)
+		fuse_reply_err(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, e.value_len);
+	else if (size < e.value_len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, (const char *)e.value, e.value_len);
+}
+
+/* Query ino's EAs (all, or ea's) and hand them to done with a xattr_ctx. */
+static void query_eas(fuse_req_t req, fuse_ino_t ino, const char *ea, size_t size, smb_buf_cb done)
+{
+	struct smbfs *fs = smbfs_of(req);
+	char *path = NULL;
+	int rc = smb_inode_path(fs->inodes, ino, NULL, &path);
+	struct xattr_ctx *ctx = rc ? NULL : malloc(sizeof(*ctx) + (ea ? strlen(ea) : 0) + 1);
+	if (!rc && !ctx)
+		rc = -ENOMEM;
+	if (!rc) {
+		ctx->req = req;
+		ctx->size = size;
+		strcpy(ctx->name, ea ? ea : "");
+		rc = smb_query_eas(fs->client, path, ea, done, ctx);
+		if (rc < 0)
+			free(ctx);
+	}
+	free(path);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+}
+
+void smbfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	const char *ea = ea_name(name);
+	if (!ea)
+		fuse_reply_err(req, strncmp(name, XATTR_USER, 5) ? EOPNOTSUPP : ERANGE);
+	else
+		query_eas(req, ino, ea, size, getxattr_done);
+}
+
+static void listxattr_done(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+{
+	struct xattr_ctx *ctx = arg;
+	fuse_req_t req = ctx->req;
+	size_t size = ctx->size;
+	free(ctx);
+	int rc = !err && no_eas(status) ? 0 : smb_errno(err, status);
+	if (!err && no_eas(status))
+		len = 0;
+	/* "user.NAME\0" for each EA with a value */
+	char *out = rc ? NULL : malloc(len * 2 + 1);
+	size_t used = 0;
+	uint32_t off = 0;
+	struct smb2_ea e;
+	int step = 0;
+	if (!rc && !out)
+		rc = ENOMEM;
+	while (!rc && (step = smb2_ea_next(buf, len, &off, &e)) == 1) {
+		if (!e.value_len)
+			continue;
+		memcpy(out + used, XATTR_USER, strlen(XATTR_USER));
+		used += strlen(XATTR_USER);
+		memcpy(out + used, e.name, e.name_len);
+		used += e.name_len;
+		out[used++] = '\0';
+	}
+	if (!rc && step < 0) {
+		smb_err("malformed EA list from the server; failing listxattr with EIO");
+		rc = EIO;
+	}
+	if (rc)
+		fuse_reply_err(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, used);
+	else if (size < used)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, out, used);
+	free(out);
+}
+
+void smbfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	query_eas(req, ino, NULL, size, listxattr_done);
+}
+
+/* setxattr with XATTR_CREATE / XATTR_REPLACE first asks whether it exists. */
+struct setx_ctx {
+	fuse_req_t req;
+	struct smbfs *fs;
+	int flags;
+	size_t len;
+	char *path;
+	const char *ea; /* in buf */
+	uint8_t *value; /* in buf */
+	char buf[];
+};
+
+static void setx_done(void *arg, int err, uint32_t status)
+{
+	struct setx_ctx *ctx = arg;
+	fuse_req_t req = ctx->req;
+	free(ctx->path);
+	free(ctx);
+	smbfs_reply_status(req, err, status);
+}
+
+static void setx_send(struct setx_ctx *ctx)
+{
+	int rc =
+	    smb_set_ea(ctx->fs->client, ctx->path, ctx->ea, ctx->value, ctx->len, setx_done, ctx);
+	if (rc < 0) {
+		fuse_req_t req = ctx->req;
+		free(ctx->path);
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+static void setx_checked(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+{
+	struct setx_ctx *ctx = arg;
+	int rc = !err && no_eas(status) ? 0 : smb_errno(err, status);
+	bool exists = false;
+	uint32_t off = 0;
+	struct smb2_ea e;
+	while (!rc && smb2_ea_next(buf, len, &off, &e) == 1)
+		if (e.value_len && e.name_len == strlen(ctx->ea) &&
+		    strncasecmp(e.name, ctx->ea, e.name_len) == 0)
+			exists = true;
+	if (!rc && (ctx->flags & XATTR_CREATE) && exists)
+		rc = EEXIST;
+	if (!rc && (ctx->flags & XATTR_REPLACE) && !exists)
+		rc = ENODATA;
+	if (rc) {
+		fuse_req_t req = ctx->req;
+		free(ctx->path);
+		free(ctx);
+		fuse_reply_err(req, rc);
+		return;
+	}
+	setx_send(ctx);
+}
+
+static void set_or_remove(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                          size_t size, int flags)
+{
+	struct smbfs *fs = smbfs_of(req);
+	const char *ea = ea_name(name);
+	if (fs->ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (!ea) {
+		fuse_reply_err(req, strncmp(name, XATTR_USER, 5) ? EOPNOTSUPP : EINVAL);
+		return;
+	}
+	if (size > SMB2_EA_VALUE_MAX) {
+		fuse_reply_err(req, E2BIG);
+		return;
+	}
+	char *path = NULL;
+	int rc = smb_inode_path(fs->inodes, ino, NULL, &path);
+	size_t nl = strlen(ea) + 1;
+	struct setx_ctx *ctx = rc ? NULL : malloc(sizeof(*ctx) + nl + size);
+	if (!rc && !ctx)
+		rc = -ENOMEM;
+	if (rc) {
+		free(path);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	ctx->req = req;
+	ctx->fs = fs;
+	ctx->flags = flags;
+	ctx->len = size;
+	ctx->path = path;
+	memcpy(ctx->buf, ea, nl);
+	ctx->ea = ctx->buf;
+	ctx->value = (uint8_t *)ctx->buf + nl;
+	if (size)
+		memcpy(ctx->value, value, size);
+	if (!flags) {
+		setx_send(ctx);
+		return;
+	}
+	rc = smb_query_eas(fs->client, path, ea, setx_checked, ctx);
+	if (rc < 0) {
+		free(ctx->path);
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+void smbfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                    size_t size, int flags)
+{
+	/* An empty value would remove the EA: keep "" as a value by refusing
+	 * it rather than silently deleting. */
+	if (size == 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	set_or_remove(req, ino, name, value, size, flags);
+}
+
+void smbfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	set_or_remove(req, ino, name, NULL, 0, XATTR_REPLACE);
+}
