@@ -146,6 +146,22 @@ def unmount(path, timeout=20):
     return problems
 
 
+def thread_backtraces(pid):
+    """Every thread's stack of a hung process (gdb, which .ci/run installs),
+    for the report of a hang; a line saying why not otherwise."""
+    gdb = shutil.which("gdb")
+    if not gdb:
+        return "(no backtrace: gdb is not installed)"
+    try:
+        r = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx", "-ex", "set pagination off",
+                            "-ex", "thread apply all bt"],
+                           capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "(no backtrace: gdb did not finish in 60 s)"
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("#", "Thread"))]
+    return "threads of the hung daemon:\n" + "\n".join(lines[:400])
+
+
 def clean_leftovers(path):
     """After a mount command that should have failed: unmount and kill what
     it left at path; returns what was found ("mount", "process PID")."""
@@ -278,6 +294,7 @@ class SmbrdmaMount:
                 self.proc.wait(timeout=t)
             except subprocess.TimeoutExpired:
                 problems.append(f"daemon still running {t:.0f}s after unmount; killed")
+                problems.append(thread_backtraces(self.proc.pid))
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
             rc = self.proc.returncode
