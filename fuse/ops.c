@@ -189,4 +189,7 @@ const struct fuse_lowlevel_ops smbfs_ops = {
     .getxattr = smbfs_getxattr,
     .listxattr = smbfs_listxattr,
     .removexattr = smbfs_removexattr,
+    .copy_file_range = smbfs_copy_file_range,
+    .fallocate = smbfs_fallocate,
+    .lseek = smbfs_lseek,
 };

@@ -150,6 +150,14 @@ void smbfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 void smbfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void smbfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
+/* ops_range.c: server-side copy, fallocate, SEEK_DATA/SEEK_HOLE */
+void smbfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+                           struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+                           struct fuse_file_info *fi_out, size_t len, int flags);
+void smbfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+                     struct fuse_file_info *fi);
+void smbfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
+
 /* ops_dir.c */
 void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void smbfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

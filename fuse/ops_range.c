@@ -1,0 +1,390 @@
+/* fuse/ops_range.c — ops on byte ranges of an open file that the server
+ * does for us: copy_file_range (server-side copy, FSCTL_SRV_COPYCHUNK_WRITE),
+ * fallocate (FSCTL_SET_ZERO_DATA for punch-hole and zero-range, end of file
+ * for the plain mode) and lseek SEEK_DATA / SEEK_HOLE
+ * (FSCTL_QUERY_ALLOCATED_RANGES).
+ *
+ * Each op is a short chain of engine calls; its context is malloc'd and
+ * freed by the step that replies.  All steps run on the loop thread.
+ */
+#include "fuse/smbfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/proto/smb2_const.h"
+#include "client/proto/smb2_fsctl.h"
+#include "common/log.h"
+#include "fuse/errno_map.h"
+
+/* Samba's limits (what it answers STATUS_INVALID_PARAMETER with); Windows
+ * allows the same or more. */
+#define CHUNK_SIZE (1u << 20)
+#define CHUNKS_MAX 16
+#define RANGES_OUT 65536
+
+/* ---- copy_file_range -------------------------------------------------------------- */
+
+struct copy_ctx {
+	fuse_req_t req;
+	struct smbfs *fs;
+	uint64_t out_ino;
+	struct smb2_fileid src, dst;
+	uint64_t off_in, off_out, left, done;
+	uint8_t key[SMB2_RESUME_KEY_LEN];
+	uint32_t asked; /* bytes in the request in flight */
+};
+
+static void copy_finish(struct copy_ctx *c, int rc)
+{
+	fuse_req_t req = c->req;
+	smb_inode_invalidate_attr(c->fs->inodes, c->out_ino);
+	uint64_t done = c->done;
+	free(c);
+	/* a partial copy is reported as such, like write() */
+	if (done)
+		fuse_reply_write(req, done);
+	else if (rc)
+		fuse_reply_err(req, rc);
+	else
+		fuse_reply_write(req, 0);
+}
+
+static void copy_next(struct copy_ctx *c);
+
+static void copy_chunked(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+{
+	struct copy_ctx *c = arg;
+	struct smb2_copychunk_rsp r;
+	int rc = smb_errno(err, status);
+	if (!rc && smb2_copychunk_rsp_decode(buf, len, &r) < 0) {
+		smb_err("%s: malformed SRV_COPYCHUNK response; failing the copy with EIO",
+		        c->fs->source);
+		rc = EIO;
+	}
+	if (rc) {
+		copy_finish(c, rc);
+		return;
+	}
+	uint64_t n = r.total_bytes_written > c->asked ? c->asked : r.total_bytes_written;
+	c->done += n;
+	c->left -= n;
+	c->off_in += n;
+	c->off_out += n;
+	if (n < c->asked || !c->left)
+		copy_finish(c, 0);
+	else
+		copy_next(c);
+}
+
+static void copy_next(struct copy_ctx *c)
+{
+	struct smb2_chunk ch[CHUNKS_MAX];
+	uint32_t n = 0;
+	uint64_t asked = 0;
+	while (n < CHUNKS_MAX && asked < c->left) {
+		uint64_t l = c->left - asked < CHUNK_SIZE ? c->left - asked : CHUNK_SIZE;
+		ch[n++] = (struct smb2_chunk){c->off_in + asked, c->off_out + asked, (uint32_t)l};
+		asked += l;
+	}
+	uint8_t in[SMB2_RESUME_KEY_LEN + 8 + CHUNKS_MAX * SMB2_COPYCHUNK_CHUNK_SIZE];
+	ssize_t inlen = smb2_copychunk_encode(in, sizeof(in), c->key, ch, n);
+	c->asked = (uint32_t)asked;
+	int rc = inlen < 0 ? (int)inlen
+	                   : smb_fsctl(c->fs->client, c->dst, FSCTL_SRV_COPYCHUNK_WRITE, in,
+	                               (size_t)inlen, 12, copy_chunked, c);
+	if (rc < 0)
+		copy_finish(c, -rc);
+}
+
+static void copy_have_key(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+{
+	struct copy_ctx *c = arg;
+	int rc = smb_errno(err, status);
+	if (!rc && smb2_resume_key_decode(buf, len, c->key) < 0)
+		rc = EIO;
+	if (rc) {
+		/* no server-side copy here: the kernel falls back to read+write */
+		copy_finish(c, rc == EINVAL || rc == EOPNOTSUPP ? EOPNOTSUPP : rc);
+		return;
+	}
+	copy_next(c);
+}
+
+static void copy_have_size(void *arg, int err, uint32_t status, const struct smb_attr *a)
+{
+	struct copy_ctx *c = arg;
+	int rc = smb_errno(err, status);
+	if (rc) {
+		copy_finish(c, rc);
+		return;
+	}
+	/* nothing to copy at or past the source's end */
+	uint64_t eof = a->end_of_file;
+	c->left = c->off_in >= eof ? 0 : eof - c->off_in < c->left ? eof - c->off_in : c->left;
+	if (!c->left) {
+		copy_finish(c, 0);
+		return;
+	}
+	rc = smb_fsctl(c->fs->client, c->src, FSCTL_SRV_REQUEST_RESUME_KEY, NULL, 0, 32,
+	               copy_have_key, c);
+	if (rc < 0)
+		copy_finish(c, -rc);
+}
+
+void smbfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+                           struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+                           struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	struct smbfs *fs = smbfs_of(req);
+	struct smbfs_file *in = smbfs_file_of(fi_in), *out = smbfs_file_of(fi_out);
+	if (fs->ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (flags || !in || !out || off_in < 0 || off_out < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	struct copy_ctx *c = calloc(1, sizeof(*c));
+	if (!c) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*c = (struct copy_ctx){.req = req,
+	                       .fs = fs,
+	                       .out_ino = ino_out,
+	                       .src = in->fid,
+	                       .dst = out->fid,
+	                       .off_in = (uint64_t)off_in,
+	                       .off_out = (uint64_t)off_out,
+	                       .left = len};
+	int rc = len ? smb_fstat(fs->client, in->fid, copy_have_size, c) : 0;
+	if (!len || rc < 0)
+		copy_finish(c, -rc);
+}
+
+/* ---- fallocate ------------------------------------------------------------------------- */
+
+struct falloc_ctx {
+	fuse_req_t req;
+	struct smbfs *fs;
+	uint64_t ino;
+	struct smb2_fileid fid;
+	int mode;
+	uint64_t off, len;
+};
+
+static void falloc_reply(struct falloc_ctx *f, int rc)
+{
+	fuse_req_t req = f->req;
+	smb_inode_invalidate_attr(f->fs->inodes, f->ino);
+	free(f);
+	fuse_reply_err(req, rc);
+}
+
+static void falloc_sized(void *arg, int err, uint32_t status, const struct smb_attr *a)
+{
+	falloc_reply(arg, smb_errno(err, status));
+}
+
+/* After the zeroing (or for plain mode): extend the end of file unless
+ * FALLOC_FL_KEEP_SIZE. */
+static void falloc_extend(struct falloc_ctx *f, const struct smb_attr *a)
+{
+	uint64_t end = f->off + f->len;
+	if ((f->mode & FALLOC_FL_KEEP_SIZE) || a->end_of_file >= end) {
+		falloc_reply(f, 0);
+		return;
+	}
+	struct smb_setattr_args s = {.which = SMB_SET_SIZE, .size = end};
+	int rc = smb_setattr(f->fs->client, NULL, &f->fid, &s, falloc_sized, f);
+	if (rc < 0)
+		falloc_reply(f, -rc);
+}
+
+static void falloc_have_attr(void *arg, int err, uint32_t status, const struct smb_attr *a)
+{
+	struct falloc_ctx *f = arg;
+	int rc = smb_errno(err, status);
+	if (rc)
+		falloc_reply(f, rc);
+	else
+		falloc_extend(f, a);
+}
+
+static void falloc_zeroed(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+{
+	struct falloc_ctx *f = arg;
+	int rc = smb_errno(err, status);
+	if (rc || (f->mode & FALLOC_FL_KEEP_SIZE)) {
+		falloc_reply(f, rc);
+		return;
+	}
+	rc = smb_fstat(f->fs->client, f->fid, falloc_have_attr, f);
+	if (rc < 0)
+		falloc_reply(f, -rc);
+}
+
+/* Zero the range (after SET_SPARSE for a punched hole, whose result does
+ * not matter: without sparse files the range just stays allocated). */
+static void falloc_zero(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+{
+	struct falloc_ctx *f = arg;
+	uint8_t in[16];
+	ssize_t n = smb2_zero_data_encode(in, sizeof(in), f->off, f->len);
+	int rc = n < 0 ? (int)n
+	               : smb_fsctl(f->fs->client, f->fid, FSCTL_SET_ZERO_DATA, in, (size_t)n, 0,
+	                           falloc_zeroed, f);
+	if (rc < 0)
+		falloc_reply(f, -rc);
+}
+
+void smbfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+                     struct fuse_file_info *fi)
+{
+	struct smbfs *fs = smbfs_of(req);
+	struct smbfs_file *file = smbfs_file_of(fi);
+	const int known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
+	if (fs->ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if ((mode & ~known) || ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE)) ||
+	    ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE))) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (!file || off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	struct falloc_ctx *f = malloc(sizeof(*f));
+	if (!f) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*f = (struct falloc_ctx){.req = req,
+	                         .fs = fs,
+	                         .ino = ino,
+	                         .fid = file->fid,
+	                         .mode = mode,
+	                         .off = (uint64_t)off,
+	                         .len = (uint64_t)len};
+	int rc;
+	if (mode & FALLOC_FL_ZERO_RANGE) {
+		falloc_zero(f, 0, 0, NULL, 0);
+		return;
+	}
+	if (mode & FALLOC_FL_PUNCH_HOLE) /* sparse first, so the range is freed */
+		rc = smb_fsctl(fs->client, file->fid, FSCTL_SET_SPARSE, NULL, 0, 0, falloc_zero, f);
+	else /* plain: the server allocates as it writes; only the size changes */
+		rc = smb_fstat(fs->client, file->fid, falloc_have_attr, f);
+	if (rc < 0)
+		falloc_reply(f, -rc);
+}
+
+/* ---- lseek SEEK_DATA / SEEK_HOLE ---------------------------------------------------- */
+
+struct seek_ctx {
+	fuse_req_t req;
+	struct smbfs *fs;
+	struct smb2_fileid fid;
+	int whence;
+	uint64_t off, eof;
+};
+
+static void seek_have_ranges(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+{
+	struct seek_ctx *s = arg;
+	fuse_req_t req = s->req;
+	uint64_t off = s->off, eof = s->eof;
+	int whence = s->whence;
+	free(s);
+	/* A server without the FSCTL: the whole file is data. */
+	if (!err && (status == STATUS_INVALID_DEVICE_REQUEST || status == STATUS_NOT_SUPPORTED)) {
+		fuse_reply_lseek(req, whence == SEEK_DATA ? (off_t)off : (off_t)eof);
+		return;
+	}
+	int rc = smb_errno(err, status == STATUS_BUFFER_OVERFLOW ? STATUS_SUCCESS : status);
+	size_t n = 0;
+	if (!rc && smb2_ranges_decode(buf, len, NULL, 0, &n) < 0) {
+		smb_err("malformed QUERY_ALLOCATED_RANGES answer; failing lseek with EIO");
+		rc = EIO;
+	}
+	if (rc) {
+		fuse_reply_err(req, rc);
+		return;
+	}
+	uint64_t pos = off;
+	bool found = false;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r_off = smb_le64(buf + 16 * i), r_end = r_off + smb_le64(buf + 16 * i + 8);
+		if (r_end <= pos)
+			continue;
+		if (whence == SEEK_DATA) {
+			pos = r_off > pos ? r_off : pos;
+			found = true;
+			break;
+		}
+		if (r_off > pos)
+			break; /* pos is in a hole */
+		pos = r_end;   /* data up to r_end; look on */
+	}
+	if (whence == SEEK_DATA && (!found || pos >= eof))
+		fuse_reply_err(req, ENXIO);
+	else
+		fuse_reply_lseek(req, (off_t)(pos < eof ? pos : eof));
+}
+
+static void seek_have_size(void *arg, int err, uint32_t status, const struct smb_attr *a)
+{
+	struct seek_ctx *s = arg;
+	int rc = smb_errno(err, status);
+	if (!rc && s->off >= a->end_of_file)
+		rc = ENXIO;
+	if (!rc) {
+		s->eof = a->end_of_file;
+		uint8_t in[16];
+		ssize_t n = smb2_range_encode(in, sizeof(in), s->off, s->eof - s->off);
+		rc = n < 0 ? (int)-n
+		           : -smb_fsctl(s->fs->client, s->fid, FSCTL_QUERY_ALLOCATED_RANGES, in,
+		                        (size_t)n, RANGES_OUT, seek_have_ranges, s);
+	}
+	if (rc) {
+		fuse_req_t req = s->req;
+		free(s);
+		fuse_reply_err(req, rc);
+	}
+}
+
+void smbfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	struct smbfs *fs = smbfs_of(req);
+	struct smbfs_file *file = smbfs_file_of(fi);
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+		/* the kernel does SEEK_SET/CUR/END itself */
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (!file || off < 0) {
+		fuse_reply_err(req, off < 0 ? ENXIO : EINVAL);
+		return;
+	}
+	struct seek_ctx *s = malloc(sizeof(*s));
+	if (!s) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*s = (struct seek_ctx){
+	    .req = req, .fs = fs, .fid = file->fid, .whence = whence, .off = (uint64_t)off};
+	int rc = smb_fstat(fs->client, file->fid, seek_have_size, s);
+	if (rc < 0) {
+		free(s);
+		fuse_reply_err(req, -rc);
+	}
+}
