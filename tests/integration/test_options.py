@@ -664,3 +664,12 @@ def test_command_line_flags(samba, mount_factory, tmp_path):
     os.listdir(m.path)
     m.stop()
     _bad_value(tmp_path, ["frobnicate=1"], "unknown mount option 'frobnicate'")
+
+
+def test_man_page_renders_cleanly():
+    """`man -l man/mount.smbrdma.8` renders with groff -wall quiet."""
+    r = subprocess.run(["groff", "-wall", "-man", "-Tutf8", MAN], capture_output=True,
+                       text=True, env=dict(os.environ, LC_ALL="C.UTF-8"))
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+    text = re.sub(r".\x08", "", r.stdout)  # overstrike (bold, underline) off
+    assert "mfsymlinks" in text and "rsize" in text
