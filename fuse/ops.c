@@ -94,6 +94,8 @@ static void smbfs_init(void *userdata, struct fuse_conn_info *conn)
 	enable_if_capable(conn, FUSE_CAP_PARALLEL_DIROPS);
 	enable_if_capable(conn, FUSE_CAP_ASYNC_DIO);
 	enable_if_capable(conn, FUSE_CAP_ATOMIC_O_TRUNC);
+	/* flock goes to the server (ops_lock.c); POSIX locks stay local */
+	enable_if_capable(conn, FUSE_CAP_FLOCK_LOCKS);
 	/* Another client may change the file behind our back: the kernel must
 	 * not keep dirty pages we have not sent. */
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
@@ -192,4 +194,5 @@ const struct fuse_lowlevel_ops smbfs_ops = {
     .copy_file_range = smbfs_copy_file_range,
     .fallocate = smbfs_fallocate,
     .lseek = smbfs_lseek,
+    .flock = smbfs_flock,
 };

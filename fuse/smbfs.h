@@ -60,6 +60,7 @@ struct smbfs_file {
 	struct smb2_fileid fid;
 	uint64_t nodeid;
 	bool writable;                         /* opened with write access */
+	int flock;                             /* LOCK_SH/LOCK_EX held (ops_lock.c), or 0 */
 	fuse_req_t release_req;                /* answered once the close completes */
 	void (*destroy)(struct smbfs_file *f); /* NULL: free(f) */
 	struct smbfs *fs;                      /* set by smbfs_track_handle() */
@@ -149,6 +150,9 @@ void smbfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 void smbfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void smbfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void smbfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* ops_lock.c: flock(2) through SMB2 LOCK on a byte past any data */
+void smbfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
 
 /* ops_range.c: server-side copy, fallocate, SEEK_DATA/SEEK_HOLE */
 void smbfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,

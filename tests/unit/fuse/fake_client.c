@@ -704,3 +704,9 @@ int smb_fsctl(struct smb_client *c, struct smb2_fileid fid, uint32_t code, const
 {
 	return -EOPNOTSUPP;
 }
+
+int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_lock_elem *e,
+             uint16_t n, smb_status_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
