@@ -102,6 +102,15 @@ void smb_client_get_info(struct smb_client *c, struct smb_client_info *out);
  * Returns how many channels were dropped. */
 int smb_client_reconnect_now(struct smb_client *c, const char *why);
 
+/* An oplock of ours was broken: the handle smb_open() gave as fid may now
+ * cache only what level allows (SMB2_OPLOCK_LEVEL_II: reads;
+ * SMB2_OPLOCK_LEVEL_NONE: nothing).  Called on the loop thread just before
+ * the engine acknowledges the break, and on the reconnect thread with
+ * LEVEL_NONE for each handle reopened after a reconnect; it must not block.
+ * Set once, before the first smb_open(). */
+typedef void (*smb_break_cb)(void *arg, struct smb2_fileid fid, uint8_t level);
+void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg);
+
 /* The event loop the client's callbacks run on.  Owned by the client (valid
  * until smb_client_destroy()); a caller may add its own fds and calls to it
  * (fuse/ serves /dev/fuse from it, so a request and its reply never change
@@ -143,6 +152,7 @@ struct smb_attr {
 	uint32_t file_attributes; /* FILE_ATTRIBUTE_* */
 	uint32_t nlink;           /* 0 if unknown */
 	bool symlink;             /* never set by the engine: fuse/ marks mfsymlinks */
+	uint8_t oplock;           /* smb_open only: the oplock granted (SMB2_OPLOCK_LEVEL_*) */
 };
 
 struct smb_fsinfo {

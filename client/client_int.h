@@ -81,10 +81,12 @@ struct smb_client {
 	/* Multichannel with every channel dead: requests wait here (until
 	 * their deadline) for a channel to be bound again. */
 	pthread_mutex_t park_lock;
-	struct smb_req *parked;       /* under park_lock, chained by wnext */
-	struct smb_mc *mc;            /* multichannel/mc.c; NULL with one channel */
-	struct smb_reconn *reconn;    /* client/reconnect.c */
-	struct smb_opens *opens;      /* client/opens.c: handles to reopen */
+	struct smb_req *parked;    /* under park_lock, chained by wnext */
+	struct smb_mc *mc;         /* multichannel/mc.c; NULL with one channel */
+	struct smb_reconn *reconn; /* client/reconnect.c */
+	struct smb_opens *opens;   /* client/opens.c: handles to reopen */
+	smb_break_cb on_break;     /* smb_client_set_break_cb(); set before any open */
+	void *on_break_arg;
 	bool durable;                 /* ask for durable v2 handles (3.x) */
 	unsigned echo_ms;             /* keepalive of a lone channel; 0 = off */
 	uint64_t previous_session_id; /* set by reconnect for its SESSION_SETUP */

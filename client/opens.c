@@ -117,6 +117,28 @@ static struct smb_open_rec *find(struct smb_opens *o, struct smb2_fileid fid)
 	return NULL;
 }
 
+void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg)
+{
+	c->on_break = cb;
+	c->on_break_arg = arg;
+}
+
+/* The caller's FileId of the handle the server knows as cur (they differ
+ * after a reconnect); cur itself if it is not in the table. */
+static struct smb2_fileid orig_of(struct smb_opens *o, struct smb2_fileid cur)
+{
+	struct smb2_fileid found = cur;
+	pthread_rwlock_rdlock(&o->lock);
+	if (o->moved) {
+		for (unsigned b = 0; b < OPENS_BUCKETS; b++)
+			for (struct smb_open_rec *r = o->b[b]; r; r = r->next)
+				if (fid_eq(r->cur, cur))
+					found = r->orig;
+	}
+	pthread_rwlock_unlock(&o->lock);
+	return found;
+}
+
 bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid)
 {
 	struct smb_opens *o = c->opens;
@@ -250,6 +272,10 @@ int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsig
 				__atomic_store_n(&o->moved, true, __ATOMIC_RELEASE);
 		}
 		pthread_rwlock_unlock(&o->lock);
+		/* Whatever the server did while we were away, what was cached
+		 * under the old oplock may be stale now. */
+		if (c->on_break)
+			c->on_break(c->on_break_arg, r->orig, SMB2_OPLOCK_LEVEL_NONE);
 	}
 	return 0;
 }
@@ -274,8 +300,11 @@ void smb_opens_on_break(struct smb_client *c, const uint8_t *pdu, size_t len)
 			smb_warn("%s: malformed OPLOCK_BREAK notification ignored", c->host);
 		return;
 	}
-	/* Nothing is cached under the oplock in the daemon: agree at once to
-	 * the level the server breaks us to (its FileId, sent as it is). */
+	/* The caller drops what it cached under the oplock (fuse/ queues the
+	 * kernel's invalidation), then we agree at once to the level the
+	 * server breaks us to (its FileId, sent as it is). */
+	if (c->on_break)
+		c->on_break(c->on_break_arg, orig_of(c->opens, b.fileid), b.oplock_level);
 	struct smb_req *req = smb_client_req(c, NULL);
 	uint8_t *body = req ? smb_req_begin_pdu(req, SMB2_OPLOCK_BREAK, 24) : NULL;
 	err = body ? smb_req_end_pdu(req, smb2_oplock_break_ack_encode(body, 24, &b)) : -ENOMEM;

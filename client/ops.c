@@ -287,6 +287,7 @@ static void open_done(struct smb_req *req)
 		a.end_of_file = cr.end_of_file;
 		a.allocation_size = cr.allocation_size;
 		a.file_attributes = cr.file_attributes;
+		a.oplock = cr.oplock_level;
 		open_record(op, &cr);
 		cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
 	} else if (decode_allinfo(&req->pdu[1], &a) < 0) {
@@ -294,6 +295,7 @@ static void open_done(struct smb_req *req)
 		cb(op->arg, -EIO, 0, none, NULL);
 		smb_close(op->c, cr.fileid, NULL, NULL);
 	} else {
+		a.oplock = cr.oplock_level;
 		open_record(op, &cr);
 		cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
 	}
@@ -323,7 +325,9 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 		const struct smb2_create_ctx ctx = {"DH2Q", dh2q, sizeof(dh2q)};
 		err = smb_req_add_create(req, path, &oa, SMB2_OPLOCK_LEVEL_BATCH, &ctx);
 	} else if (!err) {
-		err = add_create(req, path, &oa);
+		/* No durable handle, but an oplock all the same: what the
+		 * caller may cache depends on it (smb_attr.oplock). */
+		err = smb_req_add_create(req, path, &oa, SMB2_OPLOCK_LEVEL_BATCH, NULL);
 	}
 	if (!err)
 		err = add_query_info(req, SMB2_FILEID_RELATED, SMB2_0_INFO_FILE, FileAllInformation,

@@ -658,6 +658,8 @@ static int run(struct mount_args *a)
 		       last_fuse_error[0] ? last_fuse_error : "failed");
 		goto out;
 	}
+	fs.se = se;
+	smb_client_set_break_cb(fs.client, smbfs_on_break, &fs);
 	if (fuse_set_signal_handlers(se) < 0) {
 		report("could not mount %s: cannot install signal handlers", a->source);
 		goto out;
@@ -699,6 +701,7 @@ static int run(struct mount_args *a)
 	smb_ctl_stop(ctl); /* smbrdmactl: before the client goes */
 	smb_client_destroy(fs.client);
 	fs.client = NULL;
+	smbfs_wait_notifiers(&fs);
 	smbfs_free_handles(&fs);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);

@@ -60,7 +60,7 @@ void smbfs_fill_entry(struct smbfs *fs, uint64_t nodeid, uint64_t st_ino,
 	memset(e, 0, sizeof(*e));
 	e->ino = nodeid;
 	/* nodeids are never reused, so generation can stay 0. */
-	e->attr_timeout = fs->timeout;
+	e->attr_timeout = smbfs_attr_timeout(fs, nodeid);
 	e->entry_timeout = fs->timeout;
 	smb_attr_to_stat(attr, &fs->policy, st_ino, &e->attr);
 }

@@ -139,12 +139,21 @@ static struct smbfs_file *new_handle(struct smb2_fileid fid, uint64_t nodeid, in
 	return f;
 }
 
-static void set_open_flags(struct smbfs *fs, struct fuse_file_info *fi, struct smbfs_file *f)
+static void set_open_flags(struct smbfs *fs, struct fuse_file_info *fi, struct smbfs_file *f,
+                           const struct smb_attr *attr)
 {
 	fi->fh = (uint64_t)(uintptr_t)f;
-	/* O_DIRECT or cache=none: bypass the page cache, every read and
-	 * write goes to the server as the application issued it. */
-	fi->direct_io = (fi->flags & O_DIRECT) != 0 || fs->direct_io;
+	/* cache=strict without an oplock: another client may be writing it,
+	 * so nothing of it is cached (cache.c). */
+	f->oplock = attr->oplock;
+	if (attr->oplock == SMB2_OPLOCK_LEVEL_NONE && !fs->keep_cache && !fs->direct_io) {
+		pthread_mutex_lock(&fs->handles_lock);
+		f->uncached = true;
+		pthread_mutex_unlock(&fs->handles_lock);
+	}
+	/* O_DIRECT, cache=none or no oplock: bypass the page cache, every
+	 * read and write goes to the server as the application issued it. */
+	fi->direct_io = (fi->flags & O_DIRECT) != 0 || fs->direct_io || f->uncached;
 	/* cache=strict: 0, reopening drops cached pages (close-to-open);
 	 * cache=loose keeps them. */
 	fi->keep_cache = fs->keep_cache;
@@ -173,7 +182,7 @@ static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fi
 	}
 	smbfs_track_handle(fs, f);
 	smb_inode_set_attr(fs->inodes, ctx->nodeid, attr, smbfs_now_ns());
-	set_open_flags(fs, &ctx->fi, f);
+	set_open_flags(fs, &ctx->fi, f, attr);
 	if (fuse_reply_open(req, &ctx->fi) == -ENOENT)
 		smbfs_close_handle(fs, f); /* open(2) was interrupted */
 	free(ctx);
@@ -252,8 +261,8 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 		return;
 	}
 	smbfs_track_handle(fs, f);
+	set_open_flags(fs, &ctx->fi, f, attr);
 	smbfs_fill_entry(fs, nodeid, st_ino, attr, &e);
-	set_open_flags(fs, &ctx->fi, f);
 	if (fuse_reply_create(req, &e, &ctx->fi) == -ENOENT) {
 		/* creat(2) was interrupted: the kernel knows neither the entry
 		 * nor the handle. */

@@ -169,7 +169,7 @@ static void reply_attr(struct smbfs *fs, fuse_req_t req, uint64_t ino, const str
 
 	smb_inode_set_attr(fs->inodes, ino, attr, smbfs_now_ns());
 	smb_attr_to_stat(attr, &fs->policy, smb_inode_st_ino(fs->inodes, ino), &st);
-	fuse_reply_attr(req, &st, fs->timeout);
+	fuse_reply_attr(req, &st, smbfs_attr_timeout(fs, ino));
 }
 
 static void getattr_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
@@ -224,10 +224,12 @@ void smbfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct stat st;
 
 	smbfs_post_init(fs);
-	if (smb_inode_get_attr(fs->inodes, ino, smbfs_now_ns(), &attr, &fresh, &st_ino) == 0 &&
+	double timeout = smbfs_attr_timeout(fs, ino);
+	if (timeout > 0 &&
+	    smb_inode_get_attr(fs->inodes, ino, smbfs_now_ns(), &attr, &fresh, &st_ino) == 0 &&
 	    fresh) {
 		smb_attr_to_stat(&attr, &fs->policy, st_ino, &st);
-		fuse_reply_attr(req, &st, fs->timeout);
+		fuse_reply_attr(req, &st, timeout);
 		return;
 	}
 	getattr_from_server(req, ino, fi);

@@ -35,9 +35,11 @@ struct smbfs {
 	double timeout; /* entry and attribute timeout for the kernel (actimeo; 0 with
 	                   cache=none) */
 	bool ro;
-	bool direct_io;  /* cache=none: every open bypasses the page cache */
-	bool keep_cache; /* cache=loose: an open keeps the pages cached before */
-	bool mfsymlinks; /* symlinks are Minshall+French symlink files (ops_link.c) */
+	bool direct_io;          /* cache=none: every open bypasses the page cache */
+	bool keep_cache;         /* cache=loose: an open keeps the pages cached before */
+	bool mfsymlinks;         /* symlinks are Minshall+French symlink files (ops_link.c) */
+	struct fuse_session *se; /* for cache invalidation (cache.c); set before serving */
+	int notifiers;           /* cache.c threads still running (atomic) */
 	/* Largest READ/WRITE the kernel sends: SMBFS_MAX_IO, or less with
 	 * rsize=/wsize=.  max_read must be the max_read= of the mount. */
 	unsigned max_read, max_write;
@@ -61,6 +63,9 @@ struct smbfs_file {
 	uint64_t nodeid;
 	bool writable;                         /* opened with write access */
 	int flock;                             /* LOCK_SH/LOCK_EX held (ops_lock.c), or 0 */
+	uint8_t oplock;                        /* the server's oplock on it (cache.c) */
+	bool uncached;                         /* no oplock: its inode's attributes are not
+	                                          cached (cache.c; under handles_lock) */
 	fuse_req_t release_req;                /* answered once the close completes */
 	void (*destroy)(struct smbfs_file *f); /* NULL: free(f) */
 	struct smbfs *fs;                      /* set by smbfs_track_handle() */
@@ -150,6 +155,15 @@ void smbfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 void smbfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void smbfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void smbfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* cache.c: what the kernel may cache, from the server's oplocks */
+/* smb_break_cb of the engine (smb_client_set_break_cb). */
+void smbfs_on_break(void *arg, struct smb2_fileid fid, uint8_t level);
+/* The attribute (and entry) timeout to give the kernel for nodeid: the
+ * mount's, or 0 while one of its handles holds no oplock. */
+double smbfs_attr_timeout(struct smbfs *fs, uint64_t nodeid);
+/* Teardown, after smb_client_destroy(): let the invalidation threads end. */
+void smbfs_wait_notifiers(struct smbfs *fs);
 
 /* ops_lock.c: flock(2) through SMB2 LOCK on a byte past any data */
 void smbfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);

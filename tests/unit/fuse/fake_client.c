@@ -710,3 +710,8 @@ int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_loc
 {
 	return -EOPNOTSUPP;
 }
+
+void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg)
+{
+	/* the fake grants no oplocks and breaks none */
+}
