@@ -208,7 +208,8 @@ static void fetch_done(void *arg, int err, uint32_t status, const struct smb_dir
 		d->err = e;
 	} else {
 		for (size_t i = 0; i < count && !d->err; i++)
-			if (!is_dot(ents[i].name) && dir_add(d, ents[i].name, &ents[i].attr) < 0)
+			if (!is_dot(ents[i].name) && !smbfs_is_hidden_name(ents[i].name) &&
+			    dir_add(d, ents[i].name, &ents[i].attr) < 0)
 				d->err = ENOMEM;
 		d->empty_replies = count ? 0 : d->empty_replies + 1;
 		if (d->empty_replies >= MAX_EMPTY_REPLIES) {

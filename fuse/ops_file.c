@@ -92,6 +92,10 @@ static void close_fid(struct smbfs *fs, struct smb2_fileid fid)
 
 void smbfs_close_handle(struct smbfs *fs, struct smbfs_file *f)
 {
+	/* from now on nobody else may use its FileId (smbfs_open_fid) */
+	pthread_mutex_lock(&fs->handles_lock);
+	f->closing = true;
+	pthread_mutex_unlock(&fs->handles_lock);
 	int rc = smb_close(fs->client, f->fid, close_done, f);
 
 	if (rc < 0)

@@ -18,8 +18,18 @@ struct name_ctx {
 	uint64_t parent, newparent;
 	const char *name, *newname;
 	bool cleared_readonly; /* unlink: READONLY was cleared for a retry */
+	char *from, *to;       /* rename past an open target: the paths (malloc'd) */
 	char buf[];
 };
+
+static void name_ctx_free(struct name_ctx *ctx)
+{
+	if (ctx) {
+		free(ctx->from);
+		free(ctx->to);
+		free(ctx);
+	}
+}
 
 static struct name_ctx *name_ctx_new(fuse_req_t req, uint64_t parent, const char *name,
                                      uint64_t newparent, const char *newname)
@@ -34,6 +44,7 @@ static struct name_ctx *name_ctx_new(fuse_req_t req, uint64_t parent, const char
 	ctx->parent = parent;
 	ctx->newparent = newparent;
 	ctx->cleared_readonly = false;
+	ctx->from = ctx->to = NULL;
 	memcpy(ctx->buf, name, n1);
 	ctx->name = ctx->buf;
 	ctx->newname = NULL;
@@ -200,9 +211,13 @@ static void getattr_from_server(fuse_req_t req, fuse_ino_t ino, struct fuse_file
 	ctx->req = req;
 	ctx->fs = fs;
 	ctx->ino = ino;
+	struct smb2_fileid fid;
 	if (fi && fi->fh) {
 		const struct smbfs_file *f = smbfs_file_of(fi);
 		rc = smb_fstat(fs->client, f->fid, getattr_done, ctx);
+	} else if (smbfs_open_fid(fs, ino, &fid)) {
+		/* by a handle we hold: right even after its name went away */
+		rc = smb_fstat(fs->client, fid, getattr_done, ctx);
 	} else {
 		rc = smb_inode_path(fs->inodes, ino, NULL, &path);
 		if (rc == 0)
@@ -472,6 +487,93 @@ static void unlink_cleared(void *arg, int err, uint32_t status, const struct smb
 	}
 }
 
+/* ---- POSIX names for open files ----------------------------------------------------
+ *
+ * The server keeps the name of a file deleted while open until its last
+ * handle closes (and refuses to create that name again or to rename over
+ * it).  POSIX wants the name gone at once, so a file this mount holds open
+ * is first moved to a hidden name in its directory, and that name is
+ * deleted: the server removes it when the last handle closes.  (NFS clients
+ * do the same "silly rename".)  Other clients' opens are not known here.
+ */
+
+bool smbfs_open_fid(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid *fid)
+{
+	bool open = false;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f && !open; f = f->next) {
+		/* a closing handle still holds the name, but its FileId is
+		 * no longer usable */
+		open = f->nodeid == nodeid && (!fid || !f->closing);
+		if (open && fid)
+			*fid = f->fid;
+	}
+	pthread_mutex_unlock(&fs->handles_lock);
+	return open;
+}
+
+struct hide_ctx {
+	struct smbfs *fs;
+	void (*done)(void *arg, int err, uint32_t status); /* then this */
+	void *arg;
+	char *hidden;
+};
+
+static void hide_deleted(void *arg, int err, uint32_t status)
+{
+	struct hide_ctx *h = arg;
+	void (*done)(void *, int, uint32_t) = h->done;
+	void *darg = h->arg;
+	/* moved but not marked for deletion: the hidden file stays, which
+	 * loses nothing; the unlink itself succeeded */
+	if (err || status != STATUS_SUCCESS)
+		smb_warn("%s: %s could not be marked for deletion: %s", h->fs->source, h->hidden,
+		         strerror(smb_errno(err, status)));
+	free(h->hidden);
+	free(h);
+	done(darg, 0, STATUS_SUCCESS);
+}
+
+static void hide_moved(void *arg, int err, uint32_t status)
+{
+	struct hide_ctx *h = arg;
+	int rc = smb_errno(err, status)
+	             ? 0
+	             : smb_unlink(h->fs->client, h->hidden, false, hide_deleted, h);
+	if (smb_errno(err, status) || rc < 0) {
+		void (*done)(void *, int, uint32_t) = h->done;
+		void *darg = h->arg;
+		free(h->hidden);
+		free(h);
+		done(darg, rc < 0 ? rc : err, rc < 0 ? 0 : status);
+	}
+}
+
+/* Move (parent, name), held open here as nodeid, out of sight and delete
+ * it; then done(arg, err, status) as the unlink's own completion. */
+static int hide_open_file(struct smbfs *fs, uint64_t parent, const char *path, uint64_t nodeid,
+                          void (*done)(void *, int, uint32_t), void *arg)
+{
+	static uint64_t seq; /* loop thread only */
+	char name[64];
+	char *hidden = NULL;
+	snprintf(name, sizeof(name), SMBFS_HIDDEN_PREFIX "%llx-%llx", (unsigned long long)nodeid,
+	         (unsigned long long)++seq);
+	int rc = smb_inode_path(fs->inodes, parent, name, &hidden);
+	struct hide_ctx *h = rc ? NULL : malloc(sizeof(*h));
+	if (!rc && !h)
+		rc = -ENOMEM;
+	if (!rc) {
+		*h = (struct hide_ctx){fs, done, arg, hidden};
+		rc = smb_rename(fs->client, path, hidden, false, hide_moved, h);
+		if (rc < 0)
+			free(h);
+	}
+	if (rc < 0)
+		free(hidden);
+	return rc;
+}
+
 static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bool is_dir)
 {
 	struct smbfs *fs = smbfs_of(req);
@@ -487,7 +589,13 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bo
 	if (!path)
 		return;
 	ctx = name_ctx_new(req, parent, name, 0, NULL);
-	rc = ctx ? smb_unlink(fs->client, path, is_dir, unlink_done, ctx) : -ENOMEM;
+	uint64_t nodeid = is_dir ? 0 : smb_inode_find(fs->inodes, parent, name);
+	if (!ctx)
+		rc = -ENOMEM;
+	else if (nodeid && smbfs_open_fid(fs, nodeid, NULL))
+		rc = hide_open_file(fs, parent, path, nodeid, unlink_done, ctx);
+	else
+		rc = smb_unlink(fs->client, path, is_dir, unlink_done, ctx);
 	free(path);
 	if (rc < 0) {
 		free(ctx);
@@ -525,8 +633,22 @@ static void rename_done(void *arg, int err, uint32_t status)
 	}
 	smb_inode_dir_changed(fs->inodes, ctx->parent, smbfs_wall_ns());
 	smb_inode_dir_changed(fs->inodes, ctx->newparent, smbfs_wall_ns());
-	free(ctx);
+	name_ctx_free(ctx);
 	fuse_reply_err(req, e);
+}
+
+/* The open target is out of the way: now the rename itself. */
+static void rename_after_hide(void *arg, int err, uint32_t status)
+{
+	struct name_ctx *ctx = arg;
+	int rc = smb_errno(err, status);
+	if (!rc)
+		rc = -smb_rename(ctx->fs->client, ctx->from, ctx->to, true, rename_done, ctx);
+	if (rc) {
+		fuse_req_t req = ctx->req;
+		name_ctx_free(ctx);
+		fuse_reply_err(req, rc);
+	}
 }
 
 void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -555,11 +677,24 @@ void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 		rc = smb_inode_path(fs->inodes, newparent, newname, &to);
 	if (rc == 0) {
 		ctx = name_ctx_new(req, parent, name, newparent, newname);
-		rc = ctx ? smb_rename(fs->client, from, to, !(flags & RENAME_NOREPLACE),
-		                      rename_done, ctx)
-		         : -ENOMEM;
+		uint64_t target = smb_inode_find(fs->inodes, newparent, newname);
+		if (!ctx) {
+			rc = -ENOMEM;
+		} else if (!(flags & RENAME_NOREPLACE) && target &&
+		           smbfs_open_fid(fs, target, NULL) &&
+		           smb_inode_find(fs->inodes, parent, name) != target) {
+			/* the server refuses to replace an open file: move
+			 * it out of sight first, then rename */
+			ctx->from = from;
+			ctx->to = to;
+			from = to = NULL;
+			rc = hide_open_file(fs, newparent, ctx->to, target, rename_after_hide, ctx);
+		} else {
+			rc = smb_rename(fs->client, from, to, !(flags & RENAME_NOREPLACE),
+			                rename_done, ctx);
+		}
 		if (rc < 0)
-			free(ctx);
+			name_ctx_free(ctx);
 	}
 	free(from);
 	free(to);

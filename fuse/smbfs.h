@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "client/client.h"
 #include "fuse/inode.h"
@@ -66,6 +67,7 @@ struct smbfs_file {
 	uint8_t oplock;                        /* the server's oplock on it (cache.c) */
 	bool uncached;                         /* no oplock: its inode's attributes are not
 	                                          cached (cache.c; under handles_lock) */
+	bool closing;                          /* its CLOSE is under way (under handles_lock) */
 	fuse_req_t release_req;                /* answered once the close completes */
 	void (*destroy)(struct smbfs_file *f); /* NULL: free(f) */
 	struct smbfs *fs;                      /* set by smbfs_track_handle() */
@@ -115,6 +117,16 @@ void smbfs_fill_entry(struct smbfs *fs, uint64_t nodeid, uint64_t st_ino,
 int smbfs_check_name(const char *name);
 
 /* ops_node.c */
+/* Names an unlinked-but-open file is moved to (".smbrdma-gone-...") until
+ * its last handle closes; never listed. */
+#define SMBFS_HIDDEN_PREFIX ".smbrdma-gone-"
+static inline bool smbfs_is_hidden_name(const char *name)
+{
+	return strncmp(name, SMBFS_HIDDEN_PREFIX, sizeof(SMBFS_HIDDEN_PREFIX) - 1) == 0;
+}
+/* Does this mount hold nodeid open (a handle closing counts)?  With fid:
+ * one of its handles whose FileId is still usable (none closing). */
+bool smbfs_open_fid(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid *fid);
 void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void smbfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void smbfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
