@@ -350,6 +350,51 @@ static void status_done(struct smb_req *req)
 	smb_req_put(req);
 }
 
+/* CREATE path + SET_INFO cls + CLOSE, one round trip; the SET_INFO's status
+ * is the result.  encode writes the info into buf (cap bytes, owned by the
+ * request) and returns its length or -errno. */
+static int set_info_chain(struct smb_client *c, const char *path, const struct smb_open_args *oa,
+                          uint8_t cls, size_t cap,
+                          ssize_t (*encode)(uint8_t *buf, size_t cap, const void *what),
+                          const void *what, smb_status_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	op->kind = 2; /* the close's status does not matter */
+	uint8_t *info = talloc_size(req, cap);
+	ssize_t ilen = info ? encode(info, cap, what) : -ENOMEM;
+	int err = ilen < 0 ? (int)ilen : add_create(req, path, oa);
+	if (!err)
+		err = add_set_info(req, SMB2_FILEID_RELATED, cls, info, (size_t)ilen);
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, status_done);
+}
+
+static ssize_t enc_disposition(uint8_t *buf, size_t cap, const void *what)
+{
+	return smb2_file_disposition_info_encode(buf, cap, true);
+}
+
+struct rename_what {
+	bool replace;
+	const char *to;
+};
+
+static ssize_t enc_rename(uint8_t *buf, size_t cap, const void *what)
+{
+	const struct rename_what *r = what;
+	return smb2_file_rename_info_encode(buf, cap, r->replace, r->to);
+}
+
+static ssize_t enc_ea(uint8_t *buf, size_t cap, const void *what)
+{
+	return smb2_ea_list_encode(buf, cap, what, 1);
+}
+
 static void close_done(struct smb_req *req)
 {
 	struct op *op = req->arg;
@@ -372,12 +417,6 @@ int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, vo
 
 int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_cb cb, void *arg)
 {
-	struct op *op;
-	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
-	if (!req)
-		return -ENOMEM;
-	req->related = true;
-	op->kind = 2; /* the disposition's status decides; the close's does not */
 	/* Set the disposition explicitly rather than FILE_DELETE_ON_CLOSE: only
 	 * SET_INFO reports STATUS_DIRECTORY_NOT_EMPTY for a non-empty directory
 	 * (a delete-on-close open of one succeeds and the delete quietly does not
@@ -387,40 +426,20 @@ int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_c
 	    .create_disposition = FILE_OPEN,
 	    .create_options = is_dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE,
 	};
-	uint8_t *info = talloc_size(req, 8);
-	ssize_t ilen = info ? smb2_file_disposition_info_encode(info, 8, true) : -ENOMEM;
-	int err = ilen < 0 ? (int)ilen : add_create(req, path, &oa);
-	if (!err)
-		err = add_set_info(req, SMB2_FILEID_RELATED, FileDispositionInformation, info,
-		                   (size_t)ilen);
-	if (!err)
-		err = add_close(req, SMB2_FILEID_RELATED);
-	return op_submit(req, err, status_done);
+	return set_info_chain(c, path, &oa, FileDispositionInformation, 8, enc_disposition, NULL,
+	                      cb, arg);
 }
 
 int smb_rename(struct smb_client *c, const char *from, const char *to, bool replace,
                smb_status_cb cb, void *arg)
 {
-	struct op *op;
-	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
-	if (!req)
-		return -ENOMEM;
-	req->related = true;
-	op->kind = 2; /* the close's status does not matter */
 	struct smb_open_args oa = {
 	    .desired_access = DELETE_ACCESS | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
 	    .create_disposition = FILE_OPEN,
 	};
-	size_t cap = 24 + 2 * strlen(to) + 8;
-	uint8_t *info = talloc_size(req, cap);
-	ssize_t ilen = info ? smb2_file_rename_info_encode(info, cap, replace, to) : -ENOMEM;
-	int err = ilen < 0 ? (int)ilen : add_create(req, from, &oa);
-	if (!err)
-		err = add_set_info(req, SMB2_FILEID_RELATED, FileRenameInformation, info,
-		                   (size_t)ilen);
-	if (!err)
-		err = add_close(req, SMB2_FILEID_RELATED);
-	return op_submit(req, err, status_done);
+	struct rename_what r = {replace, to};
+	return set_info_chain(c, from, &oa, FileRenameInformation, 24 + 2 * strlen(to) + 8,
+	                      enc_rename, &r, cb, arg);
 }
 
 int smb_flush(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg)
@@ -1023,54 +1042,27 @@ int smb_query_eas(struct smb_client *c, const char *path, const char *name, smb_
 int smb_set_ea(struct smb_client *c, const char *path, const char *name, const void *value,
                size_t len, smb_status_cb cb, void *arg)
 {
-	struct op *op;
-	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
-	if (!req)
-		return -ENOMEM;
-	req->related = true;
-	op->kind = 2; /* the SET_INFO's status decides */
 	struct smb_open_args oa = {
 	    .desired_access = FILE_WRITE_EA | FILE_READ_ATTRIBUTES,
 	    .create_disposition = FILE_OPEN,
 	};
 	struct smb2_ea ea = {
 	    .name = name, .name_len = strlen(name), .value = value, .value_len = len};
-	size_t cap = 8 + ea.name_len + 1 + len;
-	uint8_t *info = talloc_size(req, cap);
-	ssize_t ilen = info ? smb2_ea_list_encode(info, cap, &ea, 1) : -ENOMEM;
-	int err = ilen < 0 ? (int)ilen : add_create(req, path, &oa);
-	if (!err)
-		err = add_set_info(req, SMB2_FILEID_RELATED, FileFullEaInformation, info,
-		                   (size_t)ilen);
-	if (!err)
-		err = add_close(req, SMB2_FILEID_RELATED);
-	return op_submit(req, err, status_done);
+	return set_info_chain(c, path, &oa, FileFullEaInformation, 8 + ea.name_len + 1 + len,
+	                      enc_ea, &ea, cb, arg);
 }
 
 int smb_link(struct smb_client *c, const char *from, const char *to, smb_status_cb cb, void *arg)
 {
-	struct op *op;
-	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
-	if (!req)
-		return -ENOMEM;
-	req->related = true;
-	op->kind = 2;
 	struct smb_open_args oa = {
 	    .desired_access = FILE_READ_ATTRIBUTES | SYNCHRONIZE,
 	    .create_disposition = FILE_OPEN,
 	    .create_options = FILE_NON_DIRECTORY_FILE,
 	};
 	/* FILE_LINK_INFORMATION has FILE_RENAME_INFORMATION's layout. */
-	size_t cap = 24 + 2 * strlen(to) + 8;
-	uint8_t *info = talloc_size(req, cap);
-	ssize_t ilen = info ? smb2_file_rename_info_encode(info, cap, false, to) : -ENOMEM;
-	int err = ilen < 0 ? (int)ilen : add_create(req, from, &oa);
-	if (!err)
-		err =
-		    add_set_info(req, SMB2_FILEID_RELATED, FileLinkInformation, info, (size_t)ilen);
-	if (!err)
-		err = add_close(req, SMB2_FILEID_RELATED);
-	return op_submit(req, err, status_done);
+	struct rename_what r = {false, to};
+	return set_info_chain(c, from, &oa, FileLinkInformation, 24 + 2 * strlen(to) + 8,
+	                      enc_rename, &r, cb, arg);
 }
 
 int smb_put_small(struct smb_client *c, const char *path, const void *data, size_t len,
