@@ -274,7 +274,8 @@ static int ask_password(struct mount_args *a, const char *source)
 	a->opts.password = strdup(buf);
 	explicit_bzero(buf, sizeof(buf));
 	if (!a->opts.password) {
-		fprintf(stderr, "mount error: %s\n", strerror(ENOMEM));
+		fprintf(stderr, "mount error: keeping the password read from the terminal: %s\n",
+		        strerror(ENOMEM));
 		return -1;
 	}
 	a->opts.password_from = "the terminal";
@@ -356,14 +357,21 @@ static int parse_args(int argc, char **argv, struct mount_args *a)
 		 * forked daemon inherits; also when parsing failed */
 		smb_mount_opts_scrub(optstrs[i]);
 		if (rc < 0) {
-			fprintf(stderr, "mount error: %s\n", err[0] ? err : strerror(-rc));
+			if (err[0])
+				fprintf(stderr, "mount error: %s\n", err);
+			else
+				fprintf(stderr, "mount error: mount options: %s\n", strerror(-rc));
 			return -1;
 		}
 	}
 	err[0] = '\0';
 	rc = smb_mount_opts_finish(&a->opts, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(stderr, "mount error: %s\n", err[0] ? err : strerror(-rc));
+		if (err[0])
+			fprintf(stderr, "mount error: %s\n", err);
+		else
+			fprintf(stderr, "mount error: settling the credentials: %s\n",
+			        strerror(-rc));
 		return -1;
 	}
 #if !HAVE_KRB5
@@ -375,7 +383,11 @@ static int parse_args(int argc, char **argv, struct mount_args *a)
 #endif
 	rc = smb_unc_parse(argv[optind], &a->unc, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(stderr, "mount error: %s\n", rc == -ENOMEM ? strerror(ENOMEM) : err);
+		if (rc == -ENOMEM)
+			fprintf(stderr, "mount error: source %s: %s\n", argv[optind],
+			        strerror(ENOMEM));
+		else
+			fprintf(stderr, "mount error: %s\n", err);
 		return -1;
 	}
 	snprintf(a->source, sizeof(a->source), "//%s%s%s/%s%s%s",

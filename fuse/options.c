@@ -338,8 +338,11 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->seal = true;
 	} else if (strcmp(key, "port") == 0) {
 		NEEDS_VALUE();
-		if (parse_unsigned(value, 10, 65535, &v) < 0 || v == 0)
-			BAD_VALUE();
+		if (parse_unsigned(value, 10, 65535, &v) < 0 || v == 0) {
+			snprintf(err, errlen, "bad value '%s' for mount option 'port' (1-65535)",
+			         value);
+			return -EINVAL;
+		}
 		o->port = (uint16_t)v;
 	} else if (strcmp(key, "vers") == 0) {
 		NEEDS_VALUE();
@@ -352,12 +355,22 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		}
 	} else if (strcmp(key, "uid") == 0) {
 		NEEDS_VALUE();
-		if (parse_uid(value, &o->uid) < 0)
-			BAD_VALUE();
+		if (parse_uid(value, &o->uid) < 0) {
+			snprintf(
+			    err, errlen,
+			    "bad value '%s' for mount option 'uid' (no such user, nor a number)",
+			    value);
+			return -EINVAL;
+		}
 	} else if (strcmp(key, "gid") == 0) {
 		NEEDS_VALUE();
-		if (parse_gid(value, &o->gid) < 0)
-			BAD_VALUE();
+		if (parse_gid(value, &o->gid) < 0) {
+			snprintf(
+			    err, errlen,
+			    "bad value '%s' for mount option 'gid' (no such group, nor a number)",
+			    value);
+			return -EINVAL;
+		}
 	} else if (strcmp(key, "file_mode") == 0 || strcmp(key, "dir_mode") == 0) {
 		NEEDS_VALUE();
 		if (parse_unsigned(value, 8, 07777, &v) < 0)

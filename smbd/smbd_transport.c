@@ -312,7 +312,9 @@ static void tv_dereg_mr(void *arg, void *mr)
 {
 	int r = ibv_dereg_mr(mr);
 	if (r)
-		smb_err("smbd: ibv_dereg_mr: %s", strerror(r));
+		smb_err("smbd: deregistering a memory region (ibv_dereg_mr): %s; the region "
+		        "stays registered until the device is closed",
+		        strerror(r));
 }
 
 static int tv_alloc_mw(void *arg, void **mw, uint32_t *rkey)
