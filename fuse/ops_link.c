@@ -202,6 +202,17 @@ static char *new_path_or_reply(fuse_req_t req, uint64_t parent, const char *name
 	return path;
 }
 
+/* Starting the op on a new name failed (rc < 0): free what was made (the
+ * context owns path once it exists) and answer the kernel. */
+static void new_failed(fuse_req_t req, struct new_ctx *ctx, char *path, int rc)
+{
+	if (ctx)
+		new_ctx_free(ctx);
+	else
+		free(path);
+	fuse_reply_err(req, -rc);
+}
+
 /* mknod: regular files only (tar --xattrs makes its files this way);
  * device nodes, FIFOs and sockets need the SMB3 POSIX extensions. */
 void smbfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -216,13 +227,8 @@ void smbfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		return;
 	struct new_ctx *ctx = new_ctx_new(req, parent, name, path);
 	int rc = ctx ? smb_create_file(fs->client, path, new_entry_stat, ctx) : -ENOMEM;
-	if (rc < 0) {
-		if (ctx)
-			new_ctx_free(ctx);
-		else
-			free(path);
-		fuse_reply_err(req, -rc);
-	}
+	if (rc < 0)
+		new_failed(req, ctx, path, rc);
 }
 
 void smbfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -250,13 +256,8 @@ void smbfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 	int rc = n < 0  ? (int)n
 	         : !ctx ? -ENOMEM
 	                : smb_put_small(fs->client, path, buf, (size_t)n, new_made, ctx);
-	if (rc < 0) {
-		if (ctx)
-			new_ctx_free(ctx);
-		else
-			free(path);
-		fuse_reply_err(req, -rc);
-	}
+	if (rc < 0)
+		new_failed(req, ctx, path, rc);
 }
 
 static void readlink_done(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
@@ -304,13 +305,8 @@ void smbfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 	if (!rc)
 		rc = smb_link(fs->client, from, to, new_made, ctx);
 	free(from);
-	if (rc < 0) {
-		if (ctx)
-			new_ctx_free(ctx);
-		else
-			free(to);
-		fuse_reply_err(req, -rc);
-	}
+	if (rc < 0)
+		new_failed(req, ctx, to, rc);
 }
 
 /* ---- extended attributes ---------------------------------------------------------- */
@@ -397,7 +393,8 @@ void smbfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 {
 	const char *ea = ea_name(name);
 	if (!ea)
-		fuse_reply_err(req, strncmp(name, XATTR_USER, 5) ? EOPNOTSUPP : ERANGE);
+		fuse_reply_err(req,
+		               strncmp(name, XATTR_USER, strlen(XATTR_USER)) ? EOPNOTSUPP : ERANGE);
 	else
 		query_eas(req, ino, ea, size, getxattr_done);
 }
@@ -516,7 +513,8 @@ static void set_or_remove(fuse_req_t req, fuse_ino_t ino, const char *name, cons
 		return;
 	}
 	if (!ea) {
-		fuse_reply_err(req, strncmp(name, XATTR_USER, 5) ? EOPNOTSUPP : EINVAL);
+		fuse_reply_err(req,
+		               strncmp(name, XATTR_USER, strlen(XATTR_USER)) ? EOPNOTSUPP : EINVAL);
 		return;
 	}
 	if (size > SMB2_EA_VALUE_MAX) {

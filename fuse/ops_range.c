@@ -312,29 +312,34 @@ static void seek_have_ranges(void *arg, int err, uint32_t status, const uint8_t 
 	}
 	int rc = smb_errno(err, status == STATUS_BUFFER_OVERFLOW ? STATUS_SUCCESS : status);
 	size_t n = 0;
-	if (!rc && smb2_ranges_decode(buf, len, NULL, 0, &n) < 0) {
+	struct smb2_range *r = rc ? NULL : malloc((len / 16 ? len / 16 : 1) * sizeof(*r));
+	if (!rc && !r)
+		rc = ENOMEM;
+	if (!rc && smb2_ranges_decode(buf, len, r, len / 16, &n) < 0) {
 		smb_err("malformed QUERY_ALLOCATED_RANGES answer; failing lseek with EIO");
 		rc = EIO;
 	}
 	if (rc) {
+		free(r);
 		fuse_reply_err(req, rc);
 		return;
 	}
 	uint64_t pos = off;
 	bool found = false;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t r_off = smb_le64(buf + 16 * i), r_end = r_off + smb_le64(buf + 16 * i + 8);
+		uint64_t r_end = r[i].off + r[i].len;
 		if (r_end <= pos)
 			continue;
 		if (whence == SEEK_DATA) {
-			pos = r_off > pos ? r_off : pos;
+			pos = r[i].off > pos ? r[i].off : pos;
 			found = true;
 			break;
 		}
-		if (r_off > pos)
+		if (r[i].off > pos)
 			break; /* pos is in a hole */
 		pos = r_end;   /* data up to r_end; look on */
 	}
+	free(r);
 	if (whence == SEEK_DATA && (!found || pos >= eof))
 		fuse_reply_err(req, ENXIO);
 	else
