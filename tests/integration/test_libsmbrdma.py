@@ -14,7 +14,7 @@ import shutil
 import struct
 import subprocess
 
-from lib.mount import build_dir, timeout_scale
+from lib.mount import build_dir, build_sanitizer, timeout_scale
 
 MASK = (1 << 64) - 1
 SEED = 0x5EED  # tools/smbrdma-bench.c pattern_seed
@@ -137,8 +137,7 @@ def test_pkg_config_builds_a_program(tmp_path):
     env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(build_dir(), "meson-uninstalled"))
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "smbrdma-uninstalled"],
                            capture_output=True, text=True, env=env, check=True).stdout.split()
-    with open(os.path.join(build_dir(), "meson-info", "intro-buildoptions.json")) as f:
-        sanitize = [o["value"] for o in json.load(f) if o["name"] == "b_sanitize"][0]
+    sanitize = build_sanitizer()
     if sanitize != "none":  # the library needs its sanitizer runtime loaded first
         flags.append(f"-fsanitize={sanitize}")
     subprocess.run(["cc", "-o", str(tmp_path / "v"), str(src), *flags], check=True)

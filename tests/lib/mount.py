@@ -51,6 +51,19 @@ def build_dir():
     return b if os.path.isabs(b) else os.path.join(REPO, b)
 
 
+def build_sanitizer(build=None):
+    """The b_sanitize option of a meson build dir ("address,undefined", ...),
+    or "none" (also when the build dir cannot be read)."""
+    import json
+    try:
+        with open(os.path.join(build or build_dir(), "meson-info",
+                               "intro-buildoptions.json")) as f:
+            opts = json.load(f)
+    except (OSError, ValueError):
+        return "none"
+    return next((o["value"] or "none" for o in opts if o["name"] == "b_sanitize"), "none")
+
+
 def daemon_binary():
     if os.environ.get("SMBRDMA_BIN"):
         return os.environ["SMBRDMA_BIN"]
