@@ -96,6 +96,8 @@ static void smbfs_init(void *userdata, struct fuse_conn_info *conn)
 	enable_if_capable(conn, FUSE_CAP_ATOMIC_O_TRUNC);
 	/* flock goes to the server (ops_lock.c); POSIX locks stay local */
 	enable_if_capable(conn, FUSE_CAP_FLOCK_LOCKS);
+	/* FS_IOC_GETFLAGS on directories too (lsattr -d) */
+	enable_if_capable(conn, FUSE_CAP_IOCTL_DIR);
 	/* Another client may change the file behind our back: the kernel must
 	 * not keep dirty pages we have not sent. */
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
@@ -195,4 +197,7 @@ const struct fuse_lowlevel_ops smbfs_ops = {
     .fallocate = smbfs_fallocate,
     .lseek = smbfs_lseek,
     .flock = smbfs_flock,
+    .access = smbfs_access,
+    .fsyncdir = smbfs_fsyncdir,
+    .ioctl = smbfs_ioctl,
 };

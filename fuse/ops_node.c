@@ -1,5 +1,5 @@
 /* fuse/ops_node.c — ops on names and inodes: lookup, forget, getattr,
- * setattr, mkdir, unlink, rmdir, rename. */
+ * setattr, mkdir, unlink, rmdir, rename, access, and the inode-flag ioctls. */
 #include "fuse/smbfs.h"
 
 #include <errno.h>
@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <linux/fs.h>
 
 #include "common/log.h"
 #include "fuse/errno_map.h"
@@ -700,4 +703,188 @@ void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 	free(to);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
+}
+
+/* ---- access -------------------------------------------------------------------- */
+
+/* The kernel asks only on a noperm mount (without default_permissions it
+ * checks no mode bits itself): access(2), faccessat(2) and chdir(2).  The
+ * server decides, as for every other op of such a mount: the path is opened
+ * with the access the mask names and closed again.  Of a directory's
+ * rights, FILE_LIST_DIRECTORY, FILE_ADD_FILE and FILE_TRAVERSE have the
+ * values of FILE_READ_DATA, FILE_WRITE_DATA and FILE_EXECUTE, so one
+ * mapping serves both. */
+struct access_ctx {
+	fuse_req_t req;
+	struct smbfs *fs;
+};
+
+static void access_closed(void *arg, int err, uint32_t status)
+{
+	(void)err;
+	(void)status; /* the answer came with the open; a failed close changes nothing */
+	struct access_ctx *ctx = arg;
+	fuse_req_t req = ctx->req;
+
+	free(ctx);
+	fuse_reply_err(req, 0);
+}
+
+static void access_opened(void *arg, int err, uint32_t status, struct smb2_fileid fid,
+                          const struct smb_attr *attr)
+{
+	(void)attr;
+	struct access_ctx *ctx = arg;
+	fuse_req_t req = ctx->req;
+	int e = smb_errno(err, status);
+
+	if (e == 0 && smb_close(ctx->fs->client, fid, access_closed, ctx) == 0)
+		return;
+	free(ctx);
+	fuse_reply_err(req, e);
+}
+
+void smbfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct smbfs *fs = smbfs_of(req);
+	struct smb_open_args args = {0};
+	struct access_ctx *ctx;
+	char *path = NULL;
+	int rc;
+
+	/* F_OK: the kernel looked the name up already. */
+	if ((mask & (R_OK | W_OK | X_OK)) == 0) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	args.desired_access = FILE_READ_ATTRIBUTES;
+	if (mask & R_OK)
+		args.desired_access |= FILE_READ_DATA;
+	if (mask & W_OK)
+		args.desired_access |= FILE_WRITE_DATA;
+	if (mask & X_OK)
+		args.desired_access |= FILE_EXECUTE;
+	args.share_access = FILE_SHARE_ALL;
+	args.create_disposition = FILE_OPEN;
+	rc = smb_inode_path(fs->inodes, ino, NULL, &path);
+	ctx = rc == 0 ? malloc(sizeof(*ctx)) : NULL;
+	if (rc == 0 && !ctx)
+		rc = -ENOMEM;
+	if (rc == 0) {
+		ctx->req = req;
+		ctx->fs = fs;
+		rc = smb_open(fs->client, path, &args, access_opened, ctx);
+	}
+	free(path);
+	if (rc < 0) {
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
+/* ---- ioctl: the inode flags (FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_IOC_FS*XATTR) --- *
+ *
+ * Of the inode flags chattr(1) knows, only FS_COMPR_FL has an SMB
+ * counterpart, FILE_ATTRIBUTE_COMPRESSED; READONLY is not IMMUTABLE (the
+ * file can still be renamed) and the rest (append-only, nodump, noatime...)
+ * do not exist on the wire.  GETFLAGS reports FS_COMPR_FL from the server's
+ * attributes; SETFLAGS accepts the flags GETFLAGS reports (so `chattr` with
+ * nothing to change works) and refuses any change with EOPNOTSUPP, as ext4
+ * does for a flag it does not support.  The kernel asks for the old flags
+ * with FS_IOC_FSGETXATTR before it sets new ones: no FS_XFLAG_* has an SMB
+ * counterpart, so it reads all zero and FS_IOC_FSSETXATTR takes only zero
+ * xflags (the rest of struct fsxattr means nothing here and is ignored).
+ * Every other command is ENOTTY;
+ * FIONREAD on a file never reaches us (the VFS answers it from i_size). */
+struct ioctl_ctx {
+	fuse_req_t req;
+	unsigned int cmd;
+	unsigned int want; /* SETFLAGS: the flags asked for */
+};
+
+static unsigned int attr_to_fs_flags(const struct smb_attr *attr)
+{
+	return (attr->file_attributes & FILE_ATTRIBUTE_COMPRESSED) ? FS_COMPR_FL : 0;
+}
+
+static void ioctl_have_attr(void *arg, int err, uint32_t status, const struct smb_attr *attr)
+{
+	struct ioctl_ctx ctx = *(struct ioctl_ctx *)arg;
+	int e = smb_errno(err, status);
+	unsigned int flags;
+
+	free(arg);
+	if (e) {
+		fuse_reply_err(ctx.req, e);
+		return;
+	}
+	flags = attr_to_fs_flags(attr);
+	if (ctx.cmd == FS_IOC_GETFLAGS)
+		fuse_reply_ioctl(ctx.req, 0, &flags, sizeof(flags));
+	else if (ctx.want == flags)
+		fuse_reply_ioctl(ctx.req, 0, NULL, 0);
+	else
+		fuse_reply_err(ctx.req, EOPNOTSUPP);
+}
+
+void smbfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+                 struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_bufsz,
+                 size_t out_bufsz)
+{
+	(void)ino;
+	(void)arg;
+	struct smbfs *fs = smbfs_of(req);
+	struct ioctl_ctx *ctx;
+	int rc;
+
+	if (flags & FUSE_IOCTL_COMPAT) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	/* The kernel sizes the buffers from the command; the flags are an int
+	 * although the command is declared with a long. */
+	if ((cmd == FS_IOC_GETFLAGS && out_bufsz < sizeof(unsigned int)) ||
+	    (cmd == FS_IOC_SETFLAGS && in_bufsz < sizeof(unsigned int))) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if ((cmd == FS_IOC_FSGETXATTR && out_bufsz < sizeof(struct fsxattr)) ||
+	    (cmd == FS_IOC_FSSETXATTR && in_bufsz < sizeof(struct fsxattr))) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (cmd == FS_IOC_FSGETXATTR) {
+		struct fsxattr xa = {0};
+		fuse_reply_ioctl(req, 0, &xa, sizeof(xa));
+		return;
+	}
+	if (cmd == FS_IOC_FSSETXATTR) {
+		struct fsxattr xa;
+		memcpy(&xa, in_buf, sizeof(xa));
+		if (xa.fsx_xflags)
+			fuse_reply_err(req, EOPNOTSUPP);
+		else
+			fuse_reply_ioctl(req, 0, NULL, 0);
+		return;
+	}
+	if (cmd != FS_IOC_GETFLAGS && cmd != FS_IOC_SETFLAGS) {
+		smb_debug("%s: ioctl 0x%x: not supported", fs->source, cmd);
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	ctx = malloc(sizeof(*ctx));
+	if (!ctx) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ctx->req = req;
+	ctx->cmd = cmd;
+	ctx->want = 0;
+	if (cmd == FS_IOC_SETFLAGS)
+		memcpy(&ctx->want, in_buf, sizeof(ctx->want));
+	rc = smb_fstat(fs->client, smbfs_file_of(fi)->fid, ioctl_have_attr, ctx);
+	if (rc < 0) {
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
 }

@@ -139,6 +139,14 @@ void smbfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                   const char *newname, unsigned int flags);
 void smbfs_statfs(fuse_req_t req, fuse_ino_t ino);
+/* Only on a noperm mount: the server is asked by opening with the access
+ * the mask names. */
+void smbfs_access(fuse_req_t req, fuse_ino_t ino, int mask);
+/* FS_IOC_GETFLAGS/SETFLAGS (FS_COMPR_FL only, read-only) and FS_IOC_FSGETXATTR/
+ * FSSETXATTR (all zero); else ENOTTY. */
+void smbfs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+                 struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_bufsz,
+                 size_t out_bufsz);
 
 /* ops_file.c */
 void smbfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
@@ -195,5 +203,8 @@ void smbfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void smbfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi);
 void smbfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* Replies 0 at once: every directory change was complete at the server
+ * when its op was answered. */
+void smbfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
 #endif
