@@ -69,7 +69,7 @@ static void usage(FILE *out)
 	        "              file_mode=, dir_mode=, noperm, ro, rw, actimeo=, cache=,\n"
 	        "              rsize=, wsize=, soft, hard, timeout=, echo_interval=, rdma,\n"
 	        "              rdma_threshold=, multichannel, max_channels=, interfaces=,\n"
-	        "              debug\n"
+	        "              nosubtype, debug\n"
 	        "  -f          stay in the foreground, log to stderr\n"
 	        "  -d          foreground with FUSE and engine debug output\n"
 	        "  -s          sloppy: ignore unknown options\n"
@@ -655,8 +655,11 @@ static int run(struct mount_args *a)
 	opt_escape(fsname, sizeof(fsname), a->source);
 	/* noperm: no default_permissions, so the kernel checks no mode bits
 	 * and the server alone decides. */
-	snprintf(mntopts, sizeof(mntopts), "fsname=%s,subtype=smbrdma%s,max_read=%u%s%s%s%s",
-	         fsname, a->opts.noperm ? "" : ",default_permissions", fs.max_read,
+	/* nosubtype: no subtype= at all, so /proc/mounts says "fuse" (libfuse
+	 * adds none of its own when given fsname=). */
+	snprintf(mntopts, sizeof(mntopts), "fsname=%s%s%s,max_read=%u%s%s%s%s", fsname,
+	         a->opts.nosubtype ? "" : ",subtype=smbrdma",
+	         a->opts.noperm ? "" : ",default_permissions", fs.max_read,
 	         geteuid() == 0 ? ",allow_other" : "", a->opts.ro ? ",ro" : "",
 	         a->opts.kernel_flags[0] ? "," : "", a->opts.kernel_flags);
 	char *fargv[] = {PROG, "-o", mntopts, a->fuse_debug ? "-d" : NULL, NULL};

@@ -226,7 +226,7 @@ static const char *const value_less[] = {
     "guest",      "sign",         "seal",           "ro",       "rw",         "debug",
     "rdma",       "multichannel", "nomultichannel", "soft",     "hard",       "noperm",
     "perm",       "forceuid",     "noforceuid",     "forcegid", "noforcegid", "nosharesock",
-    "mfsymlinks", "nomfsymlinks",
+    "mfsymlinks", "nomfsymlinks", "nosubtype",
 };
 
 static bool in_list(const char *s, const char *const *list, size_t n)
@@ -439,6 +439,8 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->mfsymlinks = true;
 	} else if (strcmp(key, "nomfsymlinks") == 0 && !value) {
 		o->mfsymlinks = false;
+	} else if (strcmp(key, "nosubtype") == 0 && !value) {
+		o->nosubtype = true;
 	} else if (strcmp(key, "ro") == 0 && !value) {
 		o->ro = true;
 	} else if (strcmp(key, "rw") == 0 && !value) {

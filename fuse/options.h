@@ -10,7 +10,7 @@
  *   rdma  rdma_threshold=  multichannel nomultichannel  max_channels=
  *   interfaces=  echo_interval=  timeout=  soft hard  cache=  rsize= wsize=
  *   ip= addr=  noperm perm  forceuid noforceuid forcegid noforcegid
- *   nosharesock  mfsymlinks nomfsymlinks
+ *   nosharesock  mfsymlinks nomfsymlinks  nosubtype
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
  * nofail _netdev user (without '=') users nouser owner group relatime ...,
  * x-* and comment=; nosuid/suid/nodev/dev/noexec/exec/sync/async/dirsync/
@@ -98,6 +98,8 @@ struct smb_mount_opts {
 	                            extensions, so there is no server owner to show) */
 	bool nosharesock;        /* accepted; every mount has its own connection anyway */
 	bool mfsymlinks;         /* symlinks as Minshall+French symlink files */
+	bool nosubtype;          /* the kernel's type reads "fuse", not "fuse.smbrdma"
+	                            (xfstests' FSTYP=fuse compares it) */
 	bool debug;
 	/* Mount flags for the kernel, comma-separated, in the order given. */
 	char kernel_flags[256];
