@@ -72,6 +72,8 @@ COVERAGE = {
     "ip": f"{THIS}::test_ip_and_addr",
     "addr": f"{THIS}::test_ip_and_addr",
     "nosharesock": f"{THIS}::test_nosharesock",
+    "nosubtype": "tests/integration/test_xfstests_mount.py::"
+                 "test_nosubtype_source_statfs_and_umount_by_device",
     "vers": "tests/integration/test_versions.py::test_version_on_the_wire",
     "uid": f"{THIS}::test_uid_gid_file_mode_dir_mode",
     "gid": f"{THIS}::test_uid_gid_file_mode_dir_mode",
