@@ -68,6 +68,14 @@ struct smb_client_opts {
 	bool no_durable;             /* do not ask for durable handles */
 	unsigned connect_timeout_ms; /* 0 = 15000 */
 	bool rdma;                   /* carry the channel over SMB Direct instead of TCP */
+	const char *transport;       /* "quic": SMB over QUIC; "auto": race TCP and QUIC,
+	                                keep the first to connect; NULL/"tcp": TCP (or
+	                                SMB Direct with .rdma) */
+	uint16_t quic_port;          /* UDP port for QUIC; 0 = 443 */
+	const char *cafile;          /* QUIC: trust only these CA certificates (PEM);
+	                                NULL = the system trust store */
+	const char *certfile;        /* QUIC: client certificate (PEM); NULL = none */
+	const char *keyfile;         /* its private key; NULL = in certfile */
 	unsigned rdma_threshold;     /* READ/WRITE above this go by RDMA offload; 0 = 4096 */
 	bool multichannel;           /* open more channels to the server's interfaces */
 	unsigned max_channels;       /* channels in all with multichannel; 0 = 2 */

@@ -8,6 +8,8 @@
 
 #include "client/client.h"
 #include "client/conn.h"
+#include "client/dial_race.h"
+#include "client/transport_quic.h"
 #include "client/offload.h"
 #include "multichannel/mc.h"
 #include "multichannel/sched.h"
@@ -48,6 +50,13 @@ struct smb_client {
 	char *addr; /* numeric address to dial instead of resolving host; NULL */
 	uint16_t port;
 	bool rdma;
+	/* How channel 0 is dialled: "tcp", "rdma", "quic" or "auto"; and how
+	 * it was (stream_kind: "tcp" or "quic", what multichannel's non-RDMA
+	 * channels use).  quic: server name and certificates, strings in c. */
+	const char *dial_kind, *stream_kind;
+	uint16_t quic_port;
+	struct smb_quic_params quic;
+	struct smb_dial_racers racers; /* transport=auto contestants still running */
 	unsigned timeout_ms;
 	bool hard; /* requests have no deadline and wait for reconnects forever */
 	struct ev_loop *loop;
@@ -148,7 +157,8 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
                            const struct smb_client_opts *o, bool binding, const uint8_t *blob,
                            size_t blob_len, void *mem, char *errbuf, size_t errlen);
-/* Allocate a channel (talloc child of c) with its conn open to addr. */
+/* Allocate a channel (talloc child of c) with its conn open to addr; kind
+ * "quic" uses c->quic. */
 int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr *addr,
                   socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
                   struct smb_chan **out);
@@ -157,6 +167,8 @@ int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr 
  * -EHOSTUNREACH with *gai_error set; else *gai_error is NULL. */
 int smb_client_dial(struct smb_client *c, unsigned ctimeout, struct smb_chan **out,
                     const char **gai_error);
+/* The port a channel of kind ("tcp", "quic") dials. */
+uint16_t smb_client_kind_port(const struct smb_client *c, const char *kind);
 /* Publish a set-up channel: the scheduler may pick it from now on. */
 int smb_chan_publish(struct smb_client *c, struct smb_chan *ch);
 /* Close and free a channel that was never published. */

@@ -8,6 +8,7 @@
  */
 #include "client/conn.h"
 #include "client/crypto.h"
+#include "client/transport_quic.h"
 #include "common/evloop.h"
 #include "common/log.h"
 
@@ -933,9 +934,9 @@ static void conn_tick(void *arg)
 
 /* ---- open / close -------------------------------------------------------------- */
 
-int smb_conn_open(struct ev_loop *loop, const char *kind, const struct sockaddr *addr,
-                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
-                  unsigned timeout_ms, struct smb_conn **out)
+int smb_conn_open(struct ev_loop *loop, const char *kind, const struct smb_quic_params *quic,
+                  const struct sockaddr *addr, socklen_t addrlen, const char *peer,
+                  unsigned connect_timeout_ms, unsigned timeout_ms, struct smb_conn **out)
 {
 	struct smb_conn *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -950,6 +951,8 @@ int smb_conn_open(struct ev_loop *loop, const char *kind, const struct sockaddr 
 	int err;
 	if (strcmp(kind, "rdma") == 0)
 		err = smb_transport_rdma_new(loop, &up, &c->transport);
+	else if (strcmp(kind, "quic") == 0)
+		err = smb_transport_quic_new(loop, &up, quic, &c->transport);
 	else
 		err = smb_transport_tcp_new(loop, &up, &c->transport);
 	if (err)

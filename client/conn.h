@@ -170,10 +170,13 @@ struct smb_conn {
 	uint64_t st_lat_ewma_us; /* recent round trip of small requests (1/8 EWMA) */
 };
 
-/* Allocate a conn and connect its transport (blocking, not on the loop). */
-int smb_conn_open(struct ev_loop *loop, const char *kind, const struct sockaddr *addr,
-                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
-                  unsigned timeout_ms, struct smb_conn **out);
+/* Allocate a conn and connect its transport (blocking, not on the loop).
+ * kind: "tcp", "rdma" or "quic"; quic: what a "quic" transport needs (NULL
+ * for the others). */
+struct smb_quic_params;
+int smb_conn_open(struct ev_loop *loop, const char *kind, const struct smb_quic_params *quic,
+                  const struct sockaddr *addr, socklen_t addrlen, const char *peer,
+                  unsigned connect_timeout_ms, unsigned timeout_ms, struct smb_conn **out);
 /* Fail everything pending with -ECONNABORTED, shut the transport down, wait
  * for its death report, free.  Not on the loop thread. */
 void smb_conn_close(struct smb_conn *c);

@@ -1163,29 +1163,41 @@ void smb_client_park_expire(struct smb_client *c, bool all)
 	}
 }
 
-int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr *addr,
-                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
-                  struct smb_chan **out)
+/* Wrap a connected conn in a channel (talloc child of c); closes conn on
+ * failure. */
+static int chan_adopt(struct smb_client *c, struct smb_conn *conn, struct smb_chan **out)
 {
 	struct smb_chan *ch = talloc_zero(c, struct smb_chan);
-	if (!ch)
+	if (!ch) {
+		smb_conn_close(conn);
 		return -ENOMEM;
+	}
 	ch->c = c;
 	ch->if_index = UINT32_MAX;
 	ch->index = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
-	/* hard: 0, so the connection puts no deadline on requests. */
-	int err = smb_conn_open(c->loop, kind, addr, addrlen, peer, connect_timeout_ms,
-	                        c->hard ? 0 : c->timeout_ms, &ch->conn);
-	if (err) {
-		talloc_free(ch);
-		return err;
-	}
+	ch->conn = conn;
 	ch->conn->on_dead = chan_dead;
 	ch->conn->on_orphan = chan_orphan;
 	ch->conn->on_break = chan_break;
 	ch->conn->on_dead_arg = ch;
 	*out = ch;
 	return 0;
+}
+
+int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr *addr,
+                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
+                  struct smb_chan **out)
+{
+	struct smb_conn *conn;
+	/* hard: 0, so the connection puts no deadline on requests. */
+	int err = smb_conn_open(c->loop, kind, &c->quic, addr, addrlen, peer, connect_timeout_ms,
+	                        c->hard ? 0 : c->timeout_ms, &conn);
+	return err ? err : chan_adopt(c, conn, out);
+}
+
+uint16_t smb_client_kind_port(const struct smb_client *c, const char *kind)
+{
+	return strcmp(kind, "quic") == 0 ? c->quic_port : c->port;
 }
 
 int smb_chan_publish(struct smb_client *c, struct smb_chan *ch)
@@ -1226,6 +1238,51 @@ void smb_chan_discard(struct smb_chan *ch)
 
 /* ---- connect / destroy ------------------------------------------------------------- */
 
+/* One address of the server: the kind the mount asked for, or (auto) the
+ * TCP/QUIC race.  peer is the server's name; the port is added here. */
+static int dial_one(struct smb_client *c, const struct addrinfo *ai, const char *name,
+                    unsigned ctimeout, struct smb_chan **out)
+{
+	struct sockaddr_storage tcp, quic;
+	char tcp_peer[360], quic_peer[360];
+	if (ai->ai_addrlen > sizeof(tcp))
+		return -EINVAL;
+	memcpy(&tcp, ai->ai_addr, ai->ai_addrlen);
+	memcpy(&quic, ai->ai_addr, ai->ai_addrlen);
+	uint16_t qport = htons(c->quic_port);
+	if (quic.ss_family == AF_INET)
+		((struct sockaddr_in *)&quic)->sin_port = qport;
+	else if (quic.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&quic)->sin6_port = qport;
+	snprintf(tcp_peer, sizeof(tcp_peer), "%s port %u", name, c->port);
+	snprintf(quic_peer, sizeof(quic_peer), "%s udp port %u (quic)", name, c->quic_port);
+	if (strcmp(c->dial_kind, "auto") != 0) {
+		bool q = strcmp(c->dial_kind, "quic") == 0;
+		int err = smb_chan_open(c, c->dial_kind, (struct sockaddr *)(q ? &quic : &tcp),
+		                        ai->ai_addrlen, q ? quic_peer : tcp_peer, ctimeout, out);
+		if (!err && strcmp(c->dial_kind, "rdma") != 0)
+			c->stream_kind = c->dial_kind;
+		return err;
+	}
+	struct smb_dial_spec spec = {
+	    .tcp_addr = (struct sockaddr *)&tcp,
+	    .quic_addr = (struct sockaddr *)&quic,
+	    .addrlen = ai->ai_addrlen,
+	    .tcp_peer = tcp_peer,
+	    .quic_peer = quic_peer,
+	    .quic = &c->quic,
+	    .connect_timeout_ms = ctimeout,
+	    .timeout_ms = c->hard ? 0 : c->timeout_ms,
+	};
+	struct smb_conn *conn;
+	const char *kind;
+	int err = smb_dial_race(c->loop, &c->racers, &spec, &conn, &kind);
+	if (err)
+		return err;
+	c->stream_kind = kind;
+	return chan_adopt(c, conn, out);
+}
+
 int smb_client_dial(struct smb_client *c, unsigned ctimeout, struct smb_chan **out,
                     const char **gai_error)
 {
@@ -1252,13 +1309,12 @@ int smb_client_dial(struct smb_client *c, unsigned ctimeout, struct smb_chan **o
 	int err = -EHOSTUNREACH;
 	char peer[300];
 	if (c->addr)
-		snprintf(peer, sizeof(peer), "%s (%s) port %u", c->host, c->addr, c->port);
+		snprintf(peer, sizeof(peer), "%s (%s)", c->host, c->addr);
 	else
-		snprintf(peer, sizeof(peer), "%s port %u", c->host, c->port);
+		snprintf(peer, sizeof(peer), "%s", c->host);
 	struct smb_chan *ch = NULL;
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-		err = smb_chan_open(c, c->rdma ? "rdma" : "tcp", ai->ai_addr, ai->ai_addrlen, peer,
-		                    ctimeout, &ch);
+		err = dial_one(c, ai, peer, ctimeout, &ch);
 		if (!err)
 			break;
 	}
@@ -1273,6 +1329,9 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 	struct smb_chan *ch = NULL;
 	const char *gai_error;
 	int err = smb_client_dial(c, ctimeout, &ch, &gai_error);
+	bool dquic = strcmp(c->dial_kind, "quic") == 0;
+	const char *dport_what = dquic ? "udp port" : "port";
+	unsigned dport = dquic ? c->quic_port : c->port;
 	if (gai_error) {
 		if (c->addr)
 			set_err(errbuf, errlen, "bad address '%s' for %s: %s", c->addr, c->host,
@@ -1298,16 +1357,25 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 		        "%s refused SMB Direct on ports 5445 and 445 (is SMB Direct enabled on the "
 		        "server?)",
 		        c->host);
+	else if (err == -EKEYREJECTED)
+		set_err(errbuf, errlen,
+		        "the TLS certificate of %s (QUIC, udp port %u) was refused: see the line "
+		        "above for why; cafile= names the CA to trust",
+		        c->host, c->quic_port);
+	else if (strcmp(c->dial_kind, "auto") == 0 && err)
+		set_err(errbuf, errlen,
+		        "neither TCP port %u nor QUIC (udp port %u) of %s connected: %s", c->port,
+		        c->quic_port, c->host, strerror(-err));
 	else if (err == -ECONNREFUSED)
 		set_err(errbuf, errlen,
-		        "connection refused by %s port %u (is the SMB server running?)", c->host,
-		        c->port);
+		        "connection refused by %s %s %u (is the SMB server running?)", c->host,
+		        dport_what, dport);
 	else if (err == -ETIMEDOUT)
-		set_err(errbuf, errlen, "no answer from %s port %u within %u s", c->host, c->port,
-		        ctimeout / 1000);
+		set_err(errbuf, errlen, "no answer from %s %s %u within %u s", c->host, dport_what,
+		        dport, ctimeout / 1000);
 	else if (err)
-		set_err(errbuf, errlen, "cannot connect to %s port %u: %s", c->host, c->port,
-		        strerror(-err));
+		set_err(errbuf, errlen, "cannot connect to %s %s %u: %s", c->host, dport_what,
+		        dport, strerror(-err));
 	return err;
 }
 
@@ -1336,6 +1404,22 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	c->unc = talloc_asprintf(c, "\\\\%s\\%s", o->host, o->share);
 	c->port = o->port ? o->port : 445;
 	c->rdma = o->rdma;
+	c->quic_port = o->quic_port ? o->quic_port : 443;
+	c->dial_kind = o->rdma ? "rdma" : o->transport ? talloc_strdup(c, o->transport) : "tcp";
+	c->stream_kind = "tcp";
+	c->quic.server_name = c->host;
+	c->quic.cafile = o->cafile ? talloc_strdup(c, o->cafile) : NULL;
+	c->quic.certfile = o->certfile ? talloc_strdup(c, o->certfile) : NULL;
+	c->quic.keyfile = o->keyfile ? talloc_strdup(c, o->keyfile) : NULL;
+	c->quic.cancel_fd = -1;
+	smb_dial_racers_init(&c->racers);
+	if (strcmp(c->dial_kind, "tcp") && strcmp(c->dial_kind, "rdma") &&
+	    strcmp(c->dial_kind, "quic") && strcmp(c->dial_kind, "auto")) {
+		set_err(errbuf, errlen, "unknown transport '%s' (tcp, rdma, quic or auto)",
+		        c->dial_kind);
+		err = -EINVAL;
+		goto fail;
+	}
 	c->rdma_threshold = o->rdma_threshold ? o->rdma_threshold : 4096;
 	c->timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
 	c->hard = o->hard;
@@ -1397,6 +1481,7 @@ void smb_client_destroy(struct smb_client *c)
 	if (!c)
 		return;
 	__atomic_store_n(&c->closing, true, __ATOMIC_RELEASE);
+	smb_dial_racers_wait(&c->racers); /* they use the loop */
 	if (c->conn) {
 		if (c->session_id && c->loop) {
 			/* Best effort: tell the server we are leaving. */

@@ -574,6 +574,11 @@ static int run(struct mount_args *a)
 	copts.sec = a->opts.sec == SMB_MOUNT_SEC_KRB5 ? SMB_SEC_KRB5 : SMB_SEC_NTLMSSP;
 	copts.keytab = a->opts.keytab;
 	copts.rdma = a->opts.rdma;
+	copts.transport = a->opts.transport;
+	copts.quic_port = a->opts.quic_port;
+	copts.cafile = a->opts.cafile;
+	copts.certfile = a->opts.certfile;
+	copts.keyfile = a->opts.keyfile;
 	copts.rdma_threshold = a->opts.rdma_threshold;
 	copts.echo_ms = a->opts.echo_interval * 1000;
 	copts.timeout_ms = a->opts.timeout * 1000;

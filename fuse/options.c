@@ -43,7 +43,11 @@ void smb_mount_opts_free(struct smb_mount_opts *o)
 	free(o->interfaces);
 	free(o->keytab);
 	free(o->ip);
+	free(o->cafile);
+	free(o->certfile);
+	free(o->keyfile);
 	o->user = o->password = o->domain = o->interfaces = o->keytab = o->ip = NULL;
+	o->cafile = o->certfile = o->keyfile = NULL;
 	o->password_from = NULL;
 }
 
@@ -267,6 +271,19 @@ static int set_string(char **slot, const char *value, bool secret)
 	return 0;
 }
 
+/* A file the daemon reads later, after it left the caller's directory:
+ * stored as an absolute path; it must exist now. */
+static int set_path(char **slot, const char *key, const char *value, char *err, size_t errlen)
+{
+	char resolved[PATH_MAX];
+	if (!*value || !realpath(value, resolved)) {
+		snprintf(err, errlen, "mount option '%s': %s: %s", key, value,
+		         *value ? strerror(errno) : "empty path");
+		return -EINVAL;
+	}
+	return set_string(slot, resolved, false);
+}
+
 static int set_password(struct smb_mount_opts *o, const char *value, const char *from)
 {
 	int rc = set_string(&o->password, value, true);
@@ -449,6 +466,39 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->debug = true;
 	} else if (strcmp(key, "rdma") == 0 && !value) {
 		o->rdma = true;
+	} else if (strcmp(key, "transport") == 0) {
+		NEEDS_VALUE();
+		if (strcmp(value, "rdma") == 0) {
+			o->rdma = true;
+			o->transport = NULL;
+		} else if (strcmp(value, "tcp") == 0 || strcmp(value, "quic") == 0 ||
+		           strcmp(value, "auto") == 0) {
+			o->rdma = false;
+			o->transport = value[0] == 't' ? "tcp" : value[0] == 'q' ? "quic" : "auto";
+		} else {
+			snprintf(
+			    err, errlen,
+			    "bad value '%s' for mount option 'transport' (tcp, rdma, quic or auto)",
+			    value);
+			return -EINVAL;
+		}
+	} else if (strcmp(key, "quic_port") == 0) {
+		NEEDS_VALUE();
+		if (parse_unsigned(value, 10, 65535, &v) < 0 || v == 0) {
+			snprintf(err, errlen,
+			         "bad value '%s' for mount option 'quic_port' (1-65535)", value);
+			return -EINVAL;
+		}
+		o->quic_port = (uint16_t)v;
+	} else if (strcmp(key, "cafile") == 0) {
+		NEEDS_VALUE();
+		return set_path(&o->cafile, key, value, err, errlen);
+	} else if (strcmp(key, "certfile") == 0) {
+		NEEDS_VALUE();
+		return set_path(&o->certfile, key, value, err, errlen);
+	} else if (strcmp(key, "keyfile") == 0) {
+		NEEDS_VALUE();
+		return set_path(&o->keyfile, key, value, err, errlen);
 	} else if (strcmp(key, "echo_interval") == 0) {
 		/* As mount.cifs: seconds, 1..600. */
 		NEEDS_VALUE();

@@ -8,6 +8,7 @@
  *   credentials= cred=   sec=  keytab=  guest  sign  seal
  *   port=  vers=  uid=  gid=  file_mode=  dir_mode=  actimeo=  ro rw  debug
  *   rdma  rdma_threshold=  multichannel nomultichannel  max_channels=
+ *   transport=  quic_port=  cafile=  certfile=  keyfile=
  *   interfaces=  echo_interval=  timeout=  soft hard  cache=  rsize= wsize=
  *   ip= addr=  noperm perm  forceuid noforceuid forcegid noforcegid
  *   nosharesock  mfsymlinks nomfsymlinks  nosubtype
@@ -79,14 +80,19 @@ struct smb_mount_opts {
 	mode_t file_mode;
 	mode_t dir_mode;
 	bool ro;
-	bool rdma;               /* SMB Direct instead of TCP */
-	unsigned rdma_threshold; /* 0: the engine's default (4096) */
-	unsigned echo_interval;  /* s, echo_interval=; 0: the engine's default (60) */
-	unsigned timeout;        /* s, timeout=; 0: the engine's default (60) */
-	bool multichannel;       /* more channels to the server's interfaces */
-	unsigned max_channels;   /* 0: the engine's default (2); 1..32 */
-	char *interfaces;        /* "eth1:eth2" or NULL: local interfaces for channels */
-	unsigned actimeo;        /* seconds */
+	bool rdma;                /* SMB Direct instead of TCP (also transport=rdma) */
+	const char *transport;    /* transport=: "tcp", "quic", "auto" (static strings);
+	                             NULL: not given (tcp, or rdma with `rdma`) */
+	uint16_t quic_port;       /* quic_port=; 0: not given (443) */
+	char *cafile;             /* cafile=: absolute path; NULL: the system trust store */
+	char *certfile, *keyfile; /* certfile=/keyfile=: client certificate (QUIC) */
+	unsigned rdma_threshold;  /* 0: the engine's default (4096) */
+	unsigned echo_interval;   /* s, echo_interval=; 0: the engine's default (60) */
+	unsigned timeout;         /* s, timeout=; 0: the engine's default (60) */
+	bool multichannel;        /* more channels to the server's interfaces */
+	unsigned max_channels;    /* 0: the engine's default (2); 1..32 */
+	char *interfaces;         /* "eth1:eth2" or NULL: local interfaces for channels */
+	unsigned actimeo;         /* seconds */
 	enum smb_mount_cache cache;
 	unsigned rsize, wsize;   /* bytes per READ/WRITE; 0: as negotiated; else a multiple
 	                            of SMB_IO_SIZE_MIN up to SMB_IO_SIZE_MAX */

@@ -208,21 +208,23 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	char host[INET6_ADDRSTRLEN] = "?", peer[96], err[256] = "";
-	netif_sockaddr(f, rdma ? 0 : c->port, &ss, &sl);
+	/* Non-RDMA channels go the way channel 0 went (TCP or QUIC). */
+	const char *kind = rdma ? "rdma" : c->stream_kind;
+	netif_sockaddr(f, rdma ? 0 : smb_client_kind_port(c, kind), &ss, &sl);
 	inet_ntop(f->family, f->addr, host, sizeof(host));
 	if (!route_allowed(mc, &ss, sl)) {
 		smb_debug("%s: %s is not reached through interfaces=%s; no channel", c->host, host,
 		          mc->opts.mc_interfaces);
 		return -ENETUNREACH;
 	}
-	snprintf(peer, sizeof(peer), "%s %s channel", host, rdma ? "rdma" : "tcp");
+	snprintf(peer, sizeof(peer), "%s %s channel", host, kind);
 
 	void *mem = talloc_new(NULL);
 	struct smb_chan *ch = NULL;
 	uint8_t *blob = NULL;
 	size_t blob_len = 0;
 	int rc = mem ? smb_chan_open(
-	                   c, rdma ? "rdma" : "tcp", (struct sockaddr *)&ss, sl, peer,
+	                   c, kind, (struct sockaddr *)&ss, sl, peer,
 	                   mc->opts.connect_timeout_ms ? mc->opts.connect_timeout_ms : 15000, &ch)
 	             : -ENOMEM;
 	if (!rc) {

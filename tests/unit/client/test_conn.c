@@ -4,6 +4,7 @@
  * fault-injection peer for what a real server will not do on demand; the real
  * server tests are in tests/integration. */
 #include "client/conn.h"
+#include "client/transport_quic.h"
 #include "client/crypto.h"
 #include "common/evloop.h"
 #include "common/log.h"
@@ -125,6 +126,12 @@ int smb_transport_rdma_new(struct ev_loop *loop, const struct smb_transport_up *
 	return -EOPNOTSUPP;
 }
 
+int smb_transport_quic_new(struct ev_loop *loop, const struct smb_transport_up *up,
+                           const struct smb_quic_params *p, struct smb_transport **out)
+{
+	return -EOPNOTSUPP;
+}
+
 /* Deliver a message to conn on the loop thread. */
 struct delivery {
 	struct fake *f;
@@ -233,7 +240,7 @@ static struct smb_conn *open_conn(unsigned timeout_ms)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	struct smb_conn *c;
-	int err = smb_conn_open(loop, "tcp", (struct sockaddr *)&sa, sizeof(sa), "fake", 1000,
+	int err = smb_conn_open(loop, "tcp", NULL, (struct sockaddr *)&sa, sizeof(sa), "fake", 1000,
 	                        timeout_ms, &c);
 	CHECK_EQ(err, 0);
 	return c;
