@@ -94,6 +94,11 @@ COVERAGE = {
     # the RDMA paths themselves run in the QEMU guest (tests/vm/guest/)
     "rdma": f"{THIS}::test_rdma_and_rdma_threshold",
     "rdma_threshold": f"{THIS}::test_rdma_and_rdma_threshold",
+    "transport": "tests/integration/test_quic.py::test_auto_uses_tcp_when_quic_is_blocked",
+    "quic_port": "tests/integration/test_quic.py::test_auto_uses_quic_when_tcp_is_blocked",
+    "cafile": "tests/integration/test_quic.py::test_quic_self_signed_certificate_refused",
+    "certfile": "tests/integration/test_quic.py::test_quic_client_certificate",
+    "keyfile": "tests/integration/test_quic.py::test_quic_client_certificate",
     "timeout": "tests/integration/test_reconnect.py::test_stopped_server_times_out_then_recovers",
     "soft": f"{THIS}::test_soft_and_hard",
     "hard": f"{THIS}::test_soft_and_hard",
@@ -119,7 +124,9 @@ SAMPLE = {"username": "u", "user": "u", "password": "p", "pass": "p", "domain": 
           "addr": "::1", "vers": "3", "uid": "0", "gid": "0", "file_mode": "0600",
           "dir_mode": "0700", "actimeo": "5", "cache": "loose", "rsize": "65536",
           "wsize": "65536", "rdma_threshold": "8192", "timeout": "30", "echo_interval": "10",
-          "max_channels": "2", "interfaces": "lo", "comment": "x"}
+          "max_channels": "2", "interfaces": "lo", "comment": "x", "transport": "quic",
+          "quic_port": "4433", "cafile": "/etc/hostname", "certfile": "/etc/hostname",
+          "keyfile": "/etc/hostname"}
 
 
 def _macro_bold(line):

@@ -205,7 +205,7 @@ def test_auto_uses_quic_when_tcp_is_blocked(samba, certs, relay_factory, mount_f
     """transport=auto with the TCP port blocked: refused (nothing listens)
     or dropped (a listener whose accept queue is full: the kernel drops the
     SYNs and connect() hangs, as behind a firewall).  The QUIC contestant
-    wins and the mount works while TCP still waits."""
+    wins (quic_port= the relay's) and the mount works while TCP still waits."""
     relay = relay_factory(certs.srv_pem, certs.srv_key, (samba.host, samba.port))
     with contextlib.ExitStack() as stack:
         if how == "dropped":

@@ -80,6 +80,35 @@ static void test_aliases(void)
 	smb_mount_opts_free(&o);
 }
 
+/* transport=, quic_port=, cafile=: later values win; rdma is transport=rdma. */
+static void test_transport(void)
+{
+	struct smb_mount_opts o;
+	char err[256] = "";
+
+	CHECK_EQ(parse(&o, "transport=quic,quic_port=8443,cafile=/etc/hostname", false, err,
+	               sizeof(err)),
+	         0);
+	CHECK(o.transport && strcmp(o.transport, "quic") == 0 && !o.rdma);
+	CHECK_EQ(o.quic_port, 8443);
+	CHECK(o.cafile && strcmp(o.cafile, "/etc/hostname") == 0);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "transport=auto,transport=rdma", false, err, sizeof(err)), 0);
+	CHECK(o.rdma && o.transport == NULL);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "rdma,transport=tcp", false, err, sizeof(err)), 0);
+	CHECK(!o.rdma && strcmp(o.transport, "tcp") == 0);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "transport=udp", false, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "'transport'") != NULL);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "quic_port=0", false, err, sizeof(err)), -EINVAL);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "cafile=/no/such/ca.pem", false, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "/no/such/ca.pem") != NULL);
+	smb_mount_opts_free(&o);
+}
+
 static void test_vers(void)
 {
 	static const struct {
@@ -857,6 +886,7 @@ int main(void)
 	RUN(test_defaults);
 	RUN(test_all_options);
 	RUN(test_aliases);
+	RUN(test_transport);
 	RUN(test_vers);
 	RUN(test_password_commas);
 	RUN(test_mount8_options);
