@@ -135,6 +135,16 @@ static void set_nonblock(int fd)
 
 static void rconn_free(struct rconn *c)
 {
+	if (c->conn) {
+		/* For reading a benchmark: what congestion control ended with. */
+		ngtcp2_conn_stat st;
+		ngtcp2_conn_get_conn_stat(c->conn, &st);
+		fprintf(stderr,
+		        "relay: conn closed: srtt %.3f ms, min_rtt %.3f ms, cwnd %llu, pto_count "
+		        "%zu, pacing %.1f B/ms\n",
+		        st.smoothed_rtt / 1e6, st.min_rtt / 1e6, (unsigned long long)st.cwnd,
+		        st.pto_count, st.pacing_rate * 1e6);
+	}
 	if (c->tcp_fd >= 0) {
 		epoll_ctl(ep, EPOLL_CTL_DEL, c->tcp_fd, NULL);
 		close(c->tcp_fd);
