@@ -99,4 +99,25 @@ static inline void fuzz_create_ctxs(const uint8_t *chain, uint32_t len)
 	}
 }
 
+/* If msg decodes as a CREATE response, each of its create contexts named
+ * name (4 chars) goes to check(data, len), as client/ops.c walks them; then
+ * the whole input goes to check too, as a context's data. */
+static inline void fuzz_each_create_ctx(const uint8_t *msg, size_t size, const char *name,
+                                        void (*check)(const uint8_t *d, uint32_t n))
+{
+	struct smb2_create_rsp cr;
+	if (smb2_create_rsp_decode(msg, size, &cr) == 0) {
+		uint32_t off = 0;
+		char got[5];
+		const uint8_t *d;
+		uint32_t dlen;
+		while (smb2_create_ctx_next(cr.contexts, cr.contexts_len, &off, got, &d, &dlen) ==
+		       1)
+			if (strcmp(got, name) == 0)
+				check(d, dlen);
+	}
+	if (size <= UINT32_MAX)
+		check(msg, (uint32_t)size);
+}
+
 #endif

@@ -37,20 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	     b.fileid.volatile_ != smb_le64(m + BODY + 16)))
 		abort();
 
-	struct smb2_create_rsp cr;
-	if (smb2_create_rsp_decode(m, size, &cr) == 0) {
-		uint32_t off = 0;
-		char name[5];
-		const uint8_t *d;
-		uint32_t dlen;
-		while (smb2_create_ctx_next(cr.contexts, cr.contexts_len, &off, name, &d, &dlen) ==
-		       1)
-			if (strcmp(name, "DH2Q") == 0)
-				dh2q(d, dlen);
-	}
-	/* and on the bare input, as a context's data */
-	if (size <= UINT32_MAX)
-		dh2q(m, (uint32_t)size);
+	fuzz_each_create_ctx(m, size, "DH2Q", dh2q);
 
 	int fo = smb2_req_fileid_offset(size >= 2 ? smb_le16(m) : 0);
 	if (fo != -1 && fo != 8 && fo != 16 && fo != 24)

@@ -406,6 +406,18 @@ def main():
         'create_dh2q': create([dh2q]),
         'create_mxac_dh2q_lease': create([mxac, dh2q, lease]),
     }
+    key = bytes(range(1, 17))
+    rqls_v2 = (b'RqLs', key + struct.pack('<IIQ', 7, 0, 0) + bytes(16) + struct.pack('<HH', 3, 0))
+    seeds['proto_lease'] = {
+        'lease_break_ack_required': hdr(18, mid=0xffffffffffffffff, sess=0) +
+        struct.pack('<HHI', 44, 4, 1) + key + struct.pack('<IIIII', 7, 1, 0, 0, 0),
+        'lease_break_r_to_none': hdr(18, mid=0xffffffffffffffff, sess=0) +
+        struct.pack('<HHI', 44, 5, 0) + key + struct.pack('<IIIII', 1, 0, 0, 0, 0),
+        'lease_break_rsp': hdr(18, mid=9) + struct.pack('<HHI', 36, 0, 0) + key +
+        struct.pack('<IQ', 1, 0),
+        'create_rqls_v1': create([lease]),
+        'create_rqls_v2_dh2q': create([mxac, rqls_v2, dh2q]),
+    }
     seeds['proto_fsctl'] = fsctl_seeds()
     for target, files in seeds.items():
         d = os.path.join(ROOT, target)
