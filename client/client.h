@@ -119,6 +119,30 @@ int smb_client_reconnect_now(struct smb_client *c, const char *why);
 typedef void (*smb_break_cb)(void *arg, struct smb2_fileid fid, uint8_t level);
 void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg);
 
+/* Leases ([MS-SMB2] 3.2.4.3.2): smb_open() with args->lease_id != 0 asks for
+ * a lease instead of an oplock when the server offers leasing (2.1 and up;
+ * on directories only with directory leasing): R|W|H on a file, R|H on a
+ * directory.  Every open with one lease_id shares one lease (fuse/ uses the
+ * inode), so opens of one file never break each other.  smb_attr.lease says
+ * what was granted (the lease's state now, for all its opens).
+ *
+ * When the server breaks a lease, cb gets the lease_id, the state it had
+ * and the state it keeps (new_state, a subset), and an ack token.  cb runs
+ * on the loop thread and must not block: it starts dropping what it cached
+ * beyond new_state (writing back dirty data first when W goes) and, when
+ * that is done, calls smb_lease_break_done(ack) once, from any thread; the
+ * engine acknowledges the break then, if the server asked for it.  Until
+ * then the server holds back the open that caused the break.  Without a cb
+ * the engine acknowledges at once.  Set once, before the first smb_open(). */
+struct smb_lease_ack;
+typedef void (*smb_lease_break_cb)(void *arg, uint64_t lease_id, uint32_t old_state,
+                                   uint32_t new_state, struct smb_lease_ack *ack);
+void smb_client_set_lease_break_cb(struct smb_client *c, smb_lease_break_cb cb, void *arg);
+/* Any thread, before smb_client_destroy() returned; frees ack. */
+void smb_lease_break_done(struct smb_lease_ack *ack);
+/* Frees ack without acknowledging (any time: a teardown that cannot wait). */
+void smb_lease_break_drop(struct smb_lease_ack *ack);
+
 /* The event loop the client's callbacks run on.  Owned by the client (valid
  * until smb_client_destroy()); a caller may add its own fds and calls to it
  * (fuse/ serves /dev/fuse from it, so a request and its reply never change
@@ -147,6 +171,9 @@ struct smb_client_stats {
 	int nchannels;
 	struct smb_channel_stats channels[SMB_CLIENT_MAX_CHANNELS];
 	uint64_t payload_bytes_copied; /* READ/WRITE payload bytes the engine copied */
+	uint64_t leases_granted;       /* opens granted a lease */
+	uint64_t lease_breaks;         /* LEASE_BREAK notifications received */
+	uint64_t lease_break_acks;     /* ... acknowledged, and the server agreed */
 };
 /* A snapshot; any thread. */
 void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out);
@@ -161,6 +188,8 @@ struct smb_attr {
 	uint32_t nlink;           /* 0 if unknown */
 	bool symlink;             /* never set by the engine: fuse/ marks mfsymlinks */
 	uint8_t oplock;           /* smb_open only: the oplock granted (SMB2_OPLOCK_LEVEL_*) */
+	uint32_t lease;           /* smb_open only, oplock SMB2_OPLOCK_LEVEL_LEASE: the lease
+	                             state granted (SMB2_LEASE_*, client/proto/smb2_lease.h) */
 };
 
 struct smb_fsinfo {
@@ -197,6 +226,8 @@ struct smb_open_args {
 	uint32_t create_disposition; /* FILE_OPEN, FILE_CREATE, FILE_OPEN_IF, FILE_OVERWRITE_IF */
 	uint32_t create_options;     /* FILE_DIRECTORY_FILE, FILE_NON_DIRECTORY_FILE, ... */
 	uint32_t file_attributes;    /* for new files; 0 = FILE_ATTRIBUTE_NORMAL */
+	uint64_t lease_id;           /* smb_open: not 0 = ask for a lease keyed by it (see
+	                                smb_client_set_lease_break_cb) instead of an oplock */
 };
 /* create (+ query FileAllInformation for the file id and link count), keeping
  * the handle open; close it with smb_close(). */

@@ -96,6 +96,9 @@ struct smb_client {
 	struct smb_opens *opens;   /* client/opens.c: handles to reopen */
 	smb_break_cb on_break;     /* smb_client_set_break_cb(); set before any open */
 	void *on_break_arg;
+	smb_lease_break_cb on_lease_break; /* smb_client_set_lease_break_cb() */
+	void *on_lease_break_arg;
+	uint64_t leases_granted, lease_breaks, lease_break_acks; /* atomic (stats) */
 	bool durable;                 /* ask for durable v2 handles (3.x) */
 	unsigned echo_ms;             /* keepalive of a lone channel; 0 = off */
 	uint64_t previous_session_id; /* set by reconnect for its SESSION_SETUP */
@@ -190,12 +193,30 @@ int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, 
 int smb_req_add_create(struct smb_req *req, const char *path, const struct smb_open_args *a,
                        uint8_t oplock, const struct smb2_create_ctx *ctx);
 
+/* The same with n (0..SMB2_MAX_CREATE_CTX) create contexts. */
+int smb_req_add_create_ctxs(struct smb_req *req, const char *path, const struct smb_open_args *a,
+                            uint8_t oplock, const struct smb2_create_ctx *ctx, int n);
+
+/* ---- client/lease.c: leases --------------------------------------------------------- */
+/* The RqLs context an open with args a asks for, written into buf (its data)
+ * and *ctx: true, or false when this open gets no lease (no lease_id, or
+ * the server does not lease this kind of object). */
+bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t buf[52],
+                   struct smb2_create_ctx *ctx);
+/* The lease state a CREATE response granted (its RqLs context), counted in
+ * the stats; 0 when there is none. */
+uint32_t smb_lease_granted(struct smb_client *c, const uint8_t *ctxs, uint32_t ctxs_len);
+/* A LEASE_BREAK notification arrived (loop thread). */
+void smb_lease_on_break(struct smb_client *c, const uint8_t *pdu, size_t len);
+
 /* ---- client/opens.c: open handles that outlive a connection ---------------------- */
 int smb_opens_init(struct smb_client *c);
 void smb_opens_new_guid(uint8_t guid[16]);
 /* Record a handle smb_open() got (fid is what its caller keeps). */
 void smb_opens_add(struct smb_client *c, struct smb2_fileid fid, const char *path,
                    const struct smb_open_args *args, const uint8_t create_guid[16], bool durable);
+/* The oplock level (SMB2_OPLOCK_LEVEL_*) the handle holds now. */
+void smb_opens_set_oplock(struct smb_client *c, struct smb2_fileid fid, uint8_t level);
 void smb_opens_remove(struct smb_client *c, struct smb2_fileid fid);
 bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid);
 /* Point the request's FileIds at the handles' current ones (any thread,

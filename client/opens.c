@@ -6,6 +6,11 @@
  * is patched on its way out (smb_req_fix_fids) from the caller's FileId to
  * the current one.  Handles that could not be reopened are "lost": requests
  * on them fail with EIO, and closing them succeeds at once.
+ *
+ * Oplock breaks are acknowledged here (a lease break goes to lease.c): the
+ * table keeps the level each handle holds, since a break from level II to
+ * none must not be acknowledged.  A handle's lease (its lease_id in the
+ * open args) is asked for again when it is reopened.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +19,7 @@
 
 #include "client/client_int.h"
 #include "client/crypto.h"
+#include "client/proto/smb2_lease.h"
 #include "common/log.h"
 
 #define OPENS_BUCKETS 256
@@ -25,6 +31,7 @@ struct smb_open_rec {
 	uint8_t create_guid[16];
 	bool durable;
 	bool lost;
+	uint8_t oplock; /* the level held now (SMB2_OPLOCK_LEVEL_*), under the lock */
 	struct smb_open_rec *next;
 };
 
@@ -117,26 +124,20 @@ static struct smb_open_rec *find(struct smb_opens *o, struct smb2_fileid fid)
 	return NULL;
 }
 
+void smb_opens_set_oplock(struct smb_client *c, struct smb2_fileid fid, uint8_t level)
+{
+	struct smb_opens *o = c->opens;
+	pthread_rwlock_wrlock(&o->lock);
+	struct smb_open_rec *r = find(o, fid);
+	if (r)
+		r->oplock = level;
+	pthread_rwlock_unlock(&o->lock);
+}
+
 void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg)
 {
 	c->on_break = cb;
 	c->on_break_arg = arg;
-}
-
-/* The caller's FileId of the handle the server knows as cur (they differ
- * after a reconnect); cur itself if it is not in the table. */
-static struct smb2_fileid orig_of(struct smb_opens *o, struct smb2_fileid cur)
-{
-	struct smb2_fileid found = cur;
-	pthread_rwlock_rdlock(&o->lock);
-	if (o->moved) {
-		for (unsigned b = 0; b < OPENS_BUCKETS; b++)
-			for (struct smb_open_rec *r = o->b[b]; r; r = r->next)
-				if (fid_eq(r->cur, cur))
-					found = r->orig;
-	}
-	pthread_rwlock_unlock(&o->lock);
-	return found;
 }
 
 bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid)
@@ -192,14 +193,24 @@ static int reopen_one(struct smb_client *c, struct smb_chan *ch, struct smb_open
 	if (!req)
 		return -ENOMEM;
 	req->no_replay = true;
-	uint8_t dh2c[SMB2_DH2C_LEN];
-	smb2_dh2c_encode(dh2c, r->cur, r->create_guid);
-	const struct smb2_create_ctx ctx = {"DH2C", dh2c, sizeof(dh2c)};
+	uint8_t dh2c[SMB2_DH2C_LEN], rqls[SMB2_RQLS_V2_LEN];
+	struct smb2_create_ctx ctx[2];
+	int n = 0;
 	struct smb_open_args a = r->args;
 	a.create_disposition = FILE_OPEN;
-	int err = smb_req_add_create(req, r->path, &a,
-	                             durable ? SMB2_OPLOCK_LEVEL_BATCH : SMB2_OPLOCK_LEVEL_NONE,
-	                             durable ? &ctx : NULL);
+	if (durable) {
+		smb2_dh2c_encode(dh2c, r->cur, r->create_guid);
+		ctx[n++] = (struct smb2_create_ctx){"DH2C", dh2c, sizeof(dh2c)};
+	}
+	/* The handle's lease goes with it: a durable reconnect must name
+	 * the key it was granted under ([MS-SMB2] 3.2.4.4), and a reopen
+	 * by path asks for the lease again. */
+	bool lease = smb_lease_ctx(c, &a, rqls, &ctx[n]);
+	n += lease;
+	uint8_t oplock = lease     ? SMB2_OPLOCK_LEVEL_LEASE
+	                 : durable ? SMB2_OPLOCK_LEVEL_BATCH
+	                           : SMB2_OPLOCK_LEVEL_NONE;
+	int err = smb_req_add_create_ctxs(req, r->path, &a, oplock, ctx, n);
 	if (!err)
 		err = smb_client_submit_sync(c, req);
 	if (!err) {
@@ -214,6 +225,8 @@ static int reopen_one(struct smb_client *c, struct smb_chan *ch, struct smb_open
 			err = -EBADMSG;
 		} else {
 			*cur = rsp.fileid;
+			if (lease)
+				smb_lease_granted(c, rsp.contexts, rsp.contexts_len);
 		}
 	}
 	smb_req_put(req);
@@ -268,6 +281,7 @@ int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsig
 		} else {
 			r->cur = cur;
 			r->durable = durable;
+			r->oplock = SMB2_OPLOCK_LEVEL_NONE; /* the caller caches nothing now */
 			if (!fid_eq(cur, r->orig))
 				__atomic_store_n(&o->moved, true, __ATOMIC_RELEASE);
 		}
@@ -289,22 +303,55 @@ static void break_ack_done(struct smb_req *req)
 	smb_req_put(req);
 }
 
+/* The handle the server knows as cur: its level goes to level; returns
+ * the level it held (LEVEL_NONE if unknown) and sets *orig to the caller's
+ * FileId of it. */
+static uint8_t oplock_lowered(struct smb_opens *o, struct smb2_fileid cur, uint8_t level,
+                              struct smb2_fileid *orig)
+{
+	uint8_t old = SMB2_OPLOCK_LEVEL_NONE;
+	*orig = cur;
+	pthread_rwlock_wrlock(&o->lock);
+	/* cur and orig differ only after a reconnect moved some handle */
+	struct smb_open_rec *r = o->moved ? NULL : find(o, cur);
+	for (unsigned b = 0; o->moved && !r && b < OPENS_BUCKETS; b++)
+		for (r = o->b[b]; r && !fid_eq(r->cur, cur); r = r->next)
+			;
+	if (r) {
+		old = r->oplock;
+		r->oplock = level;
+		*orig = r->orig;
+	}
+	pthread_rwlock_unlock(&o->lock);
+	return old;
+}
+
 void smb_opens_on_break(struct smb_client *c, const uint8_t *pdu, size_t len)
 {
 	struct smb2_oplock_break b;
 	int err = smb2_oplock_break_decode(pdu, len, &b);
-	if (err) {
-		if (err == -EPROTO)
-			smb_debug("%s: lease break ignored (no leases requested)", c->host);
-		else
-			smb_warn("%s: malformed OPLOCK_BREAK notification ignored", c->host);
+	if (err == -EPROTO) {
+		smb_lease_on_break(c, pdu, len);
 		return;
 	}
+	if (err) {
+		smb_warn("%s: malformed OPLOCK_BREAK notification ignored", c->host);
+		return;
+	}
+	struct smb2_fileid orig;
+	uint8_t old = oplock_lowered(c->opens, b.fileid, b.oplock_level, &orig);
 	/* The caller drops what it cached under the oplock (fuse/ queues the
 	 * kernel's invalidation), then we agree at once to the level the
 	 * server breaks us to (its FileId, sent as it is). */
 	if (c->on_break)
-		c->on_break(c->on_break_arg, orig_of(c->opens, b.fileid), b.oplock_level);
+		c->on_break(c->on_break_arg, orig, b.oplock_level);
+	/* A break from level II can only go to none: the server expects no
+	 * acknowledgment ([MS-SMB2] 2.2.24.1), and Samba answers one with
+	 * STATUS_INVALID_OPLOCK_PROTOCOL. */
+	if (old == SMB2_OPLOCK_LEVEL_II && b.oplock_level == SMB2_OPLOCK_LEVEL_NONE) {
+		smb_debug("%s: level II oplock broken to none (no acknowledgment)", c->host);
+		return;
+	}
 	struct smb_req *req = smb_client_req(c, NULL);
 	uint8_t *body = req ? smb_req_begin_pdu(req, SMB2_OPLOCK_BREAK, 24) : NULL;
 	err = body ? smb_req_end_pdu(req, smb2_oplock_break_ack_encode(body, 24, &b)) : -ENOMEM;

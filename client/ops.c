@@ -9,6 +9,7 @@
  */
 #include "client/client_int.h"
 #include "client/proto/smb2_fsctl.h"
+#include "client/proto/smb2_lease.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -24,6 +25,12 @@
 int smb_req_add_create(struct smb_req *req, const char *path, const struct smb_open_args *a,
                        uint8_t oplock, const struct smb2_create_ctx *ctx)
 {
+	return smb_req_add_create_ctxs(req, path, a, oplock, ctx, ctx ? 1 : 0);
+}
+
+int smb_req_add_create_ctxs(struct smb_req *req, const char *path, const struct smb_open_args *a,
+                            uint8_t oplock, const struct smb2_create_ctx *ctx, int n)
+{
 	struct smb2_create_req cr = {
 	    .requested_oplock_level = oplock,
 	    .impersonation_level = SMB2_IMPERSONATION_IMPERSONATION,
@@ -34,11 +41,14 @@ int smb_req_add_create(struct smb_req *req, const char *path, const struct smb_o
 	    .create_options = a->create_options,
 	    .name = path,
 	};
-	if (ctx) {
-		cr.contexts[0] = *ctx;
-		cr.context_count = 1;
+	if (n < 0 || n > SMB2_MAX_CREATE_CTX)
+		return -EINVAL;
+	size_t cap = 64 + 2 * strlen(path) + 16;
+	for (int i = 0; i < n; i++) {
+		cr.contexts[i] = ctx[i];
+		cap += 32 + ctx[i].data_len;
 	}
-	size_t cap = 64 + 2 * strlen(path) + 16 + (ctx ? 32 + ctx->data_len : 0);
+	cr.context_count = n;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_CREATE, cap);
 	return body ? smb_req_end_pdu(req, smb2_create_req_encode(body, cap, &cr)) : -ENOMEM;
 }
@@ -251,6 +261,16 @@ static void open_record(struct op *op, const struct smb2_create_rsp *cr)
 {
 	bool durable = op->want_durable && durable_granted(cr);
 	smb_opens_add(op->c, cr->fileid, op->path, &op->oa, op->create_guid, durable);
+	smb_opens_set_oplock(op->c, cr->fileid, cr->oplock_level);
+}
+
+/* What the caller may cache: the oplock, or the lease it stands for. */
+static void open_grant(struct op *op, const struct smb2_create_rsp *cr, struct smb_attr *a)
+{
+	a->oplock = cr->oplock_level;
+	a->lease = cr->oplock_level == SMB2_OPLOCK_LEVEL_LEASE
+	               ? smb_lease_granted(op->c, cr->contexts, cr->contexts_len)
+	               : 0;
 }
 
 static void open_done(struct smb_req *req)
@@ -287,7 +307,7 @@ static void open_done(struct smb_req *req)
 		a.end_of_file = cr.end_of_file;
 		a.allocation_size = cr.allocation_size;
 		a.file_attributes = cr.file_attributes;
-		a.oplock = cr.oplock_level;
+		open_grant(op, &cr, &a);
 		open_record(op, &cr);
 		cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
 	} else if (decode_allinfo(&req->pdu[1], &a) < 0) {
@@ -295,7 +315,7 @@ static void open_done(struct smb_req *req)
 		cb(op->arg, -EIO, 0, none, NULL);
 		smb_close(op->c, cr.fileid, NULL, NULL);
 	} else {
-		a.oplock = cr.oplock_level;
+		open_grant(op, &cr, &a);
 		open_record(op, &cr);
 		cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
 	}
@@ -315,20 +335,26 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 	op->oa = oa;
 	op->path = talloc_strdup(op, path);
 	int err = op->path ? 0 : -ENOMEM;
-	if (!err && c->durable) {
+	/* What the caller may cache depends on the lease (or, without one,
+	 * the oplock) granted: smb_attr.lease, smb_attr.oplock. */
+	struct smb2_create_ctx ctx[2];
+	int nctx = 0;
+	uint8_t rqls[SMB2_RQLS_V2_LEN], dh2q[SMB2_DH2Q_LEN];
+	bool lease = smb_lease_ctx(c, &oa, rqls, &ctx[nctx]);
+	nctx += lease;
+	if (c->durable) {
 		/* A durable v2 handle survives a lost connection ([MS-SMB2]
-		 * 3.2.4.3.5); servers grant it under a batch oplock. */
+		 * 3.2.4.3.5); servers grant it under a batch oplock or a
+		 * lease with H. */
 		op->want_durable = true;
 		smb_opens_new_guid(op->create_guid);
-		uint8_t dh2q[SMB2_DH2Q_LEN];
 		smb2_dh2q_encode(dh2q, 0, op->create_guid);
-		const struct smb2_create_ctx ctx = {"DH2Q", dh2q, sizeof(dh2q)};
-		err = smb_req_add_create(req, path, &oa, SMB2_OPLOCK_LEVEL_BATCH, &ctx);
-	} else if (!err) {
-		/* No durable handle, but an oplock all the same: what the
-		 * caller may cache depends on it (smb_attr.oplock). */
-		err = smb_req_add_create(req, path, &oa, SMB2_OPLOCK_LEVEL_BATCH, NULL);
+		ctx[nctx++] = (struct smb2_create_ctx){"DH2Q", dh2q, sizeof(dh2q)};
 	}
+	if (!err)
+		err = smb_req_add_create_ctxs(
+		    req, path, &oa, lease ? SMB2_OPLOCK_LEVEL_LEASE : SMB2_OPLOCK_LEVEL_BATCH, ctx,
+		    nctx);
 	if (!err)
 		err = add_query_info(req, SMB2_FILEID_RELATED, SMB2_0_INFO_FILE, FileAllInformation,
 		                     ALLINFO_OUT);

@@ -1540,6 +1540,9 @@ void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out)
 	out->dialect = c->dialect;
 	out->signing = c->signing.active;
 	out->payload_bytes_copied = __atomic_load_n(&c->payload_bytes_copied, __ATOMIC_RELAXED);
+	out->leases_granted = __atomic_load_n(&c->leases_granted, __ATOMIC_RELAXED);
+	out->lease_breaks = __atomic_load_n(&c->lease_breaks, __ATOMIC_RELAXED);
+	out->lease_break_acks = __atomic_load_n(&c->lease_break_acks, __ATOMIC_RELAXED);
 	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++) {
 		struct smb_chan *chn = c->chans[i];

@@ -1,24 +1,42 @@
-/* fuse/cache.c — what the kernel may cache, driven by the server's oplocks
- * (cache=strict).
+/* fuse/cache.c — what the kernel may cache, driven by the server's leases
+ * (or, where the server does not lease, its oplocks).
  *
- * Every open asks for a batch oplock (client/ops.c smb_open).  An open that
- * gets one (or level II) is served through the page cache, as before: no
- * other client writes the file meanwhile without the server telling us.
- * An open that gets none is opened with direct_io: its reads and writes go
- * to the server.  When the server breaks an oplock (another client opened
- * the file), smbfs_on_break() has the kernel drop the inode's cached pages
- * and attributes, and a break to none marks the handle "uncached": from
- * then on attributes of its inode are never cached (timeout 0), so every
- * read revalidates them and the kernel's auto_inval_data drops pages the
- * server's mtime or size says are stale.
+ * cache=strict (the default): every open asks for a lease, R|W|H on a
+ * file (R|H on a directory where the server leases directories), one per
+ * inode (the lease_id is the nodeid; a file created by name gets a fresh
+ * id), so opens of one inode share it and never break each other.  Without
+ * leasing it asks for a batch oplock.  An open that gets R (or an oplock)
+ * is served through the page cache; one that gets neither is opened with
+ * direct_io and its inode's attributes are not cached (timeout 0).  A new
+ * open keeps the pages cached before only while another handle of the
+ * inode held R throughout (keep_cache); otherwise they go (close-to-open).
+ * Writes are write-through (the mount has no writeback cache), so even
+ * under W the kernel never holds dirty pages and data reaches the server
+ * before write(2) returns.
+ *
+ * When the server breaks a lease (another client opened or wrote the file):
+ *  - losing R: the kernel drops the inode's pages and attributes
+ *    (fuse_lowlevel_notify_inval_inode, which also writes back any dirty
+ *    page first), its handles become "uncached" (attributes timeout 0,
+ *    auto_inval_data drops pages the server's mtime or size says are
+ *    stale), and only then is the break acknowledged;
+ *  - losing only W or H: nothing cached depends on them (no dirty pages,
+ *    no handles kept open after close), so the ack goes at once.
+ * An oplock break does the same for the one handle it names, acknowledged
+ * by the engine at once (an oplock break leaves no time to wait).
+ * cache=none: direct_io always, breaks are acknowledged at once.
+ * cache=loose: pages kept across opens whatever the lease says; breaks
+ * still drop them.
  *
  * The kernel's invalidation must not run on the loop thread: it waits for
  * page locks that reads in flight hold until the loop thread answers them.
- * So each break starts a short-lived thread that makes the call; breaks are
- * rare.  fs->notifiers counts them; teardown waits for none to be left.
+ * So each break that drops a cache starts a short-lived thread that makes
+ * the call and then acknowledges; breaks are rare.  fs->notifiers counts
+ * them; teardown waits for none to be left.  An ack after the client is
+ * gone is dropped (fs->client_gone, under fs->ack_lock).
  *
- * Threads: smbfs_on_break runs on the loop thread (or the reconnect
- * thread); handles are read under fs->handles_lock.
+ * Threads: smbfs_on_break and smbfs_on_lease_break run on the loop thread
+ * (or the reconnect thread); handles are read under fs->handles_lock.
  */
 #include "fuse/smbfs.h"
 
@@ -29,38 +47,62 @@
 #include <unistd.h>
 
 #include "client/proto/smb2_const.h"
+#include "client/proto/smb2_lease.h"
 #include "common/log.h"
 
 struct inval_job {
 	struct smbfs *fs;
 	uint64_t nodeid;
+	struct smb_lease_ack *ack; /* sent once the cache is gone; NULL: none */
 };
+
+static void ack_lease_break(struct smbfs *fs, struct smb_lease_ack *ack)
+{
+	pthread_mutex_lock(&fs->ack_lock);
+	if (fs->client_gone)
+		smb_lease_break_drop(ack);
+	else
+		smb_lease_break_done(ack);
+	pthread_mutex_unlock(&fs->ack_lock);
+}
 
 static void *inval_thread(void *arg)
 {
 	struct inval_job *j = arg;
 	struct smbfs *fs = j->fs;
-	/* offset 0, length 0: every cached page and the attributes */
+	/* offset 0, length 0: every cached page (dirty ones written back
+	 * first) and the attributes */
 	int rc = fuse_lowlevel_notify_inval_inode(fs->se, j->nodeid, 0, 0);
 	if (rc < 0 && rc != -ENOENT && rc != -ENODEV)
 		smb_debug("%s: dropping the cache of inode %llu: %s", fs->source,
 		          (unsigned long long)j->nodeid, strerror(-rc));
+	if (j->ack)
+		ack_lease_break(fs, j->ack);
 	free(j);
 	__atomic_sub_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
 	return NULL;
 }
 
-static void drop_kernel_cache(struct smbfs *fs, uint64_t nodeid)
+/* Drop the kernel's cache of nodeid on a thread, then send ack (if any). */
+static void drop_kernel_cache(struct smbfs *fs, uint64_t nodeid, struct smb_lease_ack *ack)
 {
 	struct inval_job *j = malloc(sizeof(*j));
 	pthread_attr_t at;
 	pthread_t t;
 	if (!j || !fs->se) {
 		free(j);
+		if (ack)
+			smb_lease_break_done(ack);
 		return;
 	}
+	/* The attributes at once (offset < 0: no page is touched, nothing
+	 * blocks): the next read revalidates them, and auto_inval_data drops
+	 * pages the server's mtime or size says are stale even before the
+	 * thread has dropped them all. */
+	fuse_lowlevel_notify_inval_inode(fs->se, nodeid, -1, 0);
 	j->fs = fs;
 	j->nodeid = nodeid;
+	j->ack = ack;
 	__atomic_add_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -69,6 +111,8 @@ static void drop_kernel_cache(struct smbfs *fs, uint64_t nodeid)
 		         (unsigned long long)nodeid);
 		free(j);
 		__atomic_sub_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
+		if (ack)
+			smb_lease_break_done(ack);
 	}
 	pthread_attr_destroy(&at);
 }
@@ -82,8 +126,11 @@ void smbfs_on_break(void *arg, struct smb2_fileid fid, uint8_t level)
 		if (f->fid.persistent != fid.persistent || f->fid.volatile_ != fid.volatile_)
 			continue;
 		f->oplock = level;
-		if (level == SMB2_OPLOCK_LEVEL_NONE && !fs->keep_cache)
-			f->uncached = true;
+		if (level == SMB2_OPLOCK_LEVEL_NONE) {
+			f->lease = SMB2_LEASE_NONE; /* after a reconnect: nothing is known */
+			if (!fs->keep_cache)
+				f->uncached = true;
+		}
 		nodeid = f->nodeid;
 		break;
 	}
@@ -91,8 +138,73 @@ void smbfs_on_break(void *arg, struct smb2_fileid fid, uint8_t level)
 	if (nodeid && !fs->direct_io) {
 		smb_debug("%s: oplock of inode %llu broken to level %u: dropping its cache",
 		          fs->source, (unsigned long long)nodeid, level);
-		drop_kernel_cache(fs, nodeid);
+		drop_kernel_cache(fs, nodeid, NULL);
 	}
+}
+
+void smbfs_on_lease_break(void *arg, uint64_t lease_id, uint32_t old_state, uint32_t new_state,
+                          struct smb_lease_ack *ack)
+{
+	struct smbfs *fs = arg;
+	uint64_t nodeid = 0;
+	uint32_t held = 0;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f; f = f->next) {
+		if (f->lease_id != lease_id)
+			continue;
+		held |= f->lease;
+		f->lease &= new_state;
+		if (!(new_state & SMB2_LEASE_READ_CACHING) && !fs->keep_cache)
+			f->uncached = true;
+		nodeid = f->nodeid;
+	}
+	pthread_mutex_unlock(&fs->handles_lock);
+	/* What we may have cached: what our handles held, or what the server
+	 * says we held (a break may overtake the open that granted it). */
+	held |= old_state;
+	bool lose_r = (held & SMB2_LEASE_READ_CACHING) && !(new_state & SMB2_LEASE_READ_CACHING);
+	smb_debug("%s: lease of inode %llu broken from 0x%x to 0x%x%s", fs->source,
+	          (unsigned long long)nodeid, held, new_state,
+	          lose_r && nodeid && !fs->direct_io ? ": dropping its cache" : "");
+	if (lose_r && nodeid && !fs->direct_io)
+		drop_kernel_cache(fs, nodeid, ack);
+	else
+		smb_lease_break_done(ack);
+}
+
+uint64_t smbfs_lease_id(struct smbfs *fs, uint64_t nodeid)
+{
+	/* nodeids count up from 1; fresh ids from the top half never meet them */
+	if (nodeid)
+		return nodeid;
+	return (1ull << 63) | __atomic_add_fetch(&fs->next_lease_id, 1, __ATOMIC_RELAXED);
+}
+
+bool smbfs_lease_open(struct smbfs *fs, struct smbfs_file *f, const struct smb_attr *attr,
+                      bool *keep)
+{
+	bool leased = attr->oplock == SMB2_OPLOCK_LEVEL_LEASE;
+	bool cache = leased ? (attr->lease & SMB2_LEASE_READ_CACHING)
+	                    : attr->oplock != SMB2_OPLOCK_LEVEL_NONE;
+	bool kept = false;
+	pthread_mutex_lock(&fs->handles_lock);
+	f->oplock = attr->oplock;
+	f->lease = leased ? attr->lease : SMB2_LEASE_NONE;
+	if (!leased)
+		f->lease_id = 0; /* an oplock: breaks name the handle, not the lease */
+	for (struct smbfs_file *o = fs->handles; leased && o; o = o->next) {
+		if (o == f || o->lease_id != f->lease_id || o->closing)
+			continue;
+		kept |= cache && (o->lease & SMB2_LEASE_READ_CACHING) && !o->uncached;
+		o->lease = f->lease; /* one lease, one state */
+	}
+	/* cache=strict without R: another client may be writing it, so
+	 * nothing of it is cached. */
+	if (!cache && !fs->keep_cache && !fs->direct_io)
+		f->uncached = true;
+	pthread_mutex_unlock(&fs->handles_lock);
+	*keep = kept;
+	return cache;
 }
 
 double smbfs_attr_timeout(struct smbfs *fs, uint64_t nodeid)

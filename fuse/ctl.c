@@ -215,8 +215,12 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 	json_mount(o, &first, ctl, st);
 	if (cmd == CTL_RECONNECT)
 		json_ku64(o, &first, "channels_dropped", (uint64_t)dropped);
-	if (cmd == CTL_STATS)
+	if (cmd == CTL_STATS) {
 		json_ku64(o, &first, "payload_bytes_copied", st->payload_bytes_copied);
+		json_ku64(o, &first, "leases_granted", st->leases_granted);
+		json_ku64(o, &first, "lease_breaks", st->lease_breaks);
+		json_ku64(o, &first, "lease_break_acks", st->lease_break_acks);
+	}
 	if (cmd == CTL_DEBUG) {
 		json_kstr(o, &first, "signing_algorithm",
 		          st->signing ? smb2_signing_alg_str(info->signing_alg) : "none");
@@ -321,9 +325,14 @@ static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 	           ctl->share);
 	out_printf(o, "dialect   %s, signing %s\n", dialect,
 	           st->signing ? smb2_signing_alg_str(info->signing_alg) : "off");
-	if (cmd == CTL_STATS)
+	if (cmd == CTL_STATS) {
 		out_printf(o, "payload bytes copied by the daemon: %" PRIu64 "\n",
 		           st->payload_bytes_copied);
+		out_printf(o,
+		           "leases granted %" PRIu64 ", lease breaks %" PRIu64
+		           ", acknowledged %" PRIu64 "\n",
+		           st->leases_granted, st->lease_breaks, st->lease_break_acks);
+	}
 	if (cmd == CTL_DEBUG)
 		out_printf(o,
 		           "encryption %s, max read %" PRIu32 " bytes, max write %" PRIu32

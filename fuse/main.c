@@ -559,6 +559,7 @@ static int run(struct mount_args *a)
 	int rc, ret = 1;
 
 	pthread_mutex_init(&fs.handles_lock, NULL);
+	pthread_mutex_init(&fs.ack_lock, NULL);
 
 	copts.host = a->unc.host;
 	copts.addr = a->opts.ip;
@@ -680,6 +681,7 @@ static int run(struct mount_args *a)
 	}
 	fs.se = se;
 	smb_client_set_break_cb(fs.client, smbfs_on_break, &fs);
+	smb_client_set_lease_break_cb(fs.client, smbfs_on_lease_break, &fs);
 	if (fuse_set_signal_handlers(se) < 0) {
 		report("could not mount %s: cannot install signal handlers", a->source);
 		goto out;
@@ -718,7 +720,10 @@ static int run(struct mount_args *a)
 	/* Stop reading requests, then fail what is still pending while the
 	 * session can take replies. */
 	ev_call(smb_client_loop(fs.client), fuse_pump_stop_cb, &pump);
-	smb_ctl_stop(ctl); /* smbrdmactl: before the client goes */
+	smb_ctl_stop(ctl);                /* smbrdmactl: before the client goes */
+	pthread_mutex_lock(&fs.ack_lock); /* cache.c's threads ack no more */
+	fs.client_gone = true;
+	pthread_mutex_unlock(&fs.ack_lock);
 	smb_client_destroy(fs.client);
 	fs.client = NULL;
 	smbfs_wait_notifiers(&fs);
@@ -733,6 +738,7 @@ out:
 		smb_client_destroy(fs.client);
 	smbfs_free_handles(&fs);
 	pthread_mutex_destroy(&fs.handles_lock);
+	pthread_mutex_destroy(&fs.ack_lock);
 	smb_inode_table_free(fs.inodes);
 	reqbuf_pool_free(fs.reqbufs);
 	return ret;

@@ -338,6 +338,7 @@ static void opendir_done(void *arg, int err, uint32_t status, struct smb2_fileid
 		if (d) {
 			d->file.fid = fid;
 			d->file.nodeid = ctx->nodeid;
+			d->file.lease_id = ctx->nodeid;
 			d->file.destroy = dir_destroy;
 			d->fs = fs;
 			pthread_mutex_init(&d->lock, NULL);
@@ -362,6 +363,12 @@ static void opendir_done(void *arg, int err, uint32_t status, struct smb2_fileid
 		return;
 	}
 	ctx->fi.fh = (uint64_t)(uintptr_t)&d->file;
+	/* Under a directory lease with R the kernel may keep the listing
+	 * (cache.c: a break drops it). */
+	bool keep;
+	ctx->fi.cache_readdir =
+	    smbfs_lease_open(fs, &d->file, attr, &keep) && d->file.lease_id && !fs->direct_io;
+	ctx->fi.keep_cache = ctx->fi.cache_readdir && keep;
 	if (fuse_reply_open(req, &ctx->fi) == -ENOENT)
 		smbfs_close_handle(fs, &d->file);
 	free(ctx);
@@ -395,6 +402,7 @@ void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	args.share_access = FILE_SHARE_ALL;
 	args.create_disposition = FILE_OPEN;
 	args.create_options = FILE_DIRECTORY_FILE;
+	args.lease_id = ino; /* a directory lease where the server grants them (cache.c) */
 	rc = smb_open(fs->client, path, &args, opendir_done, ctx);
 	free(path);
 	if (rc < 0) {

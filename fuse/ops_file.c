@@ -108,9 +108,10 @@ struct open_ctx {
 	fuse_req_t req;
 	struct smbfs *fs;
 	struct fuse_file_info fi;
-	uint64_t parent; /* create only */
-	uint64_t nodeid; /* open only */
-	char name[];     /* create only */
+	uint64_t parent;   /* create only */
+	uint64_t nodeid;   /* open only */
+	uint64_t lease_id; /* the lease asked for (cache.c) */
+	char name[];       /* create only */
 };
 
 static uint32_t access_for_flags(int flags)
@@ -131,13 +132,15 @@ static bool writes(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
-static struct smbfs_file *new_handle(struct smb2_fileid fid, uint64_t nodeid, int flags)
+static struct smbfs_file *new_handle(struct smb2_fileid fid, uint64_t nodeid, uint64_t lease_id,
+                                     int flags)
 {
 	struct smbfs_file *f = calloc(1, sizeof(*f));
 
 	if (f) {
 		f->fid = fid;
 		f->nodeid = nodeid;
+		f->lease_id = lease_id;
 		f->writable = (flags & O_ACCMODE) != O_RDONLY;
 	}
 	return f;
@@ -147,20 +150,17 @@ static void set_open_flags(struct smbfs *fs, struct fuse_file_info *fi, struct s
                            const struct smb_attr *attr)
 {
 	fi->fh = (uint64_t)(uintptr_t)f;
-	/* cache=strict without an oplock: another client may be writing it,
-	 * so nothing of it is cached (cache.c). */
-	f->oplock = attr->oplock;
-	if (attr->oplock == SMB2_OPLOCK_LEVEL_NONE && !fs->keep_cache && !fs->direct_io) {
-		pthread_mutex_lock(&fs->handles_lock);
-		f->uncached = true;
-		pthread_mutex_unlock(&fs->handles_lock);
-	}
-	/* O_DIRECT, cache=none or no oplock: bypass the page cache, every
-	 * read and write goes to the server as the application issued it. */
-	fi->direct_io = (fi->flags & O_DIRECT) != 0 || fs->direct_io || f->uncached;
-	/* cache=strict: 0, reopening drops cached pages (close-to-open);
-	 * cache=loose keeps them. */
-	fi->keep_cache = fs->keep_cache;
+	/* cache=strict without a lease with R (or an oplock): another client
+	 * may be writing it, so nothing of it is cached (cache.c). */
+	bool keep;
+	bool cache = smbfs_lease_open(fs, f, attr, &keep);
+	/* O_DIRECT, cache=none or nothing to cache under: bypass the page
+	 * cache, every read and write goes to the server as the application
+	 * issued it. */
+	fi->direct_io = (fi->flags & O_DIRECT) != 0 || fs->direct_io || (!cache && !fs->keep_cache);
+	/* cache=strict: reopening drops cached pages (close-to-open) unless
+	 * the lease kept them valid; cache=loose keeps them. */
+	fi->keep_cache = fs->keep_cache || keep;
 }
 
 static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fid,
@@ -173,7 +173,7 @@ static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fi
 	int e = smb_errno(err, status);
 
 	if (e == 0) {
-		f = new_handle(fid, ctx->nodeid, ctx->fi.flags);
+		f = new_handle(fid, ctx->nodeid, ctx->lease_id, ctx->fi.flags);
 		if (!f) {
 			e = ENOMEM;
 			close_fid(fs, fid);
@@ -224,6 +224,7 @@ void smbfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* With FUSE_CAP_ATOMIC_O_TRUNC the kernel leaves truncation to us. */
 	args.create_disposition = (fi->flags & O_TRUNC) ? FILE_OVERWRITE : FILE_OPEN;
 	args.create_options = FILE_NON_DIRECTORY_FILE;
+	args.lease_id = ctx->lease_id = smbfs_lease_id(fs, ino);
 	if (fi->flags & O_TRUNC)
 		smb_inode_invalidate_attr(fs->inodes, ino);
 	rc = smb_open(fs->client, path, &args, open_done, ctx);
@@ -253,7 +254,7 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 	}
 	rc = smb_inode_link(fs->inodes, ctx->parent, ctx->name, attr, smbfs_now_ns(), &nodeid,
 	                    &st_ino);
-	f = rc == 0 ? new_handle(fid, nodeid, ctx->fi.flags) : NULL;
+	f = rc == 0 ? new_handle(fid, nodeid, ctx->lease_id, ctx->fi.flags) : NULL;
 	if (!f) {
 		/* The file exists on the server now, but we cannot hand it
 		 * out; a later lookup will find it. */
@@ -316,6 +317,9 @@ void smbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	else
 		args.create_disposition = FILE_OPEN_IF;
 	args.create_options = FILE_NON_DIRECTORY_FILE;
+	/* the inode's lease if this mount knows the name already */
+	args.lease_id = ctx->lease_id =
+	    smbfs_lease_id(fs, smb_inode_find(fs->inodes, parent, name));
 	/* As cifs.ko does: a new file without any write bit is READONLY. */
 	args.file_attributes = (mode & (S_IWUSR | S_IWGRP | S_IWOTH)) ? FILE_ATTRIBUTE_NORMAL
 	                                                              : FILE_ATTRIBUTE_READONLY;

@@ -55,6 +55,11 @@ struct smbfs {
 	struct smbfs_file *handles; /* guarded by handles_lock */
 	/* The buffers /dev/fuse is read into; writes borrow them (reqbuf.h). */
 	struct reqbuf_pool *reqbufs;
+	/* Lease breaks acknowledged from cache.c's threads: under ack_lock,
+	 * and not once client_gone (set before smb_client_destroy()). */
+	pthread_mutex_t ack_lock;
+	bool client_gone;
+	uint64_t next_lease_id; /* cache.c: ids of new files' leases (atomic) */
 };
 
 /* An open handle: fi->fh points at one of these from open/create/opendir to
@@ -65,6 +70,9 @@ struct smbfs_file {
 	bool writable;                         /* opened with write access */
 	int flock;                             /* LOCK_SH/LOCK_EX held (ops_lock.c), or 0 */
 	uint8_t oplock;                        /* the server's oplock on it (cache.c) */
+	uint64_t lease_id;                     /* its lease (smb_open_args), 0: none asked */
+	uint32_t lease;                        /* the lease's state (SMB2_LEASE_*; under
+	                                          handles_lock) */
 	bool uncached;                         /* no oplock: its inode's attributes are not
 	                                          cached (cache.c; under handles_lock) */
 	bool closing;                          /* its CLOSE is under way (under handles_lock) */
@@ -176,9 +184,20 @@ void smbfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 void smbfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void smbfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
-/* cache.c: what the kernel may cache, from the server's oplocks */
+/* cache.c: what the kernel may cache, from the server's leases and oplocks */
 /* smb_break_cb of the engine (smb_client_set_break_cb). */
 void smbfs_on_break(void *arg, struct smb2_fileid fid, uint8_t level);
+/* smb_lease_break_cb of the engine (smb_client_set_lease_break_cb). */
+void smbfs_on_lease_break(void *arg, uint64_t lease_id, uint32_t old_state, uint32_t new_state,
+                          struct smb_lease_ack *ack);
+/* The lease_id to open nodeid with (0: a new file, not known yet: a fresh id). */
+uint64_t smbfs_lease_id(struct smbfs *fs, uint64_t nodeid);
+/* f was just opened (and tracked) with attr: record its lease, which is the
+ * state of every handle sharing it.  Returns whether its data may be
+ * cached (cache=strict: a lease with R, or an oplock), and sets *keep when
+ * the pages cached before may be kept (another handle held R all along). */
+bool smbfs_lease_open(struct smbfs *fs, struct smbfs_file *f, const struct smb_attr *attr,
+                      bool *keep);
 /* The attribute (and entry) timeout to give the kernel for nodeid: the
  * mount's, or 0 while one of its handles holds no oplock. */
 double smbfs_attr_timeout(struct smbfs *fs, uint64_t nodeid);

@@ -1,21 +1,17 @@
 """Two mounts (two daemons, two sessions) of one share: what one writes the
 other sees - after close under cache=strict, at once under cache=none - and
-an oplock break on one drops the other's cached pages and attributes.
-Attribute caching is long (actimeo=60) on the reading side, so nothing but
-the break can explain a fresh read."""
+a lease break (or, from a server that does not lease, an oplock break) on
+one drops the other's cached pages and attributes.  Attribute caching is
+long (actimeo=60) on the reading side, so nothing but the break can explain
+a fresh read; the daemons' lease counters (smbrdmactl stats) say which
+mechanism it was."""
 
 import os
 import time
 
+import pytest
 
-def read_fd(fd):
-    os.lseek(fd, 0, os.SEEK_SET)
-    out = b""
-    while True:
-        b = os.read(fd, 65536)
-        if not b:
-            return out
-        out += b
+from lib.fileops import lease_stats, read_fd, wait_for_lease_breaks
 
 
 def test_write_seen_by_the_other_mount_after_close(samba, mount_factory):
@@ -30,9 +26,11 @@ def test_write_seen_by_the_other_mount_after_close(samba, mount_factory):
             assert f.read() == data, i
 
 
-def test_oplock_break_drops_the_other_mounts_cache(samba, mount_factory):
-    a = mount_factory(samba)
-    b = mount_factory(samba, options=["actimeo=60"])
+@pytest.mark.parametrize("grant", ["lease", "oplock"])
+def test_break_drops_the_other_mounts_cache(grant, samba_factory, mount_factory):
+    srv = samba_factory(extra_global=[] if grant == "lease" else ["smb2 leases = no"])
+    a = mount_factory(srv)
+    b = mount_factory(srv, options=["actimeo=60", "debug"])
     pa, pb = os.path.join(a.path, "held.txt"), os.path.join(b.path, "held.txt")
     with open(pa, "wb") as f:
         f.write(b"first version")
@@ -40,12 +38,25 @@ def test_oplock_break_drops_the_other_mounts_cache(samba, mount_factory):
     try:
         assert read_fd(fb) == b"first version"
         assert read_fd(fb) == b"first version"
-        # A opens it: the server breaks B's oplock; A writes (same size)
+        before = lease_stats(b)
+        # A opens it: the server breaks B's lease or oplock; A writes (same
+        # size: only the data tells)
         with open(pa, "r+b") as f:
             f.write(b"SECOND")
+        if grant == "lease":
+            # Samba breaks R|W|H to R|H at A's open (A waits for B's
+            # acknowledgment) and R|H to none at A's write (A does not)
+            assert before["leases_granted"] >= 1 and before["lease_breaks"] == 0, before
+            after = wait_for_lease_breaks(b, 2)
+            assert after["lease_break_acks"] >= 1, after
         assert read_fd(fb) == b"SECONDversion"
-        # A keeps it open and appends: B, left without an oplock, caches
-        # nothing of it any more
+        if grant == "oplock":
+            after = lease_stats(b)
+            assert after == {"leases_granted": 0, "lease_breaks": 0,
+                             "lease_break_acks": 0}, after
+        # A keeps it open and appends: B, left without read caching,
+        # caches nothing of it any more (an oplock goes from level II to
+        # none: a break that takes no acknowledgment)
         fa = os.open(pa, os.O_WRONLY | os.O_APPEND)
         try:
             for tail in (b" +one", b" +two"):
@@ -57,6 +68,9 @@ def test_oplock_break_drops_the_other_mounts_cache(samba, mount_factory):
         assert os.fstat(fb).st_size == len(b"SECONDversion +one +two")
     finally:
         os.close(fb)
+    # every acknowledgment B sent was accepted (one of a break from level
+    # II to none draws STATUS_INVALID_OPLOCK_PROTOCOL, logged as this)
+    assert "break acknowledgment:" not in b.log_text()
 
 
 def test_cache_none_sees_writes_at_once(samba, mount_factory):

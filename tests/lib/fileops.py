@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from .mount import timeout_scale
+from .mount import build_dir, timeout_scale
 
 MIB = 1 << 20
 
@@ -22,6 +22,45 @@ def sh(args, timeout=120, check=True, **kw):
         raise AssertionError(f"{' '.join(map(str, args))} exited {r.returncode}:\n"
                              f"{r.stdout}{r.stderr}")
     return r
+
+
+def read_fd(fd):
+    """All of an open file, read from offset 0 through the fd (its cache)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    out = b""
+    while True:
+        b = os.read(fd, 65536)
+        if not b:
+            return out
+        out += b
+
+
+def lease_stats(m):
+    """The lease counters of mount m (smbrdmactl stats --json)."""
+    import json
+    if os.environ.get("SMBRDMA_BUILD") == "installed":
+        ctl = "/sbin/smbrdmactl"
+    else:
+        ctl = os.path.join(build_dir(), "tools", "smbrdmactl")
+    r = subprocess.run([ctl, "stats", m.path, "--json"], capture_output=True, text=True,
+                       timeout=30 * timeout_scale())
+    assert r.returncode == 0, f"smbrdmactl stats failed: {r.stderr}"
+    s = json.loads(r.stdout)
+    return {k: s[k] for k in ("leases_granted", "lease_breaks", "lease_break_acks")}
+
+
+def wait_for_lease_breaks(m, n, timeout=20):
+    """Wait until mount m has seen n lease breaks (a break of another
+    client's read caching is not waited for by the server: the writer's
+    call returns while the notification is on its way).  Returns the
+    stats; fails the test after timeout seconds (scaled)."""
+    deadline = time.monotonic() + timeout * timeout_scale()
+    while True:
+        s = lease_stats(m)
+        if s["lease_breaks"] >= n:
+            return s
+        assert time.monotonic() < deadline, f"{n} lease breaks awaited, stats: {s}"
+        time.sleep(0.05)
 
 
 def make_random_file(path, mib):

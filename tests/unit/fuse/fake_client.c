@@ -715,3 +715,16 @@ void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg)
 {
 	/* the fake grants no oplocks and breaks none */
 }
+
+void smb_client_set_lease_break_cb(struct smb_client *c, smb_lease_break_cb cb, void *arg)
+{
+	/* nor leases */
+}
+
+void smb_lease_break_done(struct smb_lease_ack *ack)
+{
+}
+
+void smb_lease_break_drop(struct smb_lease_ack *ack)
+{
+}

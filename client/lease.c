@@ -1,0 +1,185 @@
+/* client/lease.c — leases: the key each open asks with, the RqLs context,
+ * and the answer to a LEASE_BREAK.
+ *
+ * A lease key is the caller's lease_id (8 bytes, little-endian) followed by
+ * the first 8 bytes of this client's ClientGuid, so a break names its
+ * lease_id without a table, and two mounts of one share never share a key
+ * (the server keys leases by ClientGuid too, but it costs nothing).  The
+ * state granted lives with the caller (fuse/ keeps it per inode); the
+ * engine only counts.
+ *
+ * A break goes to the caller's smb_lease_break_cb with an ack token; the
+ * acknowledgment leaves only when the caller says its caches are gone
+ * (smb_lease_break_done()), so nothing stale is served and no dirty page is
+ * lost once the server lets the other client in.  A break the server does
+ * not want acknowledged (e.g. R to none) gets none: an ack would draw an
+ * error.
+ *
+ * Threads: smb_lease_on_break runs on the loop thread; smb_lease_break_done
+ * on any.  The token is malloc'd (not talloc: it changes threads).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_int.h"
+#include "client/proto/smb2_lease.h"
+#include "common/log.h"
+
+struct smb_lease_ack {
+	struct smb_client *c;
+	uint8_t key[SMB2_LEASE_KEY_LEN];
+	uint32_t new_state;
+	bool required;
+};
+
+static void lease_key(const struct smb_client *c, uint64_t id, uint8_t key[16])
+{
+	for (int i = 0; i < 8; i++)
+		key[i] = (uint8_t)(id >> (8 * i));
+	memcpy(key + 8, c->client_guid, 8);
+}
+
+/* The lease_id of a key of ours, or 0 for a key we never made. */
+static uint64_t lease_id_of(const struct smb_client *c, const uint8_t key[16])
+{
+	uint64_t id = 0;
+	if (memcmp(key + 8, c->client_guid, 8) != 0)
+		return 0;
+	for (int i = 0; i < 8; i++)
+		id |= (uint64_t)key[i] << (8 * i);
+	return id;
+}
+
+bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t buf[52],
+                   struct smb2_create_ctx *ctx)
+{
+	bool dir = a->create_options & FILE_DIRECTORY_FILE;
+	if (!a->lease_id || c->dialect < SMB2_DIALECT_0210 ||
+	    !(c->server_caps & SMB2_GLOBAL_CAP_LEASING))
+		return false;
+	/* Directory leases are 3.x only ([MS-SMB2] 3.2.4.3.8). */
+	if (dir && (c->dialect < SMB2_DIALECT_0300 ||
+	            !(c->server_caps & SMB2_GLOBAL_CAP_DIRECTORY_LEASING)))
+		return false;
+	struct smb2_lease l = {
+	    .state = dir ? SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING : SMB2_LEASE_RWH,
+	    .version = c->dialect >= SMB2_DIALECT_0300 ? 2 : 1,
+	};
+	lease_key(c, a->lease_id, l.key);
+	ssize_t n = smb2_rqls_encode(buf, SMB2_RQLS_V2_LEN, &l);
+	if (n < 0)
+		return false;
+	*ctx = (struct smb2_create_ctx){"RqLs", buf, (uint32_t)n};
+	return true;
+}
+
+uint32_t smb_lease_granted(struct smb_client *c, const uint8_t *ctxs, uint32_t ctxs_len)
+{
+	uint32_t off = 0, dlen;
+	const uint8_t *data;
+	char name[5];
+	struct smb2_lease l;
+	while (smb2_create_ctx_next(ctxs, ctxs_len, &off, name, &data, &dlen) == 1) {
+		if (strcmp(name, "RqLs") != 0)
+			continue;
+		if (smb2_rqls_rsp_decode(data, dlen, &l) < 0) {
+			smb_warn("%s: malformed lease context in a CREATE response ignored",
+			         c->host);
+			return 0;
+		}
+		if (l.state)
+			__atomic_add_fetch(&c->leases_granted, 1, __ATOMIC_RELAXED);
+		return l.state & SMB2_LEASE_RWH;
+	}
+	return 0;
+}
+
+void smb_client_set_lease_break_cb(struct smb_client *c, smb_lease_break_cb cb, void *arg)
+{
+	c->on_lease_break = cb;
+	c->on_lease_break_arg = arg;
+}
+
+static void ack_done(struct smb_req *req)
+{
+	struct smb_client *c = smb_req_client(req);
+	uint32_t st = req->pdu[0].have_rsp ? req->pdu[0].rsp_hdr.status : 0;
+	uint8_t key[16];
+	uint32_t state;
+	if (req->err || st != STATUS_SUCCESS)
+		smb_debug("%s: lease break acknowledgment: %s", c->host,
+		          req->err ? strerror(-req->err) : smb2_status_str(st));
+	else if (smb2_lease_break_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, key, &state) < 0)
+		smb_warn("%s: malformed LEASE_BREAK response ignored", c->host);
+	else
+		__atomic_add_fetch(&c->lease_break_acks, 1, __ATOMIC_RELAXED);
+	smb_req_put(req);
+}
+
+void smb_lease_break_done(struct smb_lease_ack *ack)
+{
+	struct smb_client *c = ack->c;
+	if (!ack->required) {
+		free(ack);
+		return;
+	}
+	struct smb_req *req = smb_client_req(c, NULL);
+	uint8_t *body =
+	    req ? smb_req_begin_pdu(req, SMB2_OPLOCK_BREAK, SMB2_LEASE_BREAK_ACK_LEN) : NULL;
+	int err =
+	    body ? smb_req_end_pdu(req, smb2_lease_break_ack_encode(body, SMB2_LEASE_BREAK_ACK_LEN,
+	                                                            ack->key, ack->new_state))
+	         : -ENOMEM;
+	if (!err) {
+		/* the bytes where an oplock ack has its FileId hold the lease
+		 * key: nothing to patch (smb_req_fix_fids) */
+		req->pdu[0].fid_known = true;
+		req->pdu[0].orig_fid = (struct smb2_fileid){0, 0};
+		req->done = ack_done;
+		err = smb_conn_submit(req->conn, req);
+	}
+	if (err) {
+		smb_warn("%s: cannot acknowledge a lease break: %s", c->host, strerror(-err));
+		if (req)
+			smb_req_put(req);
+	} else {
+		smb_debug("%s: lease break to state 0x%x acknowledged", c->host, ack->new_state);
+	}
+	free(ack);
+}
+
+void smb_lease_break_drop(struct smb_lease_ack *ack)
+{
+	free(ack);
+}
+
+void smb_lease_on_break(struct smb_client *c, const uint8_t *pdu, size_t len)
+{
+	struct smb2_lease_break b;
+	if (smb2_lease_break_decode(pdu, len, &b) < 0) {
+		smb_warn("%s: malformed LEASE_BREAK notification ignored", c->host);
+		return;
+	}
+	struct smb_lease_ack *ack = malloc(sizeof(*ack));
+	if (!ack) {
+		__atomic_add_fetch(&c->lease_breaks, 1, __ATOMIC_RELAXED);
+		smb_warn("%s: out of memory: a lease break is not acknowledged", c->host);
+		return;
+	}
+	ack->c = c;
+	memcpy(ack->key, b.key, SMB2_LEASE_KEY_LEN);
+	ack->new_state = b.new_state & SMB2_LEASE_RWH;
+	ack->required = b.flags & SMB2_NOTIFY_BREAK_LEASE_FLAG_ACK_REQUIRED;
+	uint64_t id = lease_id_of(c, b.key);
+	smb_debug("%s: lease %llu broken from 0x%x to 0x%x%s", c->host, (unsigned long long)id,
+	          b.current_state, b.new_state, ack->required ? " (ack required)" : "");
+	/* counted once the caller has seen it: a test that sees the count
+	 * knows the caller marked its cache stale */
+	if (id && c->on_lease_break)
+		c->on_lease_break(c->on_lease_break_arg, id, b.current_state & SMB2_LEASE_RWH,
+		                  ack->new_state, ack);
+	else
+		smb_lease_break_done(ack);
+	__atomic_add_fetch(&c->lease_breaks, 1, __ATOMIC_RELAXED);
+}
