@@ -185,9 +185,9 @@ int smb_req_fix_fids(struct smb_client *c, struct smb_req *req)
 
 /* Reopen one handle on ch: durable reconnect (DH2C) when it was granted,
  * else by path with FILE_OPEN (never re-create or truncate).  0 with *cur
- * set, or -errno. */
+ * set (and the oplock level granted), or -errno. */
 static int reopen_one(struct smb_client *c, struct smb_chan *ch, struct smb_open_rec *r,
-                      bool durable, void *mem, struct smb2_fileid *cur)
+                      bool durable, void *mem, struct smb2_fileid *cur, uint8_t *oplock_granted)
 {
 	struct smb_req *req = smb_chan_req(ch, mem);
 	if (!req)
@@ -225,6 +225,7 @@ static int reopen_one(struct smb_client *c, struct smb_chan *ch, struct smb_open
 			err = -EBADMSG;
 		} else {
 			*cur = rsp.fileid;
+			*oplock_granted = rsp.oplock_level;
 			if (lease)
 				smb_lease_granted(c, rsp.contexts, rsp.contexts_len);
 		}
@@ -254,15 +255,16 @@ int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsig
 	for (unsigned i = 0; i < n; i++) {
 		struct smb_open_rec *r = all[i];
 		struct smb2_fileid cur;
+		uint8_t granted = SMB2_OPLOCK_LEVEL_NONE;
 		int err = -ENOENT;
 		bool durable = r->durable;
 		if (durable) {
-			err = reopen_one(c, ch, r, true, mem, &cur);
+			err = reopen_one(c, ch, r, true, mem, &cur, &granted);
 			if (err == 0)
 				++*n_durable;
 		}
 		if (err == -ENOENT || err == -EBADMSG) {
-			err = reopen_one(c, ch, r, false, mem, &cur);
+			err = reopen_one(c, ch, r, false, mem, &cur, &granted);
 			if (err == 0) {
 				++*n_path;
 				durable = false;
@@ -281,7 +283,7 @@ int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsig
 		} else {
 			r->cur = cur;
 			r->durable = durable;
-			r->oplock = SMB2_OPLOCK_LEVEL_NONE; /* the caller caches nothing now */
+			r->oplock = granted;
 			if (!fid_eq(cur, r->orig))
 				__atomic_store_n(&o->moved, true, __ATOMIC_RELEASE);
 		}

@@ -10,9 +10,10 @@
  * direct_io and its inode's attributes are not cached (timeout 0).  A new
  * open keeps the pages cached before only while another handle of the
  * inode held R throughout (keep_cache); otherwise they go (close-to-open).
- * Writes are write-through (the mount has no writeback cache), so even
- * under W the kernel never holds dirty pages and data reaches the server
- * before write(2) returns.
+ * write(2) is write-through (the mount has no writeback cache): its data
+ * reaches the server before it returns, under W too.  Only pages dirtied
+ * through a shared mmap wait in the kernel; the invalidation below writes
+ * them back before it returns.
  *
  * When the server breaks a lease (another client opened or wrote the file):
  *  - losing R: the kernel drops the inode's pages and attributes
@@ -20,8 +21,11 @@
  *    page first), its handles become "uncached" (attributes timeout 0,
  *    auto_inval_data drops pages the server's mtime or size says are
  *    stale), and only then is the break acknowledged;
- *  - losing only W or H: nothing cached depends on them (no dirty pages,
- *    no handles kept open after close), so the ack goes at once.
+ *  - losing W (keeping R): the same invalidation, for the pages a shared
+ *    mmap may have dirtied: they reach the server before the ack (the
+ *    clean ones are dropped with them, and read again);
+ *  - losing only H: nothing cached depends on it (no handle is kept open
+ *    after close), so the ack goes at once.
  * An oplock break does the same for the one handle it names, acknowledged
  * by the engine at once (an oplock break leaves no time to wait).
  * cache=none: direct_io always, breaks are acknowledged at once.
@@ -162,11 +166,12 @@ void smbfs_on_lease_break(void *arg, uint64_t lease_id, uint32_t old_state, uint
 	/* What we may have cached: what our handles held, or what the server
 	 * says we held (a break may overtake the open that granted it). */
 	held |= old_state;
-	bool lose_r = (held & SMB2_LEASE_READ_CACHING) && !(new_state & SMB2_LEASE_READ_CACHING);
+	uint32_t lost = held & ~new_state;
+	bool drop = (lost & (SMB2_LEASE_READ_CACHING | SMB2_LEASE_WRITE_CACHING)) && nodeid &&
+	            !fs->direct_io;
 	smb_debug("%s: lease of inode %llu broken from 0x%x to 0x%x%s", fs->source,
-	          (unsigned long long)nodeid, held, new_state,
-	          lose_r && nodeid && !fs->direct_io ? ": dropping its cache" : "");
-	if (lose_r && nodeid && !fs->direct_io)
+	          (unsigned long long)nodeid, held, new_state, drop ? ": dropping its cache" : "");
+	if (drop)
 		drop_kernel_cache(fs, nodeid, ack);
 	else
 		smb_lease_break_done(ack);

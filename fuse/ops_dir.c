@@ -365,9 +365,9 @@ static void opendir_done(void *arg, int err, uint32_t status, struct smb2_fileid
 	ctx->fi.fh = (uint64_t)(uintptr_t)&d->file;
 	/* Under a directory lease with R the kernel may keep the listing
 	 * (cache.c: a break drops it). */
-	bool keep;
-	ctx->fi.cache_readdir =
-	    smbfs_lease_open(fs, &d->file, attr, &keep) && d->file.lease_id && !fs->direct_io;
+	bool keep = false;
+	ctx->fi.cache_readdir = attr->oplock == SMB2_OPLOCK_LEVEL_LEASE &&
+	                        smbfs_lease_open(fs, &d->file, attr, &keep) && !fs->direct_io;
 	ctx->fi.keep_cache = ctx->fi.cache_readdir && keep;
 	if (fuse_reply_open(req, &ctx->fi) == -ENOENT)
 		smbfs_close_handle(fs, &d->file);
