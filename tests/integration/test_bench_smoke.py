@@ -1,5 +1,9 @@
-"""bench/run-bench --quick completes against the private Samba through the
-mount and writes JSON that parses. No timing assertions."""
+"""bench/run-bench --quick completes against the private Samba with every
+peer (mount.smbrdma, smbrdma-bench, smbnetfs, smbclient, the FUSE
+passthrough, tmpfs) and writes JSON and text that parse: a figure per peer
+and job, CPU per GiB, the daemon's peak memory, the ratios and the
+acceptance lines. No timing assertions: whether a line is MET is not
+checked, only that it carries a figure."""
 
 import glob
 import json
@@ -8,6 +12,12 @@ import subprocess
 import sys
 
 from lib.mount import REPO
+
+# the figure of each job, and the peers that run it (see bench/run-bench)
+JOBS = {"seq_write": "mib_s", "seq_read": "mib_s", "seq_write_qd8": "mib_s",
+        "seq_read_qd8": "mib_s", "randread_qd1": "iops", "randread_qd16": "iops",
+        "randwrite_qd16": "iops", "metadata": "files_per_s"}
+FIO_PEERS = ("smbrdma", "smbnetfs", "passthrough", "tmpfs")
 
 
 def test_bench_quick(tmp_path, fuse_required, root_required, scale):
@@ -21,11 +31,34 @@ def test_bench_quick(tmp_path, fuse_required, root_required, scale):
     assert len(files) == 1, files
     res = json.load(open(files[0]))
     assert res["quick"] is True and not res["errors"], res["errors"]
-    for k in ("seq_write", "seq_read", "randread_qd1", "randread_qd16", "metadata"):
-        assert k in res["smbrdma"], k
-    assert {"put_mib_s", "get_mib_s"} <= set(res["smbclient"])
     assert res["machine"]["nproc"] and res["commit"]
-    assert glob.glob(str(out / "*.txt"))
+    peers = res["peers"]
+    for job, fig in JOBS.items():
+        runners = FIO_PEERS + (("library",) if job != "metadata" else ())
+        for peer in runners:
+            v = peers[peer][job]
+            assert v[fig] > 0, (peer, job, v)
+            key = "cpu_us_per_file" if job == "metadata" else "cpu_s_per_gib"
+            assert v[key] >= 0, (peer, job, v)
+        for peer in ("smbrdma", "smbnetfs", "passthrough"):
+            assert peers[peer][job]["daemon_vmhwm_kib"] > 0, (peer, job)
+    for job in ("seq_write", "seq_read"):
+        assert peers["smbclient"][job]["mib_s"] > 0 and \
+            peers["smbclient"][job]["cpu_s_per_gib"] > 0
+    # one run per peer and job in one round
+    assert len(res["runs"]) == sum(len(FIO_PEERS) + (job != "metadata") for job in JOBS) + 2
+    assert res["daemon_peak_kib_4k_qd16"] > 0
+    for job in JOBS:
+        ratios = res["ratios"][job]
+        assert ratios["smbrdma/smbnetfs"] > 0 and ratios["smbrdma/passthrough"] > 0, ratios
+        assert (ratios["library/FUSE"] is None) == (job == "metadata"), ratios
+        assert (ratios["smbrdma/smbclient"] is None) == (not job.startswith("seq")), ratios
+    assert len(res["acceptance"]) >= 7
+    for line in res["acceptance"]:
+        assert line["value"] is not None and line["met"] in (True, False), line
+    text = open(glob.glob(str(out / "*.txt"))[0]).read()
+    assert "smbnetfs" in text and "passthrough" in text and "acceptance" in text
+    assert text.count(" MET") + text.count(" SHORT") == len(res["acceptance"]), text
 
 
 def test_bench_quic_vs_tcp_quick(tmp_path, fuse_required, root_required, scale):
