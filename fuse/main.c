@@ -467,6 +467,8 @@ struct fuse_pump {
 
 /* sizeof(struct fuse_in_header) of the kernel ABI. */
 #define FUSE_IN_HEADER_SIZE 40
+/* Requests larger than this end a pump pass (see fuse_pump_readable). */
+#define PUMP_YIELD_BYTES (64u * 1024u)
 
 static void fuse_pump_readable(struct ev_fd *f, uint32_t events, void *arg)
 {
@@ -506,6 +508,16 @@ static void fuse_pump_readable(struct ev_fd *f, uint32_t events, void *arg)
 			__atomic_store_n(&p->done, true, __ATOMIC_RELEASE);
 			return;
 		}
+		/* A request that carried a payload (a WRITE) has queued its SMB
+		 * request with the transport, which sends from the loop's call
+		 * queue, run after this callback returns.  Return now, so it
+		 * goes out before the next request is read: reading one copies
+		 * up to 1 MiB, and with several WRITEs pending the server would
+		 * otherwise wait for all of those copies before it saw the
+		 * first request.  The fd stays readable (level-triggered), so
+		 * the loop comes straight back. */
+		if ((size_t)res > PUMP_YIELD_BYTES)
+			return;
 	}
 }
 
