@@ -1,22 +1,30 @@
 /* fuse/inode.h — the table of inodes the kernel knows about.
  *
- * A FUSE nodeid is our own counter (1 = the root, never reused).  Each inode
- * holds its parent and its name; a path is built by walking up, so a rename
- * moves one node and its whole subtree follows.  A hash map finds
- * (parent, name) -> inode.  nlookup counts exactly the entries handed to the
- * kernel (lookup, create, mkdir, readdirplus) minus its forgets; an inode is
- * freed when nlookup is 0 and no other inode names it as parent (the root
- * is never freed).  An unlinked or replaced inode leaves the name map but
- * keeps its parent and name until it is forgotten.
+ * A FUSE nodeid is our own counter (1 = the root, never reused).  One inode
+ * stands for one server file: every name that leads to the same server
+ * file id (and type) is the same inode, so hard links share a nodeid as
+ * POSIX wants.  An inode holds its names, each a (parent inode, name)
+ * link; a hash map finds (parent, name) -> link, another finds a server
+ * file id -> inode.  A path is built by walking up from an inode's first
+ * name (the one linked, looked up or renamed to last), so a rename moves
+ * one name and a directory's whole subtree follows.  A directory has one
+ * name.  nlookup counts exactly the entries handed to the kernel (lookup,
+ * create, mkdir, link, readdirplus) minus its forgets; an inode is freed
+ * when nlookup is 0 and no name has it as parent (the root is never
+ * freed), and its names with it.  A name that goes (unlink, replaced by a
+ * rename, found to be another file) leaves the name map; an inode whose
+ * last name went keeps that one, off the map, to build paths from until
+ * it is forgotten, and is no longer found by its file id (a server may
+ * give the id of a deleted file to a new one).
  *
  * Each inode also caches the server's attributes; they are "fresh" for
  * attr_timeout after they were stored and kept (stale) after that, for
  * callers that only need the file attributes or type.
  *
- * Locking: one mutex per table guards every field of every inode and both
- * hash maps.  It is a leaf lock: nothing else is taken while it is held, and
- * no callback or FUSE reply happens under it.  Callers may hold their own
- * lock (e.g. a directory handle's) when they call in here.
+ * Locking: one mutex per table guards every field of every inode and name
+ * and the three hash maps.  It is a leaf lock: nothing else is taken while
+ * it is held, and no callback or FUSE reply happens under it.  Callers may
+ * hold their own lock (e.g. a directory handle's) when they call in here.
  */
 #ifndef SMBRDMA_FUSE_INODE_H
 #define SMBRDMA_FUSE_INODE_H
@@ -35,12 +43,15 @@ struct smb_inode_table;
 struct smb_inode_table *smb_inode_table_new(const char *root_prefix, uint64_t attr_timeout_ns);
 void smb_inode_table_free(struct smb_inode_table *t);
 
-/* The inode named (parent, name), created if absent, with nlookup + 1 and
- * the given attributes stored at time now_ns.  If the name maps to an inode
- * whose server file id or type differs from attr, that inode is detached
- * from the name (it is another file now) and a new one is made.  Returns 0
- * and the nodeid and st_ino to hand to the kernel, or -ENOENT if parent is
- * unknown, -ENOMEM. */
+/* The inode named (parent, name), with nlookup + 1 and the given attributes
+ * stored at time now_ns.  If the name maps to an inode whose server file id
+ * or type differs from attr, the name leaves that inode (it is another file
+ * now).  An unknown name joins the live inode of attr's file id if there is
+ * one (a hard link, or a directory another client moved, which then loses
+ * its old name), else a new inode.  attr->nlink 0 (a directory listing
+ * carries no link count) keeps the count stored before for the same file.
+ * Returns 0 and the nodeid and st_ino to hand to the kernel, or -ENOENT if
+ * parent is unknown, -ENOMEM. */
 int smb_inode_link(struct smb_inode_table *t, uint64_t parent, const char *name,
                    const struct smb_attr *attr, uint64_t now_ns, uint64_t *nodeid,
                    uint64_t *st_ino);
@@ -75,13 +86,21 @@ void smb_inode_dir_changed(struct smb_inode_table *t, uint64_t nodeid, uint64_t 
  * gave none.  0 for an unknown nodeid. */
 uint64_t smb_inode_st_ino(struct smb_inode_table *t, uint64_t nodeid);
 
-/* The name (parent, name) is gone on the server: detach its inode. */
+/* The name (parent, name) is gone on the server: it leaves its inode,
+ * whose cached attributes turn stale (a link count stored above 1 drops by
+ * one meanwhile). */
 void smb_inode_unlink(struct smb_inode_table *t, uint64_t parent, const char *name);
-/* (oldparent, oldname) is now (newparent, newname); an inode that had the new
- * name is detached.  Returns 0, or -ENOMEM (the table is then unchanged
- * except that the target name is detached). */
+/* (oldparent, oldname) is now (newparent, newname), and becomes the name
+ * paths of its inode use; the new name leaves the inode that had it (as
+ * smb_inode_unlink).  The attributes of both inodes turn stale (ctime,
+ * link count).  Returns 0, or -ENOMEM (the old name is then dropped too;
+ * a lookup of the new one finds the inode again by its file id). */
 int smb_inode_rename(struct smb_inode_table *t, uint64_t oldparent, const char *oldname,
                      uint64_t newparent, const char *newname);
+
+/* Has every name of nodeid gone (unlinked, or replaced by a rename)?  The
+ * root never goes; false for an unknown nodeid. */
+bool smb_inode_unlinked(struct smb_inode_table *t, uint64_t nodeid);
 
 /* For tests and debug logs: nlookup of nodeid (0 if unknown), the nodeid
  * bound to (parent, name) (0 if none), and the number of live inodes. */

@@ -167,6 +167,105 @@ static void test_unlink_and_replace(void)
 	smb_inode_table_free(t);
 }
 
+/* Two names of one server file are one inode (one nodeid, one st_ino):
+ * the kernel then sees link(2) raise the link count of the name it had. */
+static void test_hard_links(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", SEC);
+	uint64_t d, e, a, b, c, n, ino;
+	struct smb_attr two = file_attr(500), got;
+	bool fresh;
+
+	d = link_(t, SMB_ROOT_NODEID, "d", dir_attr(1));
+	e = link_(t, SMB_ROOT_NODEID, "e", dir_attr(2));
+	a = link_(t, d, "a", file_attr(500));
+	two.nlink = 2;
+	CHECK_EQ(smb_inode_link(t, e, "b", &two, 0, &b, &ino), 0);
+	CHECK_EQ(b, a);
+	CHECK_EQ(ino, 500);
+	CHECK_EQ(smb_inode_nlookup(t, a), 2);
+	CHECK_EQ(smb_inode_find(t, d, "a"), a);
+	CHECK_EQ(smb_inode_find(t, e, "b"), a);
+	CHECK_EQ(smb_inode_count(t), 4);
+	/* paths use the name seen last */
+	check_path(t, a, NULL, "e/b");
+	CHECK_EQ(link_(t, d, "a", file_attr(500)), a);
+	check_path(t, a, NULL, "d/a");
+	/* a listing (no link count) keeps the count we knew */
+	CHECK_EQ(link_(t, d, "a", file_attr(500)), a);
+	CHECK_EQ(smb_inode_get_attr(t, a, 0, &got, &fresh, NULL), 0);
+	CHECK_EQ(got.nlink, 2);
+	/* unlink of one name: the other still works, the count drops and
+	 * is stale */
+	smb_inode_unlink(t, d, "a");
+	CHECK_EQ(smb_inode_find(t, d, "a"), 0);
+	check_path(t, a, NULL, "e/b");
+	CHECK_EQ(smb_inode_get_attr(t, a, 0, &got, &fresh, NULL), 0);
+	CHECK_EQ(got.nlink, 1);
+	CHECK(!fresh);
+	/* link again, rename one name: the other is untouched */
+	c = link_(t, d, "c", file_attr(500));
+	CHECK_EQ(c, a);
+	CHECK_EQ(smb_inode_rename(t, d, "c", SMB_ROOT_NODEID, "top"), 0);
+	CHECK_EQ(smb_inode_find(t, SMB_ROOT_NODEID, "top"), a);
+	CHECK_EQ(smb_inode_find(t, e, "b"), a);
+	check_path(t, a, NULL, "top");
+	smb_inode_unlink(t, SMB_ROOT_NODEID, "top");
+	check_path(t, a, NULL, "e/b");
+	/* the last name goes: the inode keeps it for paths, but is not
+	 * found by its file id any more (the server may reuse the id) */
+	smb_inode_unlink(t, e, "b");
+	check_path(t, a, NULL, "e/b");
+	n = link_(t, d, "new", file_attr(500));
+	CHECK(n != a);
+	/* forgetting frees the inode, and directories only it kept */
+	smb_inode_forget(t, d, 1);
+	smb_inode_forget(t, e, 1);
+	CHECK_EQ(smb_inode_count(t), 5);
+	smb_inode_forget(t, a, 5);
+	CHECK_EQ(smb_inode_count(t), 3); /* root, d (kept by new), new */
+	smb_inode_forget(t, n, 1);
+	CHECK_EQ(smb_inode_count(t), 1);
+	smb_inode_table_free(t);
+}
+
+/* A file with names in two directories: forgetting it frees both
+ * directories when nothing else holds them. */
+static void test_hard_link_release(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", SEC);
+	uint64_t d, e, f;
+
+	d = link_(t, SMB_ROOT_NODEID, "d", dir_attr(1));
+	e = link_(t, SMB_ROOT_NODEID, "e", dir_attr(2));
+	f = link_(t, d, "f", file_attr(9));
+	CHECK_EQ(link_(t, e, "g", file_attr(9)), f);
+	CHECK_EQ(link_(t, d, "h", file_attr(9)), f);
+	smb_inode_forget(t, d, 1);
+	smb_inode_forget(t, e, 1);
+	CHECK_EQ(smb_inode_count(t), 4);
+	smb_inode_forget(t, f, 3);
+	CHECK_EQ(smb_inode_count(t), 1);
+	smb_inode_table_free(t);
+}
+
+/* Another client renamed a directory: the new name is the same inode and
+ * the old name goes (a directory has one name). */
+static void test_dir_moved_elsewhere(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", SEC);
+	uint64_t d, f;
+
+	d = link_(t, SMB_ROOT_NODEID, "old", dir_attr(7));
+	f = link_(t, d, "f", file_attr(8));
+	CHECK_EQ(link_(t, SMB_ROOT_NODEID, "new", dir_attr(7)), d);
+	CHECK_EQ(smb_inode_find(t, SMB_ROOT_NODEID, "old"), 0);
+	check_path(t, f, NULL, "new/f");
+	/* a file and a directory with one id are never one inode */
+	CHECK(link_(t, SMB_ROOT_NODEID, "file7", file_attr(7)) != d);
+	smb_inode_table_free(t);
+}
+
 static void test_attr_cache(void)
 {
 	struct smb_inode_table *t = smb_inode_table_new("", 2 * SEC);
@@ -235,6 +334,9 @@ int main(void)
 	RUN(test_rename_subtree);
 	RUN(test_parent_kept_alive);
 	RUN(test_unlink_and_replace);
+	RUN(test_hard_links);
+	RUN(test_hard_link_release);
+	RUN(test_dir_moved_elsewhere);
 	RUN(test_attr_cache);
 	RUN(test_many);
 	return check_report();

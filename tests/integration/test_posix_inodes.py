@@ -1,0 +1,76 @@
+"""One inode per server file, and link counts the kernel sees at once.
+
+Every name of a server file is one FUSE inode (the daemon keys its table by
+the server's file id), so link(2) answers with the inode the kernel already
+has and its new link count: the old name shows it at once, not after the
+attribute cache expires (xfstests generic/002).  The mount caches
+attributes for a minute (actimeo=60), so a count the daemon did not send
+with the op itself would show up stale here.  A file or directory replaced
+by a rename while open reads st_nlink 0 through its descriptor, and
+leaves no hidden name behind once closed (generic/035).
+"""
+
+import os
+
+import pytest
+
+
+@pytest.fixture
+def m(samba, mount_factory):
+    return mount_factory(samba, options=["actimeo=60"])
+
+
+def nlinks(*paths):
+    return [os.stat(p).st_nlink for p in paths]
+
+
+def test_link_counts_follow_link_and_unlink(samba, m):
+    a = os.path.join(m.path, "a")
+    os.mkdir(os.path.join(m.path, "d"))
+    with open(a, "w") as f:
+        f.write("one file\n")
+    assert os.stat(a).st_nlink == 1
+    names = [a] + [os.path.join(m.path, n) for n in ("b", "d/c", "d/e")]
+    for i, n in enumerate(names[1:], start=2):
+        os.link(a, n)
+        # every name, the old ones included, shows the new count
+        assert nlinks(*names[:i]) == [i] * i
+    ino = os.stat(a).st_ino
+    assert {os.stat(n).st_ino for n in names} == {ino}
+    # the server agrees
+    assert os.stat(os.path.join(samba.share_path, "d", "c")).st_nlink == 4
+    # data written through one name is read through another
+    with open(names[2], "a") as f:
+        f.write("through c\n")
+    with open(names[3]) as f:
+        assert f.read() == "one file\nthrough c\n"
+    # rename of one name leaves the others working
+    moved = os.path.join(m.path, "moved")
+    os.rename(names[1], moved)
+    names[1] = moved
+    assert nlinks(*names) == [4] * 4
+    # unlink one by one: the rest count down and stay readable
+    while names:
+        gone = names.pop(0)
+        os.unlink(gone)
+        assert not os.path.exists(gone)
+        assert nlinks(*names) == [len(names)] * len(names)
+        for n in names:
+            with open(n) as f:
+                assert f.read() == "one file\nthrough c\n"
+    assert sorted(os.listdir(m.path)) == ["d"]
+    assert os.listdir(os.path.join(m.path, "d")) == []
+
+
+def test_ls_listing_keeps_link_count(samba, m):
+    """A directory listing (readdirplus) carries no link count; it must not
+    reset the count the kernel had to 1."""
+    a = os.path.join(m.path, "a")
+    open(a, "w").close()
+    os.link(a, os.path.join(m.path, "b"))
+    assert sorted(os.listdir(m.path)) == ["a", "b"]
+    with os.scandir(m.path) as it:
+        for e in it:
+            assert e.stat().st_nlink == 2, e.name
+    assert nlinks(a, os.path.join(m.path, "b")) == [2, 2]
+
