@@ -177,12 +177,24 @@ struct attr_ctx {
 	uint64_t ino;
 };
 
+/* The stat of ino.  A link count of 0 from the server reads "unknown" in
+ * smb_attr_to_stat(); for an inode whose names are all gone it is the
+ * truth (the server's count for a file it will delete at its last close,
+ * as POSIX wants for an open file that was unlinked or renamed over). */
+static void inode_stat(struct smbfs *fs, uint64_t ino, const struct smb_attr *attr, uint64_t st_ino,
+                       struct stat *st)
+{
+	smb_attr_to_stat(attr, &fs->policy, st_ino, st);
+	if (attr->nlink == 0 && !attr->symlink && smb_inode_unlinked(fs->inodes, ino))
+		st->st_nlink = 0;
+}
+
 static void reply_attr(struct smbfs *fs, fuse_req_t req, uint64_t ino, const struct smb_attr *attr)
 {
 	struct stat st;
 
 	smb_inode_set_attr(fs->inodes, ino, attr, smbfs_now_ns());
-	smb_attr_to_stat(attr, &fs->policy, smb_inode_st_ino(fs->inodes, ino), &st);
+	inode_stat(fs, ino, attr, smb_inode_st_ino(fs->inodes, ino), &st);
 	fuse_reply_attr(req, &st, smbfs_attr_timeout(fs, ino));
 }
 
@@ -246,7 +258,7 @@ void smbfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (timeout > 0 &&
 	    smb_inode_get_attr(fs->inodes, ino, smbfs_now_ns(), &attr, &fresh, &st_ino) == 0 &&
 	    fresh) {
-		smb_attr_to_stat(&attr, &fs->policy, st_ino, &st);
+		inode_stat(fs, ino, &attr, st_ino, &st);
 		fuse_reply_attr(req, &st, timeout);
 		return;
 	}
@@ -519,8 +531,19 @@ struct hide_ctx {
 	struct smbfs *fs;
 	void (*done)(void *arg, int err, uint32_t status); /* then this */
 	void *arg;
-	char *hidden;
+	uint64_t parent;
+	bool is_dir;
+	char *hidden;      /* its path */
+	char *hidden_name; /* in parent */
+	char name[];       /* the name it had in parent */
 };
+
+static void hide_free(struct hide_ctx *h)
+{
+	free(h->hidden);
+	free(h->hidden_name);
+	free(h);
+}
 
 static void hide_deleted(void *arg, int err, uint32_t status)
 {
@@ -532,48 +555,61 @@ static void hide_deleted(void *arg, int err, uint32_t status)
 	if (err || status != STATUS_SUCCESS)
 		smb_warn("%s: %s could not be marked for deletion: %s", h->fs->source, h->hidden,
 		         strerror(smb_errno(err, status)));
-	free(h->hidden);
-	free(h);
+	else
+		smb_inode_unlink(h->fs->inodes, h->parent, h->hidden_name);
+	hide_free(h);
 	done(darg, 0, STATUS_SUCCESS);
 }
 
 static void hide_moved(void *arg, int err, uint32_t status)
 {
 	struct hide_ctx *h = arg;
-	int rc = smb_errno(err, status)
-	             ? 0
-	             : smb_unlink(h->fs->client, h->hidden, false, hide_deleted, h);
+	int rc = 0;
+
+	if (!smb_errno(err, status)) {
+		/* the inode's name is the hidden one now: paths built from it
+		 * (a getattr without a handle) find the file, not whatever
+		 * takes the old name next */
+		if (smb_inode_rename(h->fs->inodes, h->parent, h->name, h->parent, h->hidden_name) <
+		    0)
+			smb_warn("%s: out of memory renaming %s", h->fs->source, h->name);
+		rc = smb_unlink(h->fs->client, h->hidden, h->is_dir, hide_deleted, h);
+	}
 	if (smb_errno(err, status) || rc < 0) {
 		void (*done)(void *, int, uint32_t) = h->done;
 		void *darg = h->arg;
-		free(h->hidden);
-		free(h);
+		hide_free(h);
 		done(darg, rc < 0 ? rc : err, rc < 0 ? 0 : status);
 	}
 }
 
-/* Move (parent, name), held open here as nodeid, out of sight and delete
- * it; then done(arg, err, status) as the unlink's own completion. */
-static int hide_open_file(struct smbfs *fs, uint64_t parent, const char *path, uint64_t nodeid,
-                          void (*done)(void *, int, uint32_t), void *arg)
+/* Move (parent, name) at path, held open here as nodeid, out of sight and
+ * delete it; then done(arg, err, status) as the unlink's own completion. */
+static int hide_open_file(struct smbfs *fs, uint64_t parent, const char *name, const char *path,
+                          uint64_t nodeid, void (*done)(void *, int, uint32_t), void *arg)
 {
 	static uint64_t seq; /* loop thread only */
-	char name[64];
-	char *hidden = NULL;
-	snprintf(name, sizeof(name), SMBFS_HIDDEN_PREFIX "%llx-%llx", (unsigned long long)nodeid,
-	         (unsigned long long)++seq);
-	int rc = smb_inode_path(fs->inodes, parent, name, &hidden);
-	struct hide_ctx *h = rc ? NULL : malloc(sizeof(*h));
-	if (!rc && !h)
-		rc = -ENOMEM;
-	if (!rc) {
-		*h = (struct hide_ctx){fs, done, arg, hidden};
-		rc = smb_rename(fs->client, path, hidden, false, hide_moved, h);
-		if (rc < 0)
-			free(h);
-	}
+	char hidden_name[64];
+	struct smb_attr attr;
+	bool fresh;
+	snprintf(hidden_name, sizeof(hidden_name), SMBFS_HIDDEN_PREFIX "%llx-%llx",
+	         (unsigned long long)nodeid, (unsigned long long)++seq);
+	struct hide_ctx *h = calloc(1, sizeof(*h) + strlen(name) + 1);
+	if (!h)
+		return -ENOMEM;
+	*h = (struct hide_ctx){.fs = fs, .done = done, .arg = arg, .parent = parent};
+	strcpy(h->name, name);
+	/* stale attributes still tell the type: a directory is deleted as
+	 * one */
+	h->is_dir = smb_inode_get_attr(fs->inodes, nodeid, 0, &attr, &fresh, NULL) == 0 &&
+	            (attr.file_attributes & FILE_ATTRIBUTE_DIRECTORY);
+	h->hidden_name = strdup(hidden_name);
+	int rc =
+	    h->hidden_name ? smb_inode_path(fs->inodes, parent, hidden_name, &h->hidden) : -ENOMEM;
+	if (!rc)
+		rc = smb_rename(fs->client, path, h->hidden, false, hide_moved, h);
 	if (rc < 0)
-		free(hidden);
+		hide_free(h);
 	return rc;
 }
 
@@ -592,11 +628,11 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bo
 	if (!path)
 		return;
 	ctx = name_ctx_new(req, parent, name, 0, NULL);
-	uint64_t nodeid = is_dir ? 0 : smb_inode_find(fs->inodes, parent, name);
+	uint64_t nodeid = smb_inode_find(fs->inodes, parent, name);
 	if (!ctx)
 		rc = -ENOMEM;
 	else if (nodeid && smbfs_open_fid(fs, nodeid, NULL))
-		rc = hide_open_file(fs, parent, path, nodeid, unlink_done, ctx);
+		rc = hide_open_file(fs, parent, name, path, nodeid, unlink_done, ctx);
 	else
 		rc = smb_unlink(fs->client, path, is_dir, unlink_done, ctx);
 	free(path);
@@ -691,7 +727,8 @@ void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 			ctx->from = from;
 			ctx->to = to;
 			from = to = NULL;
-			rc = hide_open_file(fs, newparent, ctx->to, target, rename_after_hide, ctx);
+			rc = hide_open_file(fs, newparent, newname, ctx->to, target,
+			                    rename_after_hide, ctx);
 		} else {
 			rc = smb_rename(fs->client, from, to, !(flags & RENAME_NOREPLACE),
 			                rename_done, ctx);

@@ -11,6 +11,7 @@ leaves no hidden name behind once closed (generic/035).
 """
 
 import os
+import time
 
 import pytest
 
@@ -18,6 +19,18 @@ import pytest
 @pytest.fixture
 def m(samba, mount_factory):
     return mount_factory(samba, options=["actimeo=60"])
+
+
+def hidden_gone(share_dir):
+    """The kernel releases a descriptor after close(2) returns: wait for
+    the daemon's CLOSE, which deletes the hidden name, to reach the
+    server; then no hidden name may be left in share_dir."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if not any(n.startswith(".smbrdma-gone-") for n in os.listdir(share_dir)):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def nlinks(*paths):
@@ -74,3 +87,57 @@ def test_ls_listing_keeps_link_count(samba, m):
             assert e.stat().st_nlink == 2, e.name
     assert nlinks(a, os.path.join(m.path, "b")) == [2, 2]
 
+
+def test_rename_over_open_file(samba, m):
+    """The replaced file reads st_nlink 0 through its descriptor (contents
+    and leftovers: test_posix_open_names.py)."""
+    names = [os.path.join(m.path, n) for n in ("file1", "file2")]
+    for n in names:
+        open(n, "w").close()
+    fd = os.open(names[1], os.O_RDONLY)
+    try:
+        os.rename(*names)
+        assert os.fstat(fd).st_nlink == 0
+        assert nlinks(names[1]) == [1]
+    finally:
+        os.close(fd)
+
+
+def test_rename_over_open_directory(samba, m):
+    top = os.path.join(m.path, "top")
+    d1, d2 = os.path.join(top, "dir1"), os.path.join(top, "dir2")
+    os.makedirs(d1)
+    os.mkdir(d2)
+    open(os.path.join(d1, "inside"), "w").close()
+    fd = os.open(d2, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.rename(d1, d2)
+        assert os.fstat(fd).st_nlink == 0
+        assert os.listdir(d2) == ["inside"]
+    finally:
+        os.close(fd)
+    # nothing hidden is left behind: the parent can go
+    assert hidden_gone(os.path.join(samba.share_path, "top"))
+    os.unlink(os.path.join(d2, "inside"))
+    os.rmdir(d2)
+    assert os.listdir(os.path.join(samba.share_path, "top")) == []
+    os.rmdir(top)
+
+
+
+def test_rmdir_open_directory(samba, m):
+    """rmdir of a directory open here: the name goes at once (the server
+    alone would keep it, delete-pending, until the descriptor closes)."""
+    d = os.path.join(m.path, "d")
+    os.mkdir(d)
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.rmdir(d)
+        assert os.fstat(fd).st_nlink == 0
+        assert os.listdir(m.path) == []
+        os.mkdir(d)  # the name is free again
+        os.rmdir(d)
+    finally:
+        os.close(fd)
+    assert hidden_gone(samba.share_path)
+    assert os.listdir(samba.share_path) == []
