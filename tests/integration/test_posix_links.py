@@ -190,6 +190,26 @@ def _manifest(root):
     return out
 
 
+def test_xattr_size_limit(samba, m):
+    """The largest value one SMB EA entry carries round-trips; one byte
+    more, and 64 KiB (what xfstests generic/020 tries on fuse), is E2BIG:
+    EaValueLength is 16 bits, and Samba 4.17 takes no FILE_FULL_EA entry
+    (8 + name + NUL + value bytes) above 64 KiB."""
+    p = os.path.join(m.path, "big")
+    open(p, "w").close()
+    name = "long_attr"
+    biggest = 65536 - 8 - len(name) - 1
+    value = bytes(range(256)) * (biggest // 256) + b"x" * (biggest % 256)
+    os.setxattr(p, "user." + name, value)
+    assert os.getxattr(p, "user." + name) == value
+    assert os.getxattr(os.path.join(samba.share_path, "big"), "user." + name) == value
+    for size in (biggest + 1, 65535, 65536):
+        with pytest.raises(OSError) as e:
+            os.setxattr(p, "user." + name, b"\0" * size)
+        assert e.value.errno == errno.E2BIG, size
+    assert os.getxattr(p, "user." + name) == value
+
+
 def test_tar_round_trip_with_links_and_xattrs(m, tmp_path):
     src = tmp_path / "src"
     _tree(str(src))
