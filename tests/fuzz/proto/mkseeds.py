@@ -284,6 +284,38 @@ def fsctl_seeds():
     }
 
 
+def unix_sid(kind, uid):
+    return struct.pack('<BB', 1, 2) + (22).to_bytes(6, 'big') + struct.pack('<II', kind, uid)
+
+
+def posix_info(attrs, ino, mode, uid=1001, gid=1002, nlink=1, tag=0, dev=0):
+    # SMB2_FILE_POSIX_INFORMATION as ksmbd sends it (SMB3 POSIX extensions)
+    return (struct.pack('<QQQQQQIQII', 1, 2, 3, 4, 5, 4096, attrs, ino, dev, 0) +
+            struct.pack('<III', nlink, tag, mode) + unix_sid(1, uid) + unix_sid(2, gid))
+
+
+def posix_dirent(name, attrs, ino, last):
+    n = utf16(name)
+    e = struct.pack('<II', 0, 0) + posix_info(attrs, ino, 0o755) + struct.pack('<I', len(n)) + n
+    e = pad8(e)
+    return struct.pack('<I', 0 if last else len(e)) + e[4:]
+
+
+def posix_seeds(mxac):
+    guid = bytes.fromhex('93ad25509cb411e7b42383de968bcd7c')
+    domain = (struct.pack('<BB', 1, 5) + (5).to_bytes(6, 'big') +
+              struct.pack('<IIIII', 21, 1, 2, 3, 1001))
+    ctx = struct.pack('<III', 2, 7, 0o640) + domain + unix_sid(2, 1002)
+    return {
+        'create_posix': create([mxac, (guid, ctx)]),
+        'info_file': posix_info(0x20, 0x1234, 0o640, nlink=2),
+        'info_fifo': posix_info(0x420, 0x1235, 0o600, tag=0x80000024),
+        'dirents': (posix_dirent('.', 0x10, 1, False) + posix_dirent('file', 0x20, 2, False) +
+                    posix_dirent('dir', 0x10, 3, True)),
+        'sid_domain': domain,
+    }
+
+
 def main():
     mxac = (b'MxAc', struct.pack('<II', 0, 0x1f01ff))
     qfid = (b'QFid', bytes(range(32)))
@@ -419,6 +451,7 @@ def main():
         'create_rqls_v2_dh2q': create([mxac, rqls_v2, dh2q]),
     }
     seeds['proto_fsctl'] = fsctl_seeds()
+    seeds['proto_posix'] = posix_seeds(mxac)
     for target, files in seeds.items():
         d = os.path.join(ROOT, target)
         os.makedirs(d, exist_ok=True)
