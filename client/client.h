@@ -84,6 +84,8 @@ struct smb_client_opts {
 	unsigned mc_echo_ms;         /* multichannel keepalive per channel; 0 = 5000 */
 	const char *mc_interfaces;   /* "eth1:eth2": extra channels only via these local
 	                                interfaces; NULL = any */
+	bool posix;                  /* offer the SMB3 POSIX extensions (3.1.1); they are
+	                                used when the server accepts them: see smb_attr */
 };
 
 /* Connect, negotiate, authenticate, tree connect.  On failure returns -errno
@@ -102,6 +104,7 @@ struct smb_client_info {
 	uint16_t cipher;              /* SMB2_ENCRYPTION_AES*; 0 when nothing is sealed */
 	uint32_t max_read, max_write; /* bytes per READ/WRITE request */
 	uint32_t share_type;
+	bool posix; /* the SMB3 POSIX extensions are in use on this mount */
 };
 void smb_client_get_info(struct smb_client *c, struct smb_client_info *out);
 
@@ -190,6 +193,14 @@ struct smb_attr {
 	uint8_t oplock;           /* smb_open only: the oplock granted (SMB2_OPLOCK_LEVEL_*) */
 	uint32_t lease;           /* smb_open only, oplock SMB2_OPLOCK_LEVEL_LEASE: the lease
 	                             state granted (SMB2_LEASE_*, client/proto/smb2_lease.h) */
+	/* With the SMB3 POSIX extensions in use (smb_client_info.posix) every
+	 * smb_attr the engine hands out has posix set and these filled from
+	 * the server's POSIX information; file_id is then its inode number. */
+	bool posix;
+	uint32_t mode;     /* S_IFMT type bits | permission bits (07777) */
+	uint32_t uid, gid; /* SMB2_POSIX_ID_NONE (client/proto/smb2_posix.h): a SID
+	                      with no Unix id */
+	uint32_t rdev;     /* device number of a character or block device */
 };
 
 struct smb_fsinfo {
@@ -228,6 +239,10 @@ struct smb_open_args {
 	uint32_t file_attributes;    /* for new files; 0 = FILE_ATTRIBUTE_NORMAL */
 	uint64_t lease_id;           /* smb_open: not 0 = ask for a lease keyed by it (see
 	                                smb_client_set_lease_break_cb) instead of an oplock */
+	bool set_mode;               /* with the POSIX extensions in use: a file this
+	                                create makes gets mode's permission bits (the
+	                                POSIX create context); ignored otherwise */
+	uint32_t mode;
 };
 /* create (+ query FileAllInformation for the file id and link count), keeping
  * the handle open; close it with smb_close(). */
@@ -239,6 +254,11 @@ int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, vo
 int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg);
 /* create directory (FILE_CREATE) + query + close. */
 int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg);
+/* smb_mkdir() (dir) or smb_create_file() (!dir) whose new file gets the
+ * permission bits of mode when the POSIX extensions are in use (else the
+ * server's default, as those two). */
+int smb_create_mode(struct smb_client *c, const char *path, bool dir, uint32_t mode, smb_attr_cb cb,
+                    void *arg);
 /* Delete a file (is_dir false) or an empty directory (true): create with
  * DELETE + FILE_DELETE_ON_CLOSE, then close. */
 int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_cb cb, void *arg);
@@ -253,12 +273,20 @@ enum {
 	SMB_SET_MTIME = 1u << 2,
 	SMB_SET_CTIME = 1u << 3,
 	SMB_SET_ATTRIBUTES = 1u << 4, /* file_attributes (e.g. READONLY) */
+	/* POSIX extensions only (-EOPNOTSUPP otherwise): a security
+	 * descriptor the way the extensions carry chmod and chown
+	 * (client/proto/smb2_posix.h).  By path only: a handle the caller
+	 * opened need not have WRITE_DAC / WRITE_OWNER. */
+	SMB_SET_MODE = 1u << 5, /* mode's permission bits */
+	SMB_SET_UID = 1u << 6,  /* owner S-1-22-1-uid */
+	SMB_SET_GID = 1u << 7,  /* group S-1-22-2-gid */
 };
 struct smb_setattr_args {
 	unsigned which;
 	uint64_t size;
 	uint64_t atime, mtime, ctime; /* NT time */
 	uint32_t file_attributes;
+	uint32_t mode, uid, gid;
 };
 /* On an open handle when fid != NULL (no create/close), else by path.
  * Replies with the attributes after the change. */

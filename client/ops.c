@@ -10,6 +10,7 @@
 #include "client/client_int.h"
 #include "client/proto/smb2_fsctl.h"
 #include "client/proto/smb2_lease.h"
+#include "client/proto/smb2_posix.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -49,6 +50,16 @@ int smb_req_add_create_ctxs(struct smb_req *req, const char *path, const struct 
 		cap += 32 + ctx[i].data_len;
 	}
 	cr.context_count = n;
+	/* SMB3 POSIX extensions: the mode of what this create makes */
+	uint8_t posix_mode[SMB2_POSIX_CREATE_REQ_LEN];
+	if (a->set_mode && smb_req_client(req)->posix) {
+		if (cr.context_count >= SMB2_MAX_CREATE_CTX)
+			return -EINVAL;
+		smb2_posix_create_req_encode(posix_mode, a->mode);
+		cr.contexts[cr.context_count++] =
+		    (struct smb2_create_ctx){smb2_posix_ctx_name, posix_mode, sizeof(posix_mode)};
+		cap += 48 + sizeof(posix_mode);
+	}
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_CREATE, cap);
 	return body ? smb_req_end_pdu(req, smb2_create_req_encode(body, cap, &cr)) : -ENOMEM;
 }
@@ -71,19 +82,56 @@ static int add_query_info(struct smb_req *req, struct smb2_fileid fid, uint8_t t
 	return body ? smb_req_end_pdu(req, smb2_query_info_req_encode(body, 48, &q)) : -ENOMEM;
 }
 
-static int add_set_info(struct smb_req *req, struct smb2_fileid fid, uint8_t cls,
-                        const uint8_t *buf, size_t len)
+/* The query that fills a struct smb_attr: the POSIX information when the
+ * extensions are in use, else FileAllInformation (decode_attr() reads
+ * either). */
+static int add_query_attr(struct smb_req *req, struct smb2_fileid fid)
+{
+	bool posix = smb_req_client(req)->posix;
+	return add_query_info(req, fid, SMB2_0_INFO_FILE,
+	                      posix ? SMB2_FILE_POSIX_INFORMATION : FileAllInformation,
+	                      ALLINFO_OUT);
+}
+
+static int add_set_info_of(struct smb_req *req, struct smb2_fileid fid, uint8_t type, uint8_t cls,
+                           uint32_t addl, const uint8_t *buf, size_t len)
 {
 	struct smb2_set_info_req s = {
-	    .info_type = SMB2_0_INFO_FILE,
+	    .info_type = type,
 	    .file_info_class = cls,
 	    .buffer = buf,
 	    .buffer_len = (uint32_t)len,
+	    .additional_information = addl,
 	    .fileid = fid,
 	};
 	size_t cap = 40 + len + 8;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_SET_INFO, cap);
 	return body ? smb_req_end_pdu(req, smb2_set_info_req_encode(body, cap, &s)) : -ENOMEM;
+}
+
+static int add_set_info(struct smb_req *req, struct smb2_fileid fid, uint8_t cls,
+                        const uint8_t *buf, size_t len)
+{
+	return add_set_info_of(req, fid, SMB2_0_INFO_FILE, cls, 0, buf, len);
+}
+
+/* SET_INFO of a security descriptor carrying a POSIX chmod/chown. */
+static int add_set_posix_sd(struct smb_req *req, struct smb2_fileid fid,
+                            const struct smb_setattr_args *a)
+{
+	struct smb2_posix_sd sd = {
+	    .set_mode = a->which & SMB_SET_MODE,
+	    .set_uid = a->which & SMB_SET_UID,
+	    .set_gid = a->which & SMB_SET_GID,
+	    .mode = a->mode,
+	    .uid = a->uid,
+	    .gid = a->gid,
+	};
+	uint32_t secinfo = 0;
+	uint8_t *b = talloc_size(req, SMB2_POSIX_SD_MAX);
+	ssize_t l = b ? smb2_posix_sd_encode(b, SMB2_POSIX_SD_MAX, &sd, &secinfo) : -ENOMEM;
+	return l < 0 ? (int)l
+	             : add_set_info_of(req, fid, SMB2_0_INFO_SECURITY, 0, secinfo, b, (size_t)l);
 }
 
 static int add_close(struct smb_req *req, struct smb2_fileid fid)
@@ -150,12 +198,40 @@ static uint32_t chain_status(const struct smb_req *req, int upto)
 	return STATUS_SUCCESS;
 }
 
-static int decode_allinfo(const struct smb_pdu *p, struct smb_attr *a)
+static void posix_to_attr(const struct smb2_posix_info *pi, struct smb_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->file_id = pi->inode;
+	a->creation_time = pi->creation_time;
+	a->last_access_time = pi->last_access_time;
+	a->last_write_time = pi->last_write_time;
+	a->change_time = pi->change_time;
+	a->file_attributes = pi->file_attributes;
+	a->end_of_file = pi->end_of_file;
+	a->allocation_size = pi->allocation_size;
+	a->nlink = pi->ids.nlink;
+	a->posix = true;
+	a->mode = smb2_posix_file_type(pi->file_attributes, pi->ids.reparse_tag) | pi->ids.mode;
+	a->uid = pi->ids.uid;
+	a->gid = pi->ids.gid;
+	a->rdev = pi->device_id;
+}
+
+/* A QUERY_INFO response of add_query_attr()'s class. */
+static int decode_attr(const struct smb_pdu *p, bool posix, struct smb_attr *a)
 {
 	struct smb2_query_info_rsp q;
 	struct smb2_file_all_info fa;
-	if (smb2_query_info_rsp_decode(p->rsp, p->rsp_len, &q) < 0 ||
-	    smb2_file_all_info_decode(q.buffer, q.buffer_len, &fa) < 0)
+	struct smb2_posix_info pi;
+	if (smb2_query_info_rsp_decode(p->rsp, p->rsp_len, &q) < 0)
+		return -EIO;
+	if (posix) {
+		if (smb2_posix_info_decode(q.buffer, q.buffer_len, &pi) < 0)
+			return -EIO;
+		posix_to_attr(&pi, a);
+		return 0;
+	}
+	if (smb2_file_all_info_decode(q.buffer, q.buffer_len, &fa) < 0)
 		return -EIO;
 	memset(a, 0, sizeof(*a));
 	a->file_id = fa.index_number;
@@ -189,7 +265,7 @@ static void attr_chain_done(struct smb_req *req)
 		uint32_t st = chain_status(req, 2);
 		if (st != STATUS_SUCCESS)
 			cb(op->arg, 0, st, NULL);
-		else if (decode_allinfo(&req->pdu[1], &a) < 0) {
+		else if (decode_attr(&req->pdu[1], op->c->posix, &a) < 0) {
 			log_malformed(op->c, "QUERY_INFO");
 			cb(op->arg, -EIO, 0, NULL);
 		} else
@@ -208,8 +284,7 @@ static int attr_chain(struct smb_client *c, const char *path, const struct smb_o
 	req->related = true;
 	int err = add_create(req, path, oa);
 	if (!err)
-		err = add_query_info(req, SMB2_FILEID_RELATED, SMB2_0_INFO_FILE, FileAllInformation,
-		                     ALLINFO_OUT);
+		err = add_query_attr(req, SMB2_FILEID_RELATED);
 	if (!err)
 		err = add_close(req, SMB2_FILEID_RELATED);
 	return op_submit(req, err, attr_chain_done);
@@ -230,6 +305,20 @@ int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void
 	    .desired_access = FILE_READ_ATTRIBUTES,
 	    .create_disposition = FILE_CREATE,
 	    .create_options = FILE_NON_DIRECTORY_FILE,
+	};
+	return attr_chain(c, path, &oa, cb, arg);
+}
+
+int smb_create_mode(struct smb_client *c, const char *path, bool dir, uint32_t mode, smb_attr_cb cb,
+                    void *arg)
+{
+	struct smb_open_args oa = {
+	    .desired_access = FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_CREATE,
+	    .create_options = dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE,
+	    .file_attributes = dir ? FILE_ATTRIBUTE_DIRECTORY : 0,
+	    .set_mode = true,
+	    .mode = mode,
 	};
 	return attr_chain(c, path, &oa, cb, arg);
 }
@@ -255,6 +344,21 @@ static bool durable_granted(const struct smb2_create_rsp *cr)
 		if (strcmp(name, "DH2Q") == 0)
 			return smb2_dh2q_rsp_decode(data, dlen, &timeout) == 0;
 	return false;
+}
+
+/* With the POSIX extensions, what the CREATE response's POSIX context
+ * says (when it has one) fills the POSIX part of a. */
+static void posix_from_create(struct smb_client *c, const struct smb2_create_rsp *cr,
+                              struct smb_attr *a)
+{
+	struct smb2_posix_ids ids;
+	if (!c->posix || smb2_posix_create_rsp_find(cr->contexts, cr->contexts_len, &ids) != 1)
+		return;
+	a->posix = true;
+	a->nlink = ids.nlink;
+	a->mode = smb2_posix_file_type(cr->file_attributes, ids.reparse_tag) | ids.mode;
+	a->uid = ids.uid;
+	a->gid = ids.gid;
 }
 
 static void open_record(struct op *op, const struct smb2_create_rsp *cr)
@@ -308,9 +412,10 @@ static void open_done(struct smb_req *req)
 		a.allocation_size = cr.allocation_size;
 		a.file_attributes = cr.file_attributes;
 		open_grant(op, &cr, &a);
+		posix_from_create(op->c, &cr, &a);
 		open_record(op, &cr);
 		cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
-	} else if (decode_allinfo(&req->pdu[1], &a) < 0) {
+	} else if (decode_attr(&req->pdu[1], op->c->posix, &a) < 0) {
 		log_malformed(op->c, "QUERY_INFO");
 		cb(op->arg, -EIO, 0, none, NULL);
 		smb_close(op->c, cr.fileid, NULL, NULL);
@@ -356,8 +461,7 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 		    req, path, &oa, lease ? SMB2_OPLOCK_LEVEL_LEASE : SMB2_OPLOCK_LEVEL_BATCH, ctx,
 		    nctx);
 	if (!err)
-		err = add_query_info(req, SMB2_FILEID_RELATED, SMB2_0_INFO_FILE, FileAllInformation,
-		                     ALLINFO_OUT);
+		err = add_query_attr(req, SMB2_FILEID_RELATED);
 	return op_submit(req, err, open_done);
 }
 
@@ -493,7 +597,7 @@ static void setattr_done(struct smb_req *req)
 		uint32_t st = chain_status(req, q + 1);
 		if (st != STATUS_SUCCESS)
 			cb(op->arg, 0, st, NULL);
-		else if (decode_allinfo(&req->pdu[q], &a) < 0) {
+		else if (decode_attr(&req->pdu[q], op->c->posix, &a) < 0) {
 			log_malformed(op->c, "QUERY_INFO");
 			cb(op->arg, -EIO, 0, NULL);
 		} else
@@ -509,17 +613,27 @@ int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
 		return -ENOMEM;
+	unsigned sec = args->which & (SMB_SET_MODE | SMB_SET_UID | SMB_SET_GID);
+	if (sec && (!c->posix || fid)) {
+		smb_req_put(req);
+		return c->posix ? -EINVAL : -EOPNOTSUPP;
+	}
 	struct smb2_fileid f = fid ? *fid : SMB2_FILEID_RELATED;
 	int err = 0;
 	if (!fid) {
 		req->related = true;
 		struct smb_open_args oa = {
-		    .desired_access = FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES |
-		                      ((args->which & SMB_SET_SIZE) ? FILE_WRITE_DATA : 0),
+		    .desired_access =
+		        FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES |
+		        ((args->which & SMB_SET_SIZE) ? FILE_WRITE_DATA : 0) |
+		        ((args->which & SMB_SET_MODE) ? WRITE_DAC : 0) |
+		        ((args->which & (SMB_SET_UID | SMB_SET_GID)) ? WRITE_OWNER : 0),
 		    .create_disposition = FILE_OPEN,
 		};
 		err = add_create(req, path, &oa);
 	}
+	if (!err && sec)
+		err = add_set_posix_sd(req, f, args);
 	if (!err && (args->which & SMB_SET_SIZE)) {
 		uint8_t *b = talloc_size(req, 8);
 		ssize_t l = b ? smb2_file_eof_info_encode(b, 8, args->size) : -ENOMEM;
@@ -543,7 +657,7 @@ int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid
 	}
 	if (!err) {
 		op->kind = req->npdu;
-		err = add_query_info(req, f, SMB2_0_INFO_FILE, FileAllInformation, ALLINFO_OUT);
+		err = add_query_attr(req, f);
 	}
 	if (!err && !fid)
 		err = add_close(req, SMB2_FILEID_RELATED);
@@ -612,7 +726,7 @@ static void fstat_done(struct smb_req *req)
 		cb(op->arg, req->err, 0, NULL);
 	else if (chain_status(req, 1) != STATUS_SUCCESS)
 		cb(op->arg, 0, chain_status(req, 1), NULL);
-	else if (decode_allinfo(&req->pdu[0], &a) < 0) {
+	else if (decode_attr(&req->pdu[0], op->c->posix, &a) < 0) {
 		log_malformed(op->c, "QUERY_INFO");
 		cb(op->arg, -EIO, 0, NULL);
 	} else
@@ -626,7 +740,7 @@ int smb_fstat(struct smb_client *c, struct smb2_fileid fid, smb_attr_cb cb, void
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
 		return -ENOMEM;
-	int err = add_query_info(req, fid, SMB2_0_INFO_FILE, FileAllInformation, ALLINFO_OUT);
+	int err = add_query_attr(req, fid);
 	return op_submit(req, err, fstat_done);
 }
 
@@ -1219,6 +1333,70 @@ int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_loc
 
 /* ---- QUERY_DIRECTORY ---------------------------------------------------------------- */
 
+/* An entry's name in UTF-8 (on mem), or NULL (logged) to skip the entry. */
+static char *dirent_name(struct smb_client *c, void *mem, const uint8_t *name16, uint32_t len)
+{
+	size_t cap = (size_t)len * 2 + 1;
+	char *name = talloc_size(mem, cap);
+	if (!name || smb_utf16le_to_utf8(name16, len, name, cap) < 0) {
+		smb_warn("%s: skipping a directory entry whose name is not valid UTF-16", c->host);
+		return NULL;
+	}
+	return name;
+}
+
+/* Hand the caller the k entries of one reply (ents NULL: out of memory). */
+static void readdir_reply(struct smb_req *req, const struct smb_dirent *ents, size_t k)
+{
+	struct op *op = req->arg;
+	smb_dir_cb cb = (smb_dir_cb)op->cb;
+	if (!ents)
+		cb(op->arg, -ENOMEM, 0, NULL, 0);
+	else
+		cb(op->arg, 0, STATUS_SUCCESS, ents, k);
+	smb_req_put(req);
+}
+
+/* Fail a listing whose buffer would not decode. */
+static void readdir_malformed(struct smb_req *req, const char *what)
+{
+	struct op *op = req->arg;
+	log_malformed(op->c, what);
+	((smb_dir_cb)op->cb)(op->arg, -EIO, 0, NULL, 0);
+	smb_req_put(req);
+}
+
+/* The same for SMB2_FILE_POSIX_INFORMATION entries. */
+static void readdir_posix(struct smb_req *req, const struct smb2_query_directory_rsp *qr)
+{
+	struct op *op = req->arg;
+	struct smb2_posix_info pi;
+	const uint8_t *name16;
+	uint32_t off = 0, name16_len;
+	size_t n = 0, k = 0;
+	int rc;
+	while ((rc = smb2_posix_dirent_next(qr->buffer, qr->buffer_len, &off, &pi, &name16,
+	                                    &name16_len)) == 1)
+		n++;
+	if (rc < 0) {
+		readdir_malformed(req, "QUERY_DIRECTORY (POSIX) entry list");
+		return;
+	}
+	struct smb_dirent *ents = talloc_zero_array(req, struct smb_dirent, n ? n : 1);
+	off = 0;
+	while (ents && k < n &&
+	       smb2_posix_dirent_next(qr->buffer, qr->buffer_len, &off, &pi, &name16,
+	                              &name16_len) == 1) {
+		char *name = dirent_name(op->c, ents, name16, name16_len);
+		if (!name)
+			continue;
+		ents[k].name = name;
+		posix_to_attr(&pi, &ents[k].attr);
+		k++;
+	}
+	readdir_reply(req, ents, k);
+}
+
 static void readdir_done(struct smb_req *req)
 {
 	struct op *op = req->arg;
@@ -1241,6 +1419,10 @@ static void readdir_done(struct smb_req *req)
 		smb_req_put(req);
 		return;
 	}
+	if (op->kind) {
+		readdir_posix(req, &qr);
+		return;
+	}
 	/* Count, then convert. */
 	size_t n = 0;
 	uint32_t off = 0;
@@ -1250,9 +1432,7 @@ static void readdir_done(struct smb_req *req)
 	                              &off, &e)) == 1)
 		n++;
 	if (rc < 0) {
-		log_malformed(op->c, "QUERY_DIRECTORY entry list");
-		cb(op->arg, -EIO, 0, NULL, 0);
-		smb_req_put(req);
+		readdir_malformed(req, "QUERY_DIRECTORY entry list");
 		return;
 	}
 	struct smb_dirent *ents = talloc_zero_array(req, struct smb_dirent, n ? n : 1);
@@ -1261,13 +1441,9 @@ static void readdir_done(struct smb_req *req)
 	while (ents && k < n &&
 	       smb2_dirent_next(FileIdBothDirectoryInformation, qr.buffer, qr.buffer_len, &off,
 	                        &e) == 1) {
-		size_t cap = (size_t)e.name16_len * 2 + 1;
-		char *name = talloc_size(ents, cap);
-		if (!name || smb_utf16le_to_utf8(e.name16, e.name16_len, name, cap) < 0) {
-			smb_warn("%s: skipping a directory entry whose name is not valid UTF-16",
-			         op->c->host);
+		char *name = dirent_name(op->c, ents, e.name16, e.name16_len);
+		if (!name)
 			continue;
-		}
 		struct smb_attr *a = &ents[k].attr;
 		ents[k].name = name;
 		a->file_id = e.file_id;
@@ -1280,11 +1456,7 @@ static void readdir_done(struct smb_req *req)
 		a->file_attributes = e.file_attributes;
 		k++;
 	}
-	if (!ents)
-		cb(op->arg, -ENOMEM, 0, NULL, 0);
-	else
-		cb(op->arg, 0, STATUS_SUCCESS, ents, k);
-	smb_req_put(req);
+	readdir_reply(req, ents, k);
 }
 
 int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_dir_cb cb,
@@ -1295,8 +1467,9 @@ int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_
 	if (!req)
 		return -ENOMEM;
 	uint32_t outlen = c->max_transact < DIR_OUT ? c->max_transact : DIR_OUT;
+	op->kind = c->posix; /* readdir_done(): which class came back */
 	struct smb2_query_directory_req q = {
-	    .info_class = FileIdBothDirectoryInformation,
+	    .info_class = c->posix ? SMB2_FILE_POSIX_INFORMATION : FileIdBothDirectoryInformation,
 	    .flags = restart ? SMB2_RESTART_SCANS : 0,
 	    .fileid = fid,
 	    .pattern = "*",

@@ -150,6 +150,7 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 	nr.cipher_count = 4;
 	if (hi >= SMB2_DIALECT_0300)
 		nr.capabilities |= SMB2_GLOBAL_CAP_ENCRYPTION; /* 3.0 / 3.0.2 */
+	nr.posix_extensions = o->posix && hi >= SMB2_DIALECT_0311;
 
 	struct smb_req *req = smb_chan_req(ch, mem);
 	if (!req)
@@ -214,6 +215,10 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 		c->server_security_mode = rsp.security_mode;
 		c->server_caps = rsp.capabilities;
 		c->max_transact = rsp.max_transact_size;
+		/* The server answers the POSIX context only when it will
+		 * speak the extensions on this connection. */
+		c->posix =
+		    nr.posix_extensions && rsp.dialect == SMB2_DIALECT_0311 && rsp.posix_seen;
 	}
 	ch->max_read = rsp.max_read_size;
 	ch->max_write = rsp.max_write_size;
@@ -1607,4 +1612,5 @@ void smb_client_get_info(struct smb_client *c, struct smb_client_info *out)
 	out->max_read = c->max_read;
 	out->max_write = c->max_write;
 	out->share_type = c->share_type;
+	out->posix = c->posix;
 }

@@ -560,6 +560,27 @@ static int fuse_pump_wait(struct fuse_pump *p, const sigset_t *sigs)
 
 /* ---- the mount itself -------------------------------------------------------- */
 
+/* Say once whether ownership and modes come from the server (SMB3 POSIX
+ * extensions) or from uid=/gid=/file_mode=/dir_mode=. */
+static void log_posix(struct smbfs *fs, const struct mount_args *a)
+{
+	struct smb_client_info info;
+	smb_client_get_info(fs->client, &info);
+	fs->posix = info.posix;
+	if (info.posix)
+		smb_log(LOG_NOTICE,
+		        "%s: SMB3 POSIX extensions in use: modes, owners, link counts and inode "
+		        "numbers from the server",
+		        a->source);
+	else
+		smb_log(LOG_NOTICE,
+		        "%s: %s: owner uid=%u gid=%u, file_mode=%04o dir_mode=%04o for every file",
+		        a->source,
+		        a->opts.noposix ? "noposix" : "no SMB3 POSIX extensions from the server",
+		        (unsigned)a->opts.uid, (unsigned)a->opts.gid, (unsigned)a->opts.file_mode,
+		        (unsigned)a->opts.dir_mode);
+}
+
 static int run(struct mount_args *a)
 {
 	struct smbfs fs = {0};
@@ -601,6 +622,7 @@ static int run(struct mount_args *a)
 	copts.multichannel = a->opts.multichannel;
 	copts.max_channels = a->opts.max_channels;
 	copts.mc_interfaces = a->opts.interfaces;
+	copts.posix = !a->opts.noposix;
 	smb_info("connecting to %s port %u as '%s'%s%s, dialects 0x%04x-0x%04x", a->source,
 	         copts.port ? copts.port : 445, copts.user ? copts.user : "",
 	         copts.domain ? " domain " : "", copts.domain ? copts.domain : "",
@@ -659,6 +681,9 @@ static int run(struct mount_args *a)
 	fs.policy.gid = a->opts.gid;
 	fs.policy.file_mode = a->opts.file_mode;
 	fs.policy.dir_mode = a->opts.dir_mode;
+	fs.policy.force_uid = a->opts.forceuid;
+	fs.policy.force_gid = a->opts.forcegid;
+	log_posix(&fs, a);
 	fs.timeout = (double)actimeo;
 	fs.ro = a->opts.ro;
 	fs.direct_io = a->opts.cache == SMB_MOUNT_CACHE_NONE;

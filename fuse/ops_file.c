@@ -323,6 +323,11 @@ void smbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	/* As cifs.ko does: a new file without any write bit is READONLY. */
 	args.file_attributes = (mode & (S_IWUSR | S_IWGRP | S_IWOTH)) ? FILE_ATTRIBUTE_NORMAL
 	                                                              : FILE_ATTRIBUTE_READONLY;
+	/* SMB3 POSIX extensions: the mode itself (READONLY then says nothing more) */
+	args.set_mode = fs->posix;
+	args.mode = mode;
+	if (fs->posix)
+		args.file_attributes = FILE_ATTRIBUTE_NORMAL;
 	rc = smb_open(fs->client, path, &args, create_done, ctx);
 	free(path);
 	if (rc < 0) {

@@ -215,12 +215,23 @@ static void new_failed(fuse_req_t req, struct new_ctx *ctx, char *path, int rc)
 	fuse_reply_err(req, -rc);
 }
 
-/* mknod: regular files only (tar --xattrs makes its files this way);
- * device nodes, FIFOs and sockets need the SMB3 POSIX extensions. */
+/* mknod: regular files only (tar --xattrs makes its files this way), with
+ * their mode under the SMB3 POSIX extensions.  Device nodes, FIFOs and
+ * sockets: EPERM, as cifs.ko says without a way to make them.  The
+ * extensions name none (their create context carries permission bits
+ * only), and ksmbd (6.1) has no FSCTL_SET_REPARSE_POINT for WSL-style
+ * special files. */
 void smbfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	struct smbfs *fs = smbfs_of(req);
 	if (!S_ISREG(mode)) {
+		smb_log(LOG_NOTICE, "%s: mknod %s: cannot make a %s over SMB%s (EPERM)", fs->source,
+		        name,
+		        S_ISFIFO(mode)   ? "FIFO"
+		        : S_ISSOCK(mode) ? "socket"
+		                         : "device node",
+		        fs->posix ? " (the POSIX extensions carry no file type on create)"
+		                  : " without the SMB3 POSIX extensions");
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -228,7 +239,9 @@ void smbfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	if (!path)
 		return;
 	struct new_ctx *ctx = new_ctx_new(req, parent, name, path);
-	int rc = ctx ? smb_create_file(fs->client, path, new_entry_stat, ctx) : -ENOMEM;
+	int rc = !ctx        ? -ENOMEM
+	         : fs->posix ? smb_create_mode(fs->client, path, false, mode, new_entry_stat, ctx)
+	                     : smb_create_file(fs->client, path, new_entry_stat, ctx);
 	if (rc < 0)
 		new_failed(req, ctx, path, rc);
 }

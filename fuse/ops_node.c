@@ -144,7 +144,9 @@ void smbfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	if (!path)
 		return;
 	ctx = name_ctx_new(req, parent, name, 0, NULL);
-	rc = ctx ? smb_mkdir(fs->client, path, mkdir_done, ctx) : -ENOMEM;
+	rc = !ctx        ? -ENOMEM
+	     : fs->posix ? smb_create_mode(fs->client, path, true, mode, mkdir_done, ctx)
+	                 : smb_mkdir(fs->client, path, mkdir_done, ctx);
 	free(path);
 	if (rc < 0) {
 		free(ctx);
@@ -285,6 +287,20 @@ struct setattr_ctx {
 	char path[];
 };
 
+/* A server may take a chown and change nothing (ksmbd keeps the owner
+ * unless it is given as its own domain SID): that is EPERM, not success. */
+static int posix_owner_check(struct smbfs *fs, const struct smb_setattr_args *args,
+                             const struct smb_attr *now)
+{
+	bool uid_kept = (args->which & SMB_SET_UID) && now->posix && now->uid != args->uid;
+	bool gid_kept = (args->which & SMB_SET_GID) && now->posix && now->gid != args->gid;
+	if (!uid_kept && !gid_kept)
+		return 0;
+	smb_log(LOG_NOTICE, "%s: chown: the server accepted but kept %s %u (EPERM)", fs->source,
+	        uid_kept ? "owner" : "group", (unsigned)(uid_kept ? now->uid : now->gid));
+	return EPERM;
+}
+
 static void setattr_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
 {
 	struct setattr_ctx *ctx = arg;
@@ -292,8 +308,11 @@ static void setattr_done(void *arg, int err, uint32_t status, const struct smb_a
 	fuse_req_t req = ctx->req;
 	uint64_t ino = ctx->ino;
 	int e = smb_errno(err, status);
+	struct smb_setattr_args args = ctx->args;
 
 	free(ctx);
+	if (!e)
+		e = posix_owner_check(fs, &args, attr);
 	if (e) {
 		fuse_reply_err(req, e);
 		return;
@@ -334,7 +353,17 @@ static void setattr_send(struct setattr_ctx *ctx, const struct smb_attr *cur)
 	struct smbfs *fs = ctx->fs;
 	int rc;
 
-	if (ctx->set_mode && !(cur->file_attributes & FILE_ATTRIBUTE_DIRECTORY)) {
+	if (fs->posix && (ctx->args.which & (SMB_SET_UID | SMB_SET_GID)) && !ctx->set_mode &&
+	    cur->posix) {
+		/* ksmbd reads the owner only from a descriptor with a DACL:
+		 * send the mode the file has */
+		ctx->args.which |= SMB_SET_MODE;
+		ctx->args.mode = cur->mode & 07777;
+	}
+	if (ctx->set_mode && fs->posix) {
+		ctx->args.which |= SMB_SET_MODE;
+		ctx->args.mode = ctx->mode & 07777;
+	} else if (ctx->set_mode && !(cur->file_attributes & FILE_ATTRIBUTE_DIRECTORY)) {
 		uint32_t old = cur->file_attributes & SETTABLE_ATTRIBUTES;
 		uint32_t want = old & ~FILE_ATTRIBUTE_READONLY;
 		if (!(ctx->mode & (S_IWUSR | S_IWGRP | S_IWOTH)))
@@ -384,11 +413,12 @@ void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	char *path = NULL;
 	int rc;
 
-	if ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->policy.uid) {
+	/* Without the SMB3 POSIX extensions every file belongs to uid=/gid= */
+	if (!fs->posix && (to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->policy.uid) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != fs->policy.gid) {
+	if (!fs->posix && (to_set & FUSE_SET_ATTR_GID) && attr->st_gid != fs->policy.gid) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -413,9 +443,20 @@ void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	ctx->req = req;
 	ctx->fs = fs;
 	ctx->ino = ino;
-	if (fi && fi->fh) {
+	/* chmod/chown under the POSIX extensions go by path (smb_setattr()) */
+	bool by_path =
+	    fs->posix && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID));
+	if (fi && fi->fh && !by_path) {
 		ctx->has_fid = true;
 		ctx->fid = smbfs_file_of(fi)->fid;
+	}
+	if (fs->posix && (to_set & FUSE_SET_ATTR_UID)) {
+		ctx->args.which |= SMB_SET_UID;
+		ctx->args.uid = (uint32_t)attr->st_uid;
+	}
+	if (fs->posix && (to_set & FUSE_SET_ATTR_GID)) {
+		ctx->args.which |= SMB_SET_GID;
+		ctx->args.gid = (uint32_t)attr->st_gid;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		ctx->args.which |= SMB_SET_SIZE;

@@ -230,7 +230,8 @@ static const char *const value_less[] = {
     "guest",      "sign",         "seal",           "ro",       "rw",         "debug",
     "rdma",       "multichannel", "nomultichannel", "soft",     "hard",       "noperm",
     "perm",       "forceuid",     "noforceuid",     "forcegid", "noforcegid", "nosharesock",
-    "mfsymlinks", "nomfsymlinks", "nosubtype",
+    "mfsymlinks", "nomfsymlinks", "nosubtype",      "posix",    "noposix",    "unix",
+    "nounix",
 };
 
 static bool in_list(const char *s, const char *const *list, size_t n)
@@ -450,6 +451,10 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->forcegid = true;
 	} else if (strcmp(key, "noforcegid") == 0 && !value) {
 		o->forcegid = false;
+	} else if ((strcmp(key, "posix") == 0 || strcmp(key, "unix") == 0) && !value) {
+		o->noposix = false;
+	} else if ((strcmp(key, "noposix") == 0 || strcmp(key, "nounix") == 0) && !value) {
+		o->noposix = true;
 	} else if (strcmp(key, "nosharesock") == 0 && !value) {
 		o->nosharesock = true;
 	} else if (strcmp(key, "mfsymlinks") == 0 && !value) {

@@ -11,7 +11,7 @@
  *   transport=  quic_port=  cafile=  certfile=  keyfile=
  *   interfaces=  echo_interval=  timeout=  soft hard  cache=  rsize= wsize=
  *   ip= addr=  noperm perm  forceuid noforceuid forcegid noforcegid
- *   nosharesock  mfsymlinks nomfsymlinks  nosubtype
+ *   nosharesock  mfsymlinks nomfsymlinks  nosubtype  posix noposix (unix nounix)
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
  * nofail _netdev user (without '=') users nouser owner group relatime ...,
  * x-* and comment=; nosuid/suid/nodev/dev/noexec/exec/sync/async/dirsync/
@@ -100,8 +100,11 @@ struct smb_mount_opts {
 	                            resolving the source's host name; NULL: resolve */
 	bool hard;               /* requests wait for the server however long it takes */
 	bool noperm;             /* no client-side permission check (no default_permissions) */
-	bool forceuid, forcegid; /* accepted; ownership is always uid=/gid= (no POSIX
-	                            extensions, so there is no server owner to show) */
+	bool forceuid, forcegid; /* with the SMB3 POSIX extensions: show uid=/gid= instead
+	                            of the server's owner/group; without them ownership
+	                            is always uid=/gid= */
+	bool noposix;            /* noposix/nounix: do not offer the SMB3 POSIX
+	                            extensions (offered by default, as cifs.ko does) */
 	bool nosharesock;        /* accepted; every mount has its own connection anyway */
 	bool mfsymlinks;         /* symlinks as Minshall+French symlink files */
 	bool nosubtype;          /* the kernel's type reads "fuse", not "fuse.smbrdma"

@@ -39,6 +39,7 @@ struct smbfs {
 	bool direct_io;          /* cache=none: every open bypasses the page cache */
 	bool keep_cache;         /* cache=loose: an open keeps the pages cached before */
 	bool mfsymlinks;         /* symlinks are Minshall+French symlink files (ops_link.c) */
+	bool posix;              /* the SMB3 POSIX extensions are in use (set before serving) */
 	struct fuse_session *se; /* for cache invalidation (cache.c); set before serving */
 	int notifiers;           /* cache.c threads still running (atomic) */
 	/* Largest READ/WRITE the kernel sends: SMBFS_MAX_IO, or less with

@@ -2,18 +2,39 @@
 #include "fuse/stat_map.h"
 
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #include "client/proto/smb2.h"
+#include "client/proto/smb2_posix.h"
+
+/* The server's view of type, mode, owner and device (SMB3 POSIX). */
+static void posix_to_stat(const struct smb_attr *a, const struct smb_stat_policy *p,
+                          struct stat *st)
+{
+	st->st_mode = (mode_t)a->mode;
+	if (!(st->st_mode & S_IFMT))
+		st->st_mode |= S_IFREG;
+	st->st_nlink = a->nlink ? a->nlink : S_ISDIR(st->st_mode) ? 2 : 1;
+	st->st_uid = !p->force_uid && a->uid != SMB2_POSIX_ID_NONE ? (uid_t)a->uid : p->uid;
+	st->st_gid = !p->force_gid && a->gid != SMB2_POSIX_ID_NONE ? (gid_t)a->gid : p->gid;
+	/* ksmbd sends the Linux kernel's own dev_t (major << 20 | minor) */
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		st->st_rdev = makedev(a->rdev >> 20, a->rdev & 0xfffff);
+}
 
 void smb_attr_to_stat(const struct smb_attr *a, const struct smb_stat_policy *p, uint64_t ino,
                       struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = (ino_t)ino;
+	st->st_uid = p->uid;
+	st->st_gid = p->gid;
 	if (a->symlink) {
 		st->st_mode = S_IFLNK | 0777;
 		st->st_nlink = 1;
+	} else if (a->posix) {
+		posix_to_stat(a, p, st);
 	} else if (a->file_attributes & FILE_ATTRIBUTE_DIRECTORY) {
 		st->st_mode = S_IFDIR | (p->dir_mode & 07777);
 		st->st_nlink = a->nlink ? a->nlink : 2;
@@ -25,8 +46,6 @@ void smb_attr_to_stat(const struct smb_attr *a, const struct smb_stat_policy *p,
 			st->st_mode &= ~(mode_t)(S_IWUSR | S_IWGRP | S_IWOTH);
 		st->st_nlink = a->nlink ? a->nlink : 1;
 	}
-	st->st_uid = p->uid;
-	st->st_gid = p->gid;
 	st->st_size = (off_t)a->end_of_file;
 	st->st_blocks = (blkcnt_t)(a->allocation_size / 512);
 	st->st_blksize = SMB_STAT_BLKSIZE;

@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -64,6 +65,11 @@ COVERAGE = {
     "sec": f"{THIS}::test_sec",
     "mfsymlinks": "tests/integration/test_posix_links.py::test_symlink_readlink_and_follow",
     "nomfsymlinks": "tests/integration/test_posix_links.py::test_without_mfsymlinks",
+    # with the extensions on: tests/vm/guest/test_posix_ksmbd.py against ksmbd
+    "posix": f"{THIS}::test_posix_fallback_without_server_support",
+    "noposix": f"{THIS}::test_posix_fallback_without_server_support",
+    "unix": f"{THIS}::test_posix_fallback_without_server_support",
+    "nounix": f"{THIS}::test_posix_fallback_without_server_support",
     "keytab": "tests/integration/test_krb5.py::test_keytab_without_the_user",
     "guest": f"{THIS}::test_guest",
     "sign": "tests/integration/test_signing.py::test_sign_option_signs_anyway",
@@ -332,6 +338,41 @@ def test_rsize_wsize(samba, mount_factory, tmp_path):
     assert writes - pwrites >= MIB // 131072 - 1 and reads - preads >= MIB // 69632 - 1
     for bad in ("rsize=0", "wsize=0", "rsize=64k", "wsize=-1", "rsize=4294967296"):
         _bad_value(tmp_path, [bad], f"mount option '{bad.split('=')[0]}'")
+
+
+@pytest.mark.parametrize("flag", ["posix", "noposix", "unix", "nounix", None])
+def test_posix_fallback_without_server_support(samba, mount_factory, tmp_path, flag):
+    """Samba 4.17 offers no SMB3 POSIX extensions: whether the mount offers
+    them (posix/unix, the default) or not (noposix/nounix), it keeps the
+    documented fallback: uid=/gid=/file_mode=/dir_mode= for every file
+    whatever mode it was made with, chmod only toggles READONLY, another
+    owner is EPERM, a FIFO is EPERM, and the daemon's log says which."""
+    m = mount_factory(samba, options=["uid=4321", "gid=4322", "file_mode=0640",
+                                      "dir_mode=0710"] + ([flag] if flag else []))
+    f = os.path.join(m.path, "f")
+    fd = os.open(f, os.O_CREAT | os.O_WRONLY, 0o600)
+    os.close(fd)
+    os.mkdir(os.path.join(m.path, "d"), 0o700)
+    st = os.stat(f)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 4322, 0o640), st
+    assert stat.S_ISREG(st.st_mode)
+    st = os.stat(os.path.join(m.path, "d"))
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 4322, 0o710), st
+    os.chmod(f, 0o444)  # no write bit: READONLY
+    assert stat.S_IMODE(os.stat(f).st_mode) == 0o440
+    os.chmod(f, 0o755)  # the mode is file_mode again, not 0755
+    assert stat.S_IMODE(os.stat(f).st_mode) == 0o640
+    with pytest.raises(PermissionError):
+        os.chown(f, 1, -1)
+    with pytest.raises(PermissionError):
+        os.mkfifo(os.path.join(m.path, "fifo"))
+    # the server's file id is still the inode number, stable across lookups
+    assert os.stat(f).st_ino == os.stat(f).st_ino != os.stat(os.path.join(m.path, "d")).st_ino
+    log = m.log_text()
+    want = "noposix" if flag in ("noposix", "nounix") else \
+        "no SMB3 POSIX extensions from the server"
+    assert f"{want}: owner uid=4321 gid=4322, file_mode=0640 dir_mode=0710" in log, log[-2000:]
+    assert "FIFO" in log and "(EPERM)" in log, log[-2000:]
 
 
 @pytest.mark.parametrize("flags", [["forceuid", "forcegid"], ["noforceuid", "noforcegid"]])

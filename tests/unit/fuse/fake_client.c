@@ -683,6 +683,12 @@ int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void
 	return -EOPNOTSUPP;
 }
 
+int smb_create_mode(struct smb_client *c, const char *path, bool dir, uint32_t mode, smb_attr_cb cb,
+                    void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
 int smb_link(struct smb_client *c, const char *from, const char *to, smb_status_cb cb, void *arg)
 {
 	return -EOPNOTSUPP;
