@@ -254,6 +254,60 @@ static void log_malformed(struct smb_client *c, const char *what)
 
 /* ---- stat / open / mkdir: CREATE + QUERY_INFO(all) [+ CLOSE] -------------------------- */
 
+/* ---- a new file's POSIX mode, made right ------------------------------------------ */
+
+/* ksmbd (6.1) gives every file it creates an access ACL whose mask is rwx,
+ * so a file made with mode 0640 shows 0670.  When the mode a create came
+ * back with differs from the one asked for, one chmod (which drops that
+ * ACL) follows before the caller hears of the file. */
+struct mode_fix {
+	void *cb;
+	void *arg;
+	bool open; /* cb is an smb_open_cb for fid, else an smb_attr_cb */
+	struct smb2_fileid fid;
+	struct smb_attr a; /* what the create said */
+	char *host;
+};
+
+static void mode_fix_done(void *arg, int err, uint32_t status, const struct smb_attr *now)
+{
+	struct mode_fix *m = arg;
+	struct smb_attr out = m->a;
+	if (!err && status == STATUS_SUCCESS && now)
+		out = *now;
+	else
+		smb_warn("%s: a new file keeps mode %04o: the chmod to its mode failed (%s)",
+		         m->host, (unsigned)(m->a.mode & 07777),
+		         err ? strerror(-err) : smb2_status_str(status));
+	out.oplock = m->a.oplock;
+	if (m->open)
+		((smb_open_cb)m->cb)(m->arg, 0, STATUS_SUCCESS, m->fid, &out);
+	else
+		((smb_attr_cb)m->cb)(m->arg, 0, STATUS_SUCCESS, &out);
+	free(m);
+}
+
+/* Start the chmod when a (a file op's create just made, with the handle
+ * fid when open) has another mode than asked for; true when it went out
+ * and mode_fix_done() will call the caller back instead. */
+static bool mode_fix(struct op *op, const struct smb2_fileid *fid, const struct smb_attr *a)
+{
+	if (!op->oa.set_mode || !a->posix || !op->path ||
+	    (a->mode & 07777) == (op->oa.mode & 07777))
+		return false;
+	struct mode_fix *m = calloc(1, sizeof(*m));
+	if (!m)
+		return false;
+	*m = (struct mode_fix){
+	    op->cb, op->arg, fid != NULL, fid ? *fid : (struct smb2_fileid){0}, *a, op->c->host};
+	struct smb_setattr_args s = {.which = SMB_SET_MODE, .mode = op->oa.mode & 07777};
+	if (smb_setattr(op->c, op->path, NULL, &s, mode_fix_done, m) < 0) {
+		free(m);
+		return false;
+	}
+	return true;
+}
+
 static void attr_chain_done(struct smb_req *req)
 {
 	struct op *op = req->arg;
@@ -268,7 +322,7 @@ static void attr_chain_done(struct smb_req *req)
 		else if (decode_attr(&req->pdu[1], op->c->posix, &a) < 0) {
 			log_malformed(op->c, "QUERY_INFO");
 			cb(op->arg, -EIO, 0, NULL);
-		} else
+		} else if (!mode_fix(op, NULL, &a))
 			cb(op->arg, 0, STATUS_SUCCESS, &a);
 	}
 	smb_req_put(req);
@@ -283,6 +337,12 @@ static int attr_chain(struct smb_client *c, const char *path, const struct smb_o
 		return -ENOMEM;
 	req->related = true;
 	int err = add_create(req, path, oa);
+	if (oa->set_mode && c->posix) {
+		/* mode_fix() may need them */
+		op->oa = *oa;
+		op->path = talloc_strdup(op, path);
+		err = err ? err : op->path ? 0 : -ENOMEM;
+	}
 	if (!err)
 		err = add_query_attr(req, SMB2_FILEID_RELATED);
 	if (!err)
@@ -422,7 +482,8 @@ static void open_done(struct smb_req *req)
 	} else {
 		open_grant(op, &cr, &a);
 		open_record(op, &cr);
-		cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
+		if (cr.create_action != FILE_CREATED || !mode_fix(op, &cr.fileid, &a))
+			cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
 	}
 	smb_req_put(req);
 }
@@ -624,7 +685,10 @@ int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid
 		req->related = true;
 		struct smb_open_args oa = {
 		    .desired_access =
-		        FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES |
+		        FILE_READ_ATTRIBUTES |
+		        /* not for a chmod/chown alone: ksmbd opens for writing
+		         * then, which a file without owner write refuses */
+		        ((args->which & ~sec) ? FILE_WRITE_ATTRIBUTES : 0) |
 		        ((args->which & SMB_SET_SIZE) ? FILE_WRITE_DATA : 0) |
 		        ((args->which & SMB_SET_MODE) ? WRITE_DAC : 0) |
 		        ((args->which & (SMB_SET_UID | SMB_SET_GID)) ? WRITE_OWNER : 0),

@@ -150,6 +150,10 @@ static void dir_serve(struct smbfs_dir *d, fuse_req_t req, size_t size, off_t of
 			st_ino = UINT64_MAX - i; /* server gave no id; stable per listing */
 		memset(&e, 0, sizeof(e));
 		smb_attr_to_stat(&ent->attr, &fs->policy, st_ino, &e.attr);
+		/* A possible mfsymlink gets no type (DT_UNKNOWN): the caller
+		 * asks, and the LOOKUP reads the file. */
+		if (i >= 2 && smbfs_may_be_symlink(fs, &ent->attr))
+			e.attr.st_mode &= ~(mode_t)S_IFMT;
 		if (!plus) {
 			used = fuse_add_direntry(req, buf + pos, room, ent->name, &e.attr,
 			                         (off_t)i + 1);
