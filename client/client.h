@@ -275,8 +275,8 @@ enum {
 	SMB_SET_ATTRIBUTES = 1u << 4, /* file_attributes (e.g. READONLY) */
 	/* POSIX extensions only (-EOPNOTSUPP otherwise): a security
 	 * descriptor the way the extensions carry chmod and chown
-	 * (client/proto/smb2_posix.h).  By path only: a handle the caller
-	 * opened need not have WRITE_DAC / WRITE_OWNER. */
+	 * (client/proto/smb2_posix.h).  By path, except SMB_SET_MODE alone
+	 * on a handle opened with WRITE_DAC (-EINVAL otherwise). */
 	SMB_SET_MODE = 1u << 5, /* mode's permission bits */
 	SMB_SET_UID = 1u << 6,  /* owner S-1-22-1-uid */
 	SMB_SET_GID = 1u << 7,  /* group S-1-22-2-gid */

@@ -295,13 +295,20 @@ static bool mode_fix(struct op *op, const struct smb2_fileid *fid, const struct 
 	if (!op->oa.set_mode || !a->posix || !op->path ||
 	    (a->mode & 07777) == (op->oa.mode & 07777))
 		return false;
+	if (fid && !(op->oa.desired_access & WRITE_DAC)) {
+		smb_debug("%s: %s made with mode %04o, not %04o: left so (no WRITE_DAC on the "
+		          "handle)",
+		          op->c->host, op->path, (unsigned)(a->mode & 07777),
+		          (unsigned)(op->oa.mode & 07777));
+		return false;
+	}
 	struct mode_fix *m = calloc(1, sizeof(*m));
 	if (!m)
 		return false;
 	*m = (struct mode_fix){
 	    op->cb, op->arg, fid != NULL, fid ? *fid : (struct smb2_fileid){0}, *a, op->c->host};
 	struct smb_setattr_args s = {.which = SMB_SET_MODE, .mode = op->oa.mode & 07777};
-	if (smb_setattr(op->c, op->path, NULL, &s, mode_fix_done, m) < 0) {
+	if (smb_setattr(op->c, op->path, fid, &s, mode_fix_done, m) < 0) {
 		free(m);
 		return false;
 	}
@@ -498,6 +505,13 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 	req->related = true;
 	struct smb_open_args oa = *args;
 	oa.desired_access |= FILE_READ_ATTRIBUTES;
+	/* A file this open surely makes may need mode_fix(), on this very
+	 * handle: a second open of it meeting our batch oplock has crashed
+	 * ksmbd 6.1 (list corruption in smb2_open).  Only FILE_CREATE: on a
+	 * file that exists, WRITE_DAC could be refused where the open would
+	 * not. */
+	if (oa.set_mode && c->posix && oa.create_disposition == FILE_CREATE)
+		oa.desired_access |= WRITE_DAC;
 	op->oa = oa;
 	op->path = talloc_strdup(op, path);
 	int err = op->path ? 0 : -ENOMEM;
@@ -675,7 +689,7 @@ int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid
 	if (!req)
 		return -ENOMEM;
 	unsigned sec = args->which & (SMB_SET_MODE | SMB_SET_UID | SMB_SET_GID);
-	if (sec && (!c->posix || fid)) {
+	if (sec && (!c->posix || (fid && sec != SMB_SET_MODE))) {
 		smb_req_put(req);
 		return c->posix ? -EINVAL : -EOPNOTSUPP;
 	}
