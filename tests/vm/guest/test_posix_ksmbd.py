@@ -2,7 +2,8 @@
 
 The share ``posix`` (tests/vm/lib/guest-init) has no ``force user`` and a create mask of
 0777, so what a file is made with and who makes it (the SMB user ``smbtest``) reach its
-tmpfs (ksmbd's rwx ACL mask on new files is undone by the client's chmod); every test compares what the mount shows with os.stat() of the same
+tmpfs (ksmbd's rwx ACL mask on new files is undone by the client's chmod, for
+mkdir/mknod and O_EXCL creates: see test_create_without_o_excl_keeps_ksmbds_mode); every test compares what the mount shows with os.stat() of the same
 file on the server's side. The mount runs as root with the default uid=0/gid=0: a uid
 other than 0 can only have come from the server.
 
@@ -37,6 +38,15 @@ def _syslog():
         return f.read()
 
 
+def _logged(text):
+    """Whether the daemon's syslog has text; syslogd writes a little after the call."""
+    for _ in range(100):
+        if text in _syslog():
+            return True
+        time.sleep(0.1)
+    return False
+
+
 @pytest.fixture(scope="module")
 def posix(lab, tmp_path_factory):
     """(mount point, the share's directory on the server) of a mount with mfsymlinks."""
@@ -55,7 +65,7 @@ def _both(posix, *names):
 
 
 def test_extensions_negotiated(posix):
-    assert "SMB3 POSIX extensions in use" in _syslog()
+    assert _logged("SMB3 POSIX extensions in use"), _syslog()[-2000:]
 
 
 def test_create_with_mode_shows_it_and_the_server_owner(posix):
@@ -77,6 +87,15 @@ def test_create_with_mode_shows_it_and_the_server_owner(posix):
     assert os.stat(n).st_mode == stat.S_IFREG | 0o600
 
 
+def test_create_without_o_excl_keeps_ksmbds_mode(posix):
+    """Known limit: an O_CREAT open without O_EXCL may open a file that exists, so it
+    asks for no WRITE_DAC, and ksmbd's rwx ACL mask stays (0640 -> 0670); mount and
+    server agree on it."""
+    f, sf = _both(posix, "created-open-if")
+    os.close(os.open(f, os.O_CREAT | os.O_WRONLY, 0o640))
+    assert stat.S_IMODE(os.stat(f).st_mode) == stat.S_IMODE(os.stat(sf).st_mode) == 0o670
+
+
 def test_chmod(posix):
     f, sf = _both(posix, "chmod-me")
     os.close(os.open(f, os.O_CREAT | os.O_WRONLY, 0o644))
@@ -92,17 +111,29 @@ def test_chmod(posix):
 
 
 def test_owner_and_group_from_the_server(posix):
-    """A file whose owner and group the server's root changed shows those ids."""
-    f, sf = _both(posix, "chowned-on-server")
+    """A file whose owner and group the server's root changed shows those ids,
+    by lookup and in a listing."""
+    d, sd = _both(posix, "ids")
+    os.mkdir(sd)
+    f, sf = _both(posix, "ids", "chowned-on-server")
     with open(sf, "w") as fh:
         fh.write("x")
     os.chown(sf, 4242, 4343)
     st = os.stat(f)
     assert (st.st_uid, st.st_gid) == (4242, 4343), st
-    listed = {e.name: e for e in os.scandir(posix[0])}
-    assert "chowned-on-server" in listed, (sorted(listed), sorted(os.listdir(posix[1])))
+    listed = {e.name: e for e in os.scandir(d)}
+    assert sorted(listed) == ["chowned-on-server"], sorted(listed)
     st = listed["chowned-on-server"].stat()
     assert (st.st_uid, st.st_gid) == (4242, 4343), st
+
+
+@pytest.mark.xfail(strict=True, reason="known bug: with the POSIX extensions the listing "
+                   "of the share's root comes back empty (subdirectories list fine)")
+def test_listing_of_the_share_root(posix):
+    mnt, srv = posix
+    with open(os.path.join(srv, "in-root"), "w") as fh:
+        fh.write("x")
+    assert "in-root" in os.listdir(mnt), (os.listdir(mnt), os.listdir(srv))
 
 
 def test_chown_where_allowed(posix):
@@ -201,15 +232,14 @@ def test_mkfifo_and_mknod_are_eperm(posix):
             os.mknod(p, mode, dev)
         assert e.value.errno == errno.EPERM, (name, e.value)
         assert not os.path.lexists(sp)
-    log = _syslog()
     for what in ("FIFO", "device node", "socket"):
-        assert f"cannot make a {what} over SMB (the POSIX extensions" in log, what
+        assert _logged(f"cannot make a {what} over SMB (the POSIX extensions"), what
 
 
 def test_noposix_falls_back(lab, posix, tmp_path):
     """noposix against the same ksmbd: the documented fallback, uid=/gid=/file_mode=."""
     f, sf = _both(posix, "seen-without-posix")
-    os.close(os.open(f, os.O_CREAT | os.O_WRONLY, 0o600))
+    os.close(os.open(f, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600))
     mnt2 = tmp_path / "mnt2"
     mnt2.mkdir()
     _mount(lab, mnt2, "noposix,uid=4321,gid=4322,file_mode=0640")
@@ -221,9 +251,4 @@ def test_noposix_falls_back(lab, posix, tmp_path):
         umount(mnt2)
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 4322, 0o640)
     assert stat.S_IMODE(os.stat(sf).st_mode) == 0o600  # the server's mode, not shown
-    # the daemon said which it used (syslog lines may lag a little)
-    for _ in range(50):
-        if "noposix: owner uid=4321 gid=4322" in _syslog():
-            break
-        time.sleep(0.1)
-    assert "noposix: owner uid=4321 gid=4322" in _syslog()
+    assert _logged("noposix: owner uid=4321 gid=4322"), _syslog()[-2000:]
