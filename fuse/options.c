@@ -24,6 +24,9 @@ void smb_mount_opts_init(struct smb_mount_opts *o, uid_t uid, gid_t gid)
 	o->gid = gid;
 	o->file_mode = 0644;
 	o->dir_mode = 0755;
+	/* POSIX extensions on request only, for now: with them a ksmbd share's
+	 * root lists empty (mount.smbrdma(8), posix). */
+	o->noposix = true;
 	o->actimeo = SMB_ACTIMEO_DEFAULT;
 }
 

@@ -103,8 +103,8 @@ struct smb_mount_opts {
 	bool forceuid, forcegid; /* with the SMB3 POSIX extensions: show uid=/gid= instead
 	                            of the server's owner/group; without them ownership
 	                            is always uid=/gid= */
-	bool noposix;            /* noposix/nounix: do not offer the SMB3 POSIX
-	                            extensions (offered by default, as cifs.ko does) */
+	bool noposix;            /* do not offer the SMB3 POSIX extensions: the
+	                            default; posix/unix offer them */
 	bool nosharesock;        /* accepted; every mount has its own connection anyway */
 	bool mfsymlinks;         /* symlinks as Minshall+French symlink files */
 	bool nosubtype;          /* the kernel's type reads "fuse", not "fuse.smbrdma"

@@ -343,7 +343,7 @@ def test_rsize_wsize(samba, mount_factory, tmp_path):
 @pytest.mark.parametrize("flag", ["posix", "noposix", "unix", "nounix", None])
 def test_posix_fallback_without_server_support(samba, mount_factory, tmp_path, flag):
     """Samba 4.17 offers no SMB3 POSIX extensions: whether the mount offers
-    them (posix/unix, the default) or not (noposix/nounix), it keeps the
+    them (posix/unix) or not (noposix/nounix, the default), it keeps the
     documented fallback: uid=/gid=/file_mode=/dir_mode= for every file
     whatever mode it was made with, chmod only toggles READONLY, another
     owner is EPERM, a FIFO is EPERM, and the daemon's log says which."""
@@ -369,7 +369,7 @@ def test_posix_fallback_without_server_support(samba, mount_factory, tmp_path, f
     # the server's file id is still the inode number, stable across lookups
     assert os.stat(f).st_ino == os.stat(f).st_ino != os.stat(os.path.join(m.path, "d")).st_ino
     log = m.log_text()
-    want = "noposix" if flag in ("noposix", "nounix") else \
+    want = "noposix" if flag in ("noposix", "nounix", None) else \
         "no SMB3 POSIX extensions from the server"
     assert f"{want}: owner uid=4321 gid=4322, file_mode=0640 dir_mode=0710" in log, log[-2000:]
     assert "FIFO" in log and "(EPERM)" in log, log[-2000:]

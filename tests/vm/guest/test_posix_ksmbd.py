@@ -54,7 +54,7 @@ def posix(lab, tmp_path_factory):
     assert srv and os.path.isdir(srv), "guest-init made no POSIX share"
     mnt = tmp_path_factory.mktemp("posix") / "mnt"
     mnt.mkdir()
-    _mount(lab, mnt, "mfsymlinks,actimeo=0")
+    _mount(lab, mnt, "posix,mfsymlinks,actimeo=0")
     yield str(mnt), srv
     umount(mnt)
 
@@ -177,7 +177,7 @@ def test_st_ino_stable_across_remount(lab, posix, tmp_path):
     assert before[0] == os.stat(sf).st_ino
     mnt2 = tmp_path / "mnt2"
     mnt2.mkdir()
-    _mount(lab, mnt2)
+    _mount(lab, mnt2, "posix")
     try:
         after = (os.stat(mnt2 / "stable-ino").st_ino, os.stat(mnt2 / "stable-dir").st_ino)
     finally:
