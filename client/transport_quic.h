@@ -5,7 +5,10 @@
  * What it carries: one client-initiated bidirectional stream with the same
  * framing as Direct TCP (a zero byte and a 24-bit big-endian length before
  * every SMB2 message; reassembled by client/msg_framer.h).  Loss recovery,
- * congestion control, keep-alive and path migration are ngtcp2's.
+ * congestion control, keep-alive and path migration are ngtcp2's.  Datagrams
+ * are up to 1452 bytes (ngtcp2's path MTU discovery), except to a loopback
+ * address, where they are as large as the loopback MTU allows (see
+ * quic_loopback_payload() for why).
  *
  * TLS: the server's certificate chain is verified against the system trust
  * store, or against only the CA certificates of cafile when one is given, and
