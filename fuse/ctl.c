@@ -53,7 +53,9 @@ struct smb_ctl {
 	struct ctl_conn *conns; /* loop thread only */
 	int nconns;
 	char server[256], share[256], mountpoint[PATH_MAX];
-	uint16_t port;
+	uint16_t port;        /* TCP; 0 = 445 */
+	uint16_t quic_port;   /* UDP; 0 = 443 */
+	bool quic, quic_only; /* transport=auto / transport=quic */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	dev_t sock_dev; /* the socket file we created, so stop removes only ours */
 	ino_t sock_ino;
@@ -191,6 +193,16 @@ static const char *share_type_str(uint32_t t)
 
 enum ctl_cmd { CTL_STATS, CTL_CHANNELS, CTL_DEBUG, CTL_RECONNECT };
 
+static unsigned ctl_tcp_port(const struct smb_ctl *ctl)
+{
+	return ctl->port ? ctl->port : 445;
+}
+
+static unsigned ctl_quic_port(const struct smb_ctl *ctl)
+{
+	return ctl->quic_port ? ctl->quic_port : 443;
+}
+
 static void json_mount(struct outbuf *o, bool *first, const struct smb_ctl *ctl,
                        const struct smb_client_stats *st)
 {
@@ -198,7 +210,9 @@ static void json_mount(struct outbuf *o, bool *first, const struct smb_ctl *ctl,
 
 	snprintf(dialect, sizeof(dialect), "%s", smb2_dialect_str(st->dialect));
 	json_kstr(o, first, "server", ctl->server);
-	json_ku64(o, first, "port", ctl->port ? ctl->port : 445);
+	/* The port the mount connects to: UDP for transport=quic. */
+	json_ku64(o, first, "port", ctl->quic_only ? ctl_quic_port(ctl) : ctl_tcp_port(ctl));
+	json_ku64(o, first, "quic_port", ctl->quic ? ctl_quic_port(ctl) : 0);
 	json_kstr(o, first, "share", ctl->share);
 	json_kstr(o, first, "mountpoint", ctl->mountpoint);
 	json_kstr(o, first, "dialect", dialect);
@@ -321,8 +335,15 @@ static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 	memset(&t, 0, sizeof(t));
 	snprintf(dialect, sizeof(dialect), "%s", smb2_dialect_str(st->dialect));
 	out_printf(o, "mount     %s\n", ctl->mountpoint);
-	out_printf(o, "server    %s port %u, share %s\n", ctl->server, ctl->port ? ctl->port : 445,
-	           ctl->share);
+	if (ctl->quic_only)
+		out_printf(o, "server    %s udp port %u (quic), share %s\n", ctl->server,
+		           ctl_quic_port(ctl), ctl->share);
+	else if (ctl->quic)
+		out_printf(o, "server    %s port %u or udp port %u (quic), share %s\n", ctl->server,
+		           ctl_tcp_port(ctl), ctl_quic_port(ctl), ctl->share);
+	else
+		out_printf(o, "server    %s port %u, share %s\n", ctl->server, ctl_tcp_port(ctl),
+		           ctl->share);
 	out_printf(o, "dialect   %s, signing %s\n", dialect,
 	           st->signing ? smb2_signing_alg_str(info->signing_alg) : "off");
 	if (cmd == CTL_STATS) {
@@ -714,6 +735,9 @@ int smb_ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, stru
 	ctl->loop = smb_client_loop(client);
 	ctl->listen_fd = -1;
 	ctl->port = m->port;
+	ctl->quic_port = m->quic_port;
+	ctl->quic_only = m->transport && strcmp(m->transport, "quic") == 0;
+	ctl->quic = ctl->quic_only || (m->transport && strcmp(m->transport, "auto") == 0);
 	snprintf(ctl->server, sizeof(ctl->server), "%s", m->server ? m->server : "");
 	snprintf(ctl->share, sizeof(ctl->share), "%s", m->share ? m->share : "");
 	snprintf(ctl->mountpoint, sizeof(ctl->mountpoint), "%s", m->mountpoint);

@@ -25,8 +25,10 @@ struct smb_ctl;
 
 /* What the replies say about the mount; the strings are copied. */
 struct smb_ctl_mount {
-	const char *server; /* host as the source names it */
-	uint16_t port;      /* 0 = 445 */
+	const char *server;    /* host as the source names it */
+	uint16_t port;         /* TCP port; 0 = 445 */
+	const char *transport; /* "quic", "auto" or NULL/other (TCP or RDMA); static */
+	uint16_t quic_port;    /* UDP port for QUIC; 0 = 443 */
 	const char *share;
 	const char *mountpoint; /* absolute; must be mounted already */
 };

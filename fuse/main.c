@@ -623,9 +623,21 @@ static int run(struct mount_args *a)
 	copts.max_channels = a->opts.max_channels;
 	copts.mc_interfaces = a->opts.interfaces;
 	copts.posix = !a->opts.noposix;
-	smb_info("connecting to %s port %u as '%s'%s%s, dialects 0x%04x-0x%04x", a->source,
-	         copts.port ? copts.port : 445, copts.user ? copts.user : "",
-	         copts.domain ? " domain " : "", copts.domain ? copts.domain : "",
+	/* The port of the transport that will be tried: UDP for QUIC. */
+	bool quic_only = copts.transport && strcmp(copts.transport, "quic") == 0;
+	bool quic_too = copts.transport && strcmp(copts.transport, "auto") == 0;
+	char ports[64];
+	if (quic_only)
+		snprintf(ports, sizeof(ports), "udp port %u (quic)",
+		         copts.quic_port ? copts.quic_port : 443);
+	else if (quic_too)
+		snprintf(ports, sizeof(ports), "port %u or udp port %u (quic)",
+		         copts.port ? copts.port : 445, copts.quic_port ? copts.quic_port : 443);
+	else
+		snprintf(ports, sizeof(ports), "port %u", copts.port ? copts.port : 445);
+	smb_info("connecting to %s %s as '%s'%s%s, dialects 0x%04x-0x%04x", a->source, ports,
+	         copts.user ? copts.user : "", copts.domain ? " domain " : "",
+	         copts.domain ? copts.domain : "",
 	         copts.min_dialect ? copts.min_dialect : SMB2_DIALECT_0202,
 	         copts.max_dialect ? copts.max_dialect : SMB2_DIALECT_0311);
 	smb_debug("mount options: %s", a->optlog[0] ? a->optlog : "(none)");
@@ -734,7 +746,8 @@ static int run(struct mount_args *a)
 		find_readahead_knob(a->mountpoint, fs.readahead_knob, sizeof(fs.readahead_knob));
 	/* smbrdmactl: start the control socket before the first FUSE request
 	 * is served; without it the mount still works. */
-	struct smb_ctl_mount ctl_mount = {a->unc.host, copts.port, a->unc.share, a->mountpoint};
+	struct smb_ctl_mount ctl_mount = {a->unc.host,     copts.port,   copts.transport,
+	                                  copts.quic_port, a->unc.share, a->mountpoint};
 	if (smb_ctl_start(fs.client, &ctl_mount, &ctl, errbuf, sizeof(errbuf)) < 0)
 		smb_warn("%s: no control socket for smbrdmactl: %s", a->source, errbuf);
 	smb_log(LOG_NOTICE, "mounted %s on %s", a->source, a->mountpoint);

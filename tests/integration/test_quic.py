@@ -24,7 +24,7 @@ from lib.mount import MountFailed, SmbrdmaMount, daemon_binary, timeout_scale
 from lib.netns import netns_factory  # noqa: F401
 from lib.quic import QuicRelay, make_certs
 from lib.samba import free_port
-from lib.sessioninfo import client_report, only_session
+from lib.sessioninfo import client_report, ctl_binary, only_session
 
 BIG_MIB = 128
 
@@ -181,6 +181,22 @@ def test_quic_client_certificate(samba, certs, relay_factory, mount_factory):
     assert channel_kinds(m) == ["quic"]
 
 
+def test_quic_mount_names_its_udp_port(samba, certs, relay_factory, mount_factory):
+    """A transport=quic mount names the UDP port it connects to, not the
+    TCP default: in the "connecting to" log line and in smbrdmactl debug
+    (the text and the JSON "port")."""
+    relay = relay_factory(certs.srv_pem, certs.srv_key, (samba.host, samba.port))
+    m = mount_factory(samba, options=quic_opts(relay, certs),
+                      unc=f"//localhost/{samba.share}", extra_args=["-v"])
+    line = [ln for ln in m.log_text().splitlines() if "connecting to //localhost/" in ln]
+    assert line and f" udp port {relay.port} (quic) as " in line[0], line
+    rep = client_report(m.path)
+    assert (rep["port"], rep["quic_port"]) == (relay.port, relay.port), rep
+    text = subprocess.run([ctl_binary(), "debug", m.path], capture_output=True, text=True,
+                          timeout=30 * timeout_scale(), check=True).stdout
+    assert f"server    localhost udp port {relay.port} (quic), share " in text, text
+
+
 # ---- transport=auto ----------------------------------------------------------------
 
 
@@ -193,6 +209,10 @@ def auto_mount_writes(mount_factory, samba, certs, tcp_port, quic_port, want, na
                       unc=f"//localhost/{samba.share}", extra_args=["-v"])
     assert channel_kinds(m) == [want]
     assert f"connected over {want.upper()} first" in m.log_text()
+    # Both ports named, whichever won.
+    assert f" port {tcp_port} or udp port {quic_port} (quic) as " in m.log_text()
+    rep = client_report(m.path)
+    assert (rep["port"], rep["quic_port"]) == (tcp_port, quic_port), rep
     with open(os.path.join(m.path, name), "w") as f:
         f.write(f"over {want}")
     with open(os.path.join(samba.share_path, name)) as f:
