@@ -262,7 +262,7 @@ def drop_everything(ns, dev):
                         "0"], check=True)
 
 
-def test_quic_path_cut_mid_copy(netns_factory, certs, tmp_path):  # noqa: F811
+def test_quic_path_cut_mid_copy(netns_factory, certs, tmp_path, capsys):  # noqa: F811
     """The relay and Samba in a server namespace, the mount in a client
     namespace; mid-copy the link drops every packet (netem loss 100%, see
     drop_everything) for 3 s.  The copy either completes with the right bytes or fails with an
@@ -306,10 +306,16 @@ def test_quic_path_cut_mid_copy(netns_factory, certs, tmp_path):  # noqa: F811
             cp.kill()
             pytest.fail(f"cp still running 240 s after the link came back; "
                         f"log:\n{m.log_text()[-3000:]}")
+        # Either outcome is correct; the run's output says which one it saw
+        # (past pytest's capture, so it shows when the test passes too).
         if cp.returncode == 0:
             assert sha256(os.path.join(srv.share_path, "cut.bin")) == sha256(src)
+            outcome = "the copy completed, with the right bytes"
         else:
             assert err, "cp failed without saying why"
+            outcome = f"the copy failed cleanly: {err.decode(errors='replace').strip()}"
+        with capsys.disabled():
+            print(f"\npath cut: {outcome}")
         # The mount still answers (a new connection if the old one died).
         done = threading.Event()
         out = {}
