@@ -29,6 +29,7 @@
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -44,6 +45,10 @@
 #define QUIC_RX_WINDOW    (32u << 20)
 #define QUIC_SOCKBUF      (8 << 20) /* SO_SNDBUF/SO_RCVBUF asked for */
 #define QUIC_FLUSH_PKTS   1024      /* most packets one flush writes */
+/* One UDP GSO send: at most this many bytes (a super-datagram is bounded by
+ * the 16-bit IP/UDP lengths) in at most this many segments. */
+#define QUIC_GSO_BYTES 65000u
+#define QUIC_GSO_SEGS  64u
 
 struct quic_out {
 	struct smb_txbuf *buf;
@@ -86,6 +91,7 @@ struct quic_transport {
 	uint64_t written; /* stream offset handed to ngtcp2 */
 	struct smb_framer framer;
 	uint8_t *pkt; /* QUIC_PKT_MAX bytes, rx and tx */
+	bool gso;     /* the kernel took UDP_SEGMENT so far */
 };
 
 #define to_quic(t) ((struct quic_transport *)(t))
@@ -212,6 +218,51 @@ static int quic_send_pkt(struct quic_transport *q, const uint8_t *p, size_t n)
 	}
 }
 
+/* Send n bytes of packets of seg bytes each (the last may be shorter) in
+ * one UDP GSO sendmsg: one syscall and one trip through the stack instead of
+ * one per packet.  Without GSO in the kernel (or for one packet), one send()
+ * each. */
+static int quic_send_batch(struct quic_transport *q, const uint8_t *p, size_t n, size_t seg)
+{
+	if (n > seg && q->gso) {
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(uint16_t))];
+		} cb;
+		memset(&cb, 0, sizeof(cb));
+		struct iovec iov = {(void *)p, n};
+		struct msghdr mh = {.msg_iov = &iov,
+		                    .msg_iovlen = 1,
+		                    .msg_control = cb.b,
+		                    .msg_controllen = sizeof(cb.b)};
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_UDP;
+		c->cmsg_type = UDP_SEGMENT;
+		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		uint16_t seg16 = (uint16_t)seg;
+		memcpy(CMSG_DATA(c), &seg16, sizeof(seg16));
+		for (;;) {
+			if (sendmsg(q->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+				return 0;
+			if (errno != EINTR)
+				break;
+		}
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+			return 0; /* loss, as in quic_send_pkt() */
+		if (errno != EIO && errno != EINVAL && errno != ENOPROTOOPT && errno != EOPNOTSUPP)
+			return -errno;
+		smb_info("quic: %s: no UDP GSO here (%s); one send per packet", q->server_name,
+		         strerror(errno));
+		q->gso = false;
+	}
+	for (size_t off = 0; off < n; off += seg) {
+		int err = quic_send_pkt(q, p + off, n - off < seg ? n - off : seg);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* Fill vecs from the unwritten stream data; returns the count. */
 static int quic_collect(struct quic_transport *q, ngtcp2_vec *v)
 {
@@ -264,10 +315,18 @@ static int quic_flush(struct quic_transport *q)
 	size_t quantum = ngtcp2_conn_get_send_quantum(q->conn);
 	size_t sent = 0;
 	bool blocked = false;
+	/* Packets gather at q->pkt + batch, seg bytes each, until one is short,
+	 * the batch is full, or ngtcp2 has no more: then one quic_send_batch(). */
+	size_t batch = 0, seg = 0, max_segs = 1;
 
 	ngtcp2_path_storage_zero(&ps);
 	if (max_pkt > QUIC_PKT_MAX)
 		max_pkt = QUIC_PKT_MAX;
+	if (q->gso && max_pkt <= QUIC_GSO_BYTES / 2) {
+		max_segs = QUIC_GSO_BYTES / max_pkt;
+		if (max_segs > QUIC_GSO_SEGS)
+			max_segs = QUIC_GSO_SEGS;
+	}
 	for (int npkt = 0; npkt < QUIC_FLUSH_PKTS;) {
 		ngtcp2_vec v[QUIC_MAX_VECS];
 		int nv = 0;
@@ -279,8 +338,9 @@ static int quic_flush(struct quic_transport *q)
 			flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
 		}
 		wlen = -1;
-		nwrite = ngtcp2_conn_writev_stream(q->conn, &ps.path, &pi, q->pkt, max_pkt, &wlen,
-		                                   flags, sid, nv ? v : NULL, (size_t)nv, ts);
+		nwrite =
+		    ngtcp2_conn_writev_stream(q->conn, &ps.path, &pi, q->pkt + batch, max_pkt,
+		                              &wlen, flags, sid, nv ? v : NULL, (size_t)nv, ts);
 		if (nwrite < 0) {
 			if (nwrite == NGTCP2_ERR_WRITE_MORE) {
 				quic_advance(q, (size_t)wlen);
@@ -299,9 +359,24 @@ static int quic_flush(struct quic_transport *q)
 			quic_advance(q, (size_t)wlen);
 		if (nwrite == 0)
 			break;
-		int err = quic_send_pkt(q, q->pkt, (size_t)nwrite);
-		if (err)
-			return err;
+		size_t len = (size_t)nwrite;
+		if (batch && len > seg) {
+			/* Longer than the batch's segments: send those, start anew. */
+			int err = quic_send_batch(q, q->pkt, batch, seg);
+			if (err)
+				return err;
+			memmove(q->pkt, q->pkt + batch, len);
+			batch = 0;
+		}
+		if (!batch)
+			seg = len;
+		batch += len;
+		if (len < seg || batch / seg >= max_segs) {
+			int err = quic_send_batch(q, q->pkt, batch, seg);
+			if (err)
+				return err;
+			batch = 0;
+		}
 		npkt++;
 		sent += (size_t)nwrite;
 		if (quantum && sent >= quantum) {
@@ -309,6 +384,11 @@ static int quic_flush(struct quic_transport *q)
 			ts = quic_now();
 			sent = 0;
 		}
+	}
+	if (batch) {
+		int err = quic_send_batch(q, q->pkt, batch, seg);
+		if (err)
+			return err;
 	}
 	ngtcp2_conn_update_pkt_tx_time(q->conn, ts);
 	return 0;
@@ -343,14 +423,49 @@ static bool quic_log_peer_close(struct quic_transport *q)
 	return true;
 }
 
-/* Read and process every datagram waiting.  Returns 0 or -errno (fatal). */
-static int quic_read(struct quic_transport *q)
+/* One datagram to ngtcp2.  Returns 0 (processed or dropped) or -errno
+ * (fatal). */
+static int quic_read_pkt(struct quic_transport *q, const uint8_t *p, size_t n)
 {
 	ngtcp2_path path;
 	ngtcp2_pkt_info pi = {0};
 	quic_path(q, &path);
+	int rv = ngtcp2_conn_read_pkt(q->conn, &path, &pi, p, n, quic_now());
+	if (rv == 0)
+		return 0;
+	if (q->fatal)
+		return q->fatal;
+	if (rv == NGTCP2_ERR_DRAINING || rv == NGTCP2_ERR_CLOSING) {
+		q->peer_closed = true;
+		if (q->handshake_done)
+			quic_log_peer_close(q);
+		return -ECONNRESET;
+	}
+	if (rv == NGTCP2_ERR_CRYPTO)
+		return -EKEYREJECTED;
+	if (ngtcp2_err_is_fatal(rv)) {
+		smb_err("quic: %s: %s", q->server_name, ngtcp2_strerror(rv));
+		return -EPROTO;
+	}
+	return 0; /* anything else only drops this packet */
+}
+
+/* Read and process every datagram waiting.  With UDP_GRO on the socket one
+ * read may bring several datagrams of one size (the cmsg says which), the
+ * last maybe shorter.  Returns 0 or -errno (fatal). */
+static int quic_read(struct quic_transport *q)
+{
 	for (int i = 0; i < 256; i++) {
-		ssize_t r = recv(q->fd, q->pkt, QUIC_PKT_MAX, MSG_DONTWAIT);
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} cb;
+		struct iovec iov = {q->pkt, QUIC_PKT_MAX};
+		struct msghdr mh = {.msg_iov = &iov,
+		                    .msg_iovlen = 1,
+		                    .msg_control = cb.b,
+		                    .msg_controllen = sizeof(cb.b)};
+		ssize_t r = recvmsg(q->fd, &mh, MSG_DONTWAIT);
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 0;
@@ -358,24 +473,22 @@ static int quic_read(struct quic_transport *q)
 				continue;
 			return -errno;
 		}
-		int rv = ngtcp2_conn_read_pkt(q->conn, &path, &pi, q->pkt, (size_t)r, quic_now());
-		if (rv == 0)
-			continue;
-		if (q->fatal)
-			return q->fatal;
-		if (rv == NGTCP2_ERR_DRAINING || rv == NGTCP2_ERR_CLOSING) {
-			q->peer_closed = true;
-			if (q->handshake_done)
-				quic_log_peer_close(q);
-			return -ECONNRESET;
+		size_t seg = (size_t)r;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			int gro;
+			if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+			    c->cmsg_len >= CMSG_LEN(sizeof(gro))) {
+				memcpy(&gro, CMSG_DATA(c), sizeof(gro));
+				if (gro > 0)
+					seg = (size_t)gro;
+			}
 		}
-		if (rv == NGTCP2_ERR_CRYPTO)
-			return -EKEYREJECTED;
-		if (ngtcp2_err_is_fatal(rv)) {
-			smb_err("quic: %s: %s", q->server_name, ngtcp2_strerror(rv));
-			return -EPROTO;
+		for (size_t off = 0; off < (size_t)r; off += seg) {
+			size_t n = (size_t)r - off < seg ? (size_t)r - off : seg;
+			int err = quic_read_pkt(q, q->pkt + off, n);
+			if (err)
+				return err;
 		}
-		/* Anything else only drops this packet. */
 	}
 	return 0;
 }
@@ -833,6 +946,11 @@ static int quic_connect(struct smb_transport *t, const struct sockaddr *addr, so
 	if (fd < 0)
 		return -errno;
 	quic_set_bufs(fd);
+	/* Datagrams of a burst arrive coalesced (quic_read() splits them); and
+	 * send with UDP GSO until the kernel refuses it. */
+	int one = 1;
+	setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	q->gso = true;
 	if (connect(fd, addr, addrlen) < 0) {
 		int err = -errno;
 		close(fd);

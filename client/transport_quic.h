@@ -8,7 +8,8 @@
  * congestion control, keep-alive and path migration are ngtcp2's.  Datagrams
  * are up to 1452 bytes (ngtcp2's path MTU discovery), except to a loopback
  * address, where they are as large as the loopback MTU allows (see
- * quic_loopback_payload() for why).
+ * quic_loopback_payload() for why).  Bursts go out as UDP GSO batches and
+ * come in coalesced (UDP_GRO), where the kernel offers them.
  *
  * TLS: the server's certificate chain is verified against the system trust
  * store, or against only the CA certificates of cafile when one is given, and
