@@ -16,8 +16,8 @@
  * One thread, epoll; connections are told apart by the client's address
  * (the tests do not migrate).  Each wakeup reads every waiting datagram
  * before writing anything; datagrams to a loopback client are as large as
- * the loopback MTU allows, as the client's are.  Prints "ready" on stdout once listening.
- * Exits on SIGTERM/SIGINT.
+ * the loopback MTU allows, as the client's are; UDP GSO out, UDP_GRO in.
+ * Prints "ready" on stdout once listening.  Exits on SIGTERM/SIGINT.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +27,7 @@
 #include <gnutls/gnutls.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <netinet/udp.h>
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
@@ -90,7 +91,9 @@ static socklen_t listen_len, fwd_len;
 static gnutls_certificate_credentials_t cred;
 static bool want_client_cert;
 static volatile sig_atomic_t stop;
-static uint8_t pkt[PKT_MAX];
+static uint8_t pkt[PKT_MAX];   /* received datagrams */
+static uint8_t txpkt[PKT_MAX]; /* packets being written */
+static bool gso = true;        /* the kernel took UDP_SEGMENT so far */
 
 static ngtcp2_tstamp now_ts(void)
 {
@@ -194,6 +197,40 @@ static void send_pkt(struct rconn *c, const uint8_t *p, size_t n)
 	sendto(udp_fd, p, n, MSG_DONTWAIT, (struct sockaddr *)&c->peer, c->peer_len);
 }
 
+/* n bytes of packets of seg bytes (the last may be shorter) in one UDP GSO
+ * sendmsg, as client/transport_quic.c does; one sendto each without GSO. */
+static void send_batch(struct rconn *c, const uint8_t *p, size_t n, size_t seg)
+{
+	if (n > seg && gso) {
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(uint16_t))];
+		} cb;
+		memset(&cb, 0, sizeof(cb));
+		struct iovec iov = {(void *)p, n};
+		struct msghdr mh = {.msg_name = &c->peer,
+		                    .msg_namelen = c->peer_len,
+		                    .msg_iov = &iov,
+		                    .msg_iovlen = 1,
+		                    .msg_control = cb.b,
+		                    .msg_controllen = sizeof(cb.b)};
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_UDP;
+		cm->cmsg_type = UDP_SEGMENT;
+		cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		uint16_t seg16 = (uint16_t)seg;
+		memcpy(CMSG_DATA(cm), &seg16, sizeof(seg16));
+		if (sendmsg(udp_fd, &mh, MSG_DONTWAIT) >= 0 || errno == EAGAIN || errno == ENOBUFS)
+			return;
+		if (errno != EIO && errno != EINVAL && errno != ENOPROTOOPT && errno != EOPNOTSUPP)
+			return;
+		fprintf(stderr, "relay: no UDP GSO here (%s)\n", strerror(errno));
+		gso = false;
+	}
+	for (size_t off = 0; off < n; off += seg)
+		send_pkt(c, p + off, n - off < seg ? n - off : seg);
+}
+
 /* liberr: the ngtcp2 error that ends the connection (a refused TLS
  * handshake becomes its alert), or 0 for a plain close. */
 static void rconn_close_err(struct rconn *c, int liberr)
@@ -211,10 +248,10 @@ static void rconn_close_err(struct rconn *c, int liberr)
 			                                                         0);
 		else
 			ngtcp2_connection_close_error_set_application_error(&ce, 0, NULL, 0);
-		ngtcp2_ssize n = ngtcp2_conn_write_connection_close(c->conn, &ps.path, NULL, pkt,
-		                                                    sizeof(pkt), &ce, now_ts());
+		ngtcp2_ssize n = ngtcp2_conn_write_connection_close(c->conn, &ps.path, NULL, txpkt,
+		                                                    sizeof(txpkt), &ce, now_ts());
 		if (n > 0)
-			send_pkt(c, pkt, (size_t)n);
+			send_pkt(c, txpkt, (size_t)n);
 	}
 	rconn_free(c);
 }
@@ -348,6 +385,12 @@ static int write_pkts(struct rconn *c)
 	bool blocked = false;
 	size_t max = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
 	size_t quantum = ngtcp2_conn_get_send_quantum(c->conn), sent = 0;
+	/* Packets gather in txpkt, seg bytes each, for one send_batch(). */
+	size_t batch = 0, seg = 0, max_segs = 1;
+	if (max > sizeof(txpkt))
+		max = sizeof(txpkt);
+	if (gso && max <= 65000 / 2)
+		max_segs = 65000 / max < 64 ? 65000 / max : 64;
 	ngtcp2_path_storage_zero(&ps);
 	for (int i = 0; i < 4096; i++) {
 		ngtcp2_vec v;
@@ -360,9 +403,9 @@ static int write_pkts(struct rconn *c)
 			sid = c->stream_id;
 			nv = 1;
 		}
-		ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, pkt, max, &wlen,
-		                                           NGTCP2_WRITE_STREAM_FLAG_MORE, sid,
-		                                           nv ? &v : NULL, nv, ts);
+		ngtcp2_ssize n = ngtcp2_conn_writev_stream(
+		    c->conn, &ps.path, &pi, txpkt + batch, max, &wlen,
+		    NGTCP2_WRITE_STREAM_FLAG_MORE, sid, nv ? &v : NULL, nv, ts);
 		if (n < 0) {
 			if (n == NGTCP2_ERR_WRITE_MORE) {
 				c->down_sent += (size_t)wlen;
@@ -378,7 +421,19 @@ static int write_pkts(struct rconn *c)
 			c->down_sent += (size_t)wlen;
 		if (n == 0)
 			break;
-		send_pkt(c, pkt, (size_t)n);
+		size_t len = (size_t)n;
+		if (batch && len > seg) {
+			send_batch(c, txpkt, batch, seg);
+			memmove(txpkt, txpkt + batch, len);
+			batch = 0;
+		}
+		if (!batch)
+			seg = len;
+		batch += len;
+		if (len < seg || batch / seg >= max_segs) {
+			send_batch(c, txpkt, batch, seg);
+			batch = 0;
+		}
 		/* Account pacing as we go, as client/transport_quic.c does. */
 		sent += (size_t)n;
 		if (quantum && sent >= quantum) {
@@ -387,6 +442,8 @@ static int write_pkts(struct rconn *c)
 			sent = 0;
 		}
 	}
+	if (batch)
+		send_batch(c, txpkt, batch, seg);
 	ngtcp2_conn_update_pkt_tx_time(c->conn, ts);
 	return 0;
 }
@@ -529,6 +586,37 @@ static struct rconn *find_conn(const struct sockaddr_storage *peer, socklen_t le
 	return NULL;
 }
 
+/* One datagram from peer: to its connection, or a new one.  Returns the
+ * connection if it still stands. */
+static struct rconn *on_datagram(const uint8_t *p, size_t n, const struct sockaddr_storage *peer,
+                                 socklen_t plen)
+{
+	struct rconn *c = find_conn(peer, plen);
+	if (!c) {
+		ngtcp2_pkt_hd hd;
+		if (ngtcp2_accept(&hd, p, n) != 0)
+			return NULL;
+		c = rconn_new(&hd, peer, plen);
+		if (!c)
+			return NULL;
+	}
+	ngtcp2_path path = {.local = {(ngtcp2_sockaddr *)&listen_addr, listen_len},
+	                    .remote = {(ngtcp2_sockaddr *)&c->peer, c->peer_len}};
+	ngtcp2_pkt_info pi = {0};
+	int rv = ngtcp2_conn_read_pkt(c->conn, &path, &pi, p, n, now_ts());
+	if (rv != 0) {
+		if (rv == NGTCP2_ERR_CRYPTO)
+			fprintf(stderr, "relay: TLS handshake failed: %s\n",
+			        gnutls_strerror(ngtcp2_conn_get_tls_error(c->conn)));
+		if (rv == NGTCP2_ERR_DRAINING)
+			rconn_free(c);
+		else
+			rconn_close_err(c, rv);
+		return NULL;
+	}
+	return c;
+}
+
 /* Read every datagram waiting, then write once per connection that got any:
  * one ACK for the batch instead of one per datagram or two, and one TCP
  * write of what they carried. */
@@ -538,37 +626,37 @@ static void on_udp(void)
 	int ntouched = 0;
 	for (int i = 0; i < 1024; i++) {
 		struct sockaddr_storage peer;
-		socklen_t plen = sizeof(peer);
-		ssize_t n = recvfrom(udp_fd, pkt, sizeof(pkt), MSG_DONTWAIT,
-		                     (struct sockaddr *)&peer, &plen);
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} cb;
+		struct iovec iov = {pkt, sizeof(pkt)};
+		struct msghdr mh = {.msg_name = &peer,
+		                    .msg_namelen = sizeof(peer),
+		                    .msg_iov = &iov,
+		                    .msg_iovlen = 1,
+		                    .msg_control = cb.b,
+		                    .msg_controllen = sizeof(cb.b)};
+		ssize_t n = recvmsg(udp_fd, &mh, MSG_DONTWAIT);
 		if (n <= 0)
 			break;
-		struct rconn *c = find_conn(&peer, plen);
-		if (!c) {
-			ngtcp2_pkt_hd hd;
-			if (ngtcp2_accept(&hd, pkt, (size_t)n) != 0)
-				continue;
-			c = rconn_new(&hd, &peer, plen);
-			if (!c)
-				continue;
+		/* UDP_GRO: several datagrams of seg bytes, the last maybe shorter. */
+		size_t seg = (size_t)n;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			int gro;
+			if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+				memcpy(&gro, CMSG_DATA(cm), sizeof(gro));
+				if (gro > 0)
+					seg = (size_t)gro;
+			}
 		}
-		ngtcp2_path path = {.local = {(ngtcp2_sockaddr *)&listen_addr, listen_len},
-		                    .remote = {(ngtcp2_sockaddr *)&c->peer, c->peer_len}};
-		ngtcp2_pkt_info pi = {0};
-		int rv = ngtcp2_conn_read_pkt(c->conn, &path, &pi, pkt, (size_t)n, now_ts());
-		if (rv != 0) {
-			if (rv == NGTCP2_ERR_CRYPTO)
-				fprintf(stderr, "relay: TLS handshake failed: %s\n",
-				        gnutls_strerror(ngtcp2_conn_get_tls_error(c->conn)));
-			if (rv == NGTCP2_ERR_DRAINING)
-				rconn_free(c);
-			else
-				rconn_close_err(c, rv);
-			continue;
-		}
-		if (!c->touched && ntouched < MAX_CONNS) {
-			c->touched = true;
-			touched[ntouched++] = c;
+		for (size_t off = 0; off < (size_t)n; off += seg) {
+			size_t len = (size_t)n - off < seg ? (size_t)n - off : seg;
+			struct rconn *c = on_datagram(pkt + off, len, &peer, mh.msg_namelen);
+			if (c && !c->touched && ntouched < MAX_CONNS) {
+				c->touched = true;
+				touched[ntouched++] = c;
+			}
 		}
 	}
 	for (int i = 0; i < ntouched; i++) {
@@ -659,6 +747,8 @@ static int run_quic(void)
 		return 1;
 	}
 	set_nonblock(udp_fd);
+	int one = 1;
+	setsockopt(udp_fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 	epoll_ctl(ep, EPOLL_CTL_ADD, udp_fd, &ev);
 	for (int i = 0; i < MAX_CONNS; i++)
