@@ -249,11 +249,16 @@ static int quic_send_batch(struct quic_transport *q, const uint8_t *p, size_t n,
 		}
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
 			return 0; /* loss, as in quic_send_pkt() */
-		if (errno != EIO && errno != EINVAL && errno != ENOPROTOOPT && errno != EOPNOTSUPP)
+		if (errno == EIO) {
+			/* The device cannot checksum segments: never again. */
+			smb_info("quic: %s: no UDP GSO on this path; one send per packet",
+			         q->server_name);
+			q->gso = false;
+		} else if (errno != EINVAL && errno != EMSGSIZE) {
 			return -errno;
-		smb_info("quic: %s: no UDP GSO here (%s); one send per packet", q->server_name,
-		         strerror(errno));
-		q->gso = false;
+		}
+		/* EINVAL/EMSGSIZE: a segment larger than the route allows (a path
+		 * MTU probe); send this batch one packet at a time. */
 	}
 	for (size_t off = 0; off < n; off += seg) {
 		int err = quic_send_pkt(q, p + off, n - off < seg ? n - off : seg);
@@ -948,9 +953,11 @@ static int quic_connect(struct smb_transport *t, const struct sockaddr *addr, so
 	quic_set_bufs(fd);
 	/* Datagrams of a burst arrive coalesced (quic_read() splits them); and
 	 * send with UDP GSO until the kernel refuses it. */
-	int one = 1;
+	int one = 1, zero = 0;
 	setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
-	q->gso = true;
+	/* A kernel that knows the option (4.18+) honours the cmsg; an older one
+	 * would ignore the cmsg and send the batch as one datagram. */
+	q->gso = setsockopt(fd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
 	if (connect(fd, addr, addrlen) < 0) {
 		int err = -errno;
 		close(fd);

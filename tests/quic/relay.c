@@ -222,10 +222,14 @@ static void send_batch(struct rconn *c, const uint8_t *p, size_t n, size_t seg)
 		memcpy(CMSG_DATA(cm), &seg16, sizeof(seg16));
 		if (sendmsg(udp_fd, &mh, MSG_DONTWAIT) >= 0 || errno == EAGAIN || errno == ENOBUFS)
 			return;
-		if (errno != EIO && errno != EINVAL && errno != ENOPROTOOPT && errno != EOPNOTSUPP)
+		if (errno == EIO) {
+			fprintf(stderr, "relay: no UDP GSO here\n");
+			gso = false;
+		} else if (errno != EINVAL && errno != EMSGSIZE) {
 			return;
-		fprintf(stderr, "relay: no UDP GSO here (%s)\n", strerror(errno));
-		gso = false;
+		}
+		/* EINVAL/EMSGSIZE: a segment too large for the route (an MTU
+		 * probe): one packet at a time, as without GSO. */
 	}
 	for (size_t off = 0; off < n; off += seg)
 		send_pkt(c, p + off, n - off < seg ? n - off : seg);
@@ -747,8 +751,10 @@ static int run_quic(void)
 		return 1;
 	}
 	set_nonblock(udp_fd);
-	int one = 1;
+	int one = 1, zero = 0;
 	setsockopt(udp_fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	/* An older kernel would ignore the UDP_SEGMENT cmsg: probe the option. */
+	gso = setsockopt(udp_fd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 	epoll_ctl(ep, EPOLL_CTL_ADD, udp_fd, &ev);
 	for (int i = 0; i < MAX_CONNS; i++)
