@@ -16,6 +16,7 @@
 #include "client/transport.h"
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/udp_batch.h"
 #include "config.h"
 
 #include <errno.h>
@@ -29,7 +30,6 @@
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
-#include <netinet/udp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -225,37 +225,16 @@ static int quic_send_pkt(struct quic_transport *q, const uint8_t *p, size_t n)
 static int quic_send_batch(struct quic_transport *q, const uint8_t *p, size_t n, size_t seg)
 {
 	if (n > seg && q->gso) {
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(uint16_t))];
-		} cb;
-		memset(&cb, 0, sizeof(cb));
-		struct iovec iov = {(void *)p, n};
-		struct msghdr mh = {.msg_iov = &iov,
-		                    .msg_iovlen = 1,
-		                    .msg_control = cb.b,
-		                    .msg_controllen = sizeof(cb.b)};
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_UDP;
-		c->cmsg_type = UDP_SEGMENT;
-		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-		uint16_t seg16 = (uint16_t)seg;
-		memcpy(CMSG_DATA(c), &seg16, sizeof(seg16));
-		for (;;) {
-			if (sendmsg(q->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
-				return 0;
-			if (errno != EINTR)
-				break;
-		}
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
-			return 0; /* loss, as in quic_send_pkt() */
-		if (errno == EIO) {
+		int err = udp_send_gso(q->fd, NULL, 0, p, n, seg);
+		if (!err)
+			return 0;
+		if (err == -EIO) {
 			/* The device cannot checksum segments: never again. */
 			smb_info("quic: %s: no UDP GSO on this path; one send per packet",
 			         q->server_name);
 			q->gso = false;
-		} else if (errno != EINVAL && errno != EMSGSIZE) {
-			return -errno;
+		} else if (err != -EINVAL && err != -EMSGSIZE) {
+			return err;
 		}
 		/* EINVAL/EMSGSIZE: a segment larger than the route allows (a path
 		 * MTU probe); send this batch one packet at a time. */
@@ -461,33 +440,10 @@ static int quic_read_pkt(struct quic_transport *q, const uint8_t *p, size_t n)
 static int quic_read(struct quic_transport *q)
 {
 	for (int i = 0; i < 256; i++) {
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} cb;
-		struct iovec iov = {q->pkt, QUIC_PKT_MAX};
-		struct msghdr mh = {.msg_iov = &iov,
-		                    .msg_iovlen = 1,
-		                    .msg_control = cb.b,
-		                    .msg_controllen = sizeof(cb.b)};
-		ssize_t r = recvmsg(q->fd, &mh, MSG_DONTWAIT);
-		if (r < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		size_t seg = (size_t)r;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			int gro;
-			if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
-			    c->cmsg_len >= CMSG_LEN(sizeof(gro))) {
-				memcpy(&gro, CMSG_DATA(c), sizeof(gro));
-				if (gro > 0)
-					seg = (size_t)gro;
-			}
-		}
+		size_t seg;
+		ssize_t r = udp_recv_gro(q->fd, q->pkt, QUIC_PKT_MAX, NULL, NULL, &seg);
+		if (r < 0)
+			return r == -EAGAIN || r == -EWOULDBLOCK ? 0 : (int)r;
 		for (size_t off = 0; off < (size_t)r; off += seg) {
 			size_t n = (size_t)r - off < seg ? (size_t)r - off : seg;
 			int err = quic_read_pkt(q, q->pkt + off, n);
@@ -953,11 +909,7 @@ static int quic_connect(struct smb_transport *t, const struct sockaddr *addr, so
 	quic_set_bufs(fd);
 	/* Datagrams of a burst arrive coalesced (quic_read() splits them); and
 	 * send with UDP GSO until the kernel refuses it. */
-	int one = 1, zero = 0;
-	setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
-	/* A kernel that knows the option (4.18+) honours the cmsg; an older one
-	 * would ignore the cmsg and send the batch as one datagram. */
-	q->gso = setsockopt(fd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
+	q->gso = udp_batch_setup(fd);
 	if (connect(fd, addr, addrlen) < 0) {
 		int err = -errno;
 		close(fd);

@@ -19,6 +19,8 @@
  * the loopback MTU allows, as the client's are; UDP GSO out, UDP_GRO in.
  * Prints "ready" on stdout once listening.  Exits on SIGTERM/SIGINT.
  */
+#include "common/udp_batch.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +29,6 @@
 #include <gnutls/gnutls.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <netinet/udp.h>
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
@@ -93,7 +94,7 @@ static bool want_client_cert;
 static volatile sig_atomic_t stop;
 static uint8_t pkt[PKT_MAX];   /* received datagrams */
 static uint8_t txpkt[PKT_MAX]; /* packets being written */
-static bool gso = true;        /* the kernel took UDP_SEGMENT so far */
+static bool gso;               /* udp_send_gso() usable (udp_batch_setup) */
 
 static ngtcp2_tstamp now_ts(void)
 {
@@ -202,31 +203,12 @@ static void send_pkt(struct rconn *c, const uint8_t *p, size_t n)
 static void send_batch(struct rconn *c, const uint8_t *p, size_t n, size_t seg)
 {
 	if (n > seg && gso) {
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(uint16_t))];
-		} cb;
-		memset(&cb, 0, sizeof(cb));
-		struct iovec iov = {(void *)p, n};
-		struct msghdr mh = {.msg_name = &c->peer,
-		                    .msg_namelen = c->peer_len,
-		                    .msg_iov = &iov,
-		                    .msg_iovlen = 1,
-		                    .msg_control = cb.b,
-		                    .msg_controllen = sizeof(cb.b)};
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_UDP;
-		cm->cmsg_type = UDP_SEGMENT;
-		cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-		uint16_t seg16 = (uint16_t)seg;
-		memcpy(CMSG_DATA(cm), &seg16, sizeof(seg16));
-		if (sendmsg(udp_fd, &mh, MSG_DONTWAIT) >= 0 || errno == EAGAIN || errno == ENOBUFS)
-			return;
-		if (errno == EIO) {
+		int err = udp_send_gso(udp_fd, (struct sockaddr *)&c->peer, c->peer_len, p, n, seg);
+		if (err == -EIO) {
 			fprintf(stderr, "relay: no UDP GSO here\n");
 			gso = false;
-		} else if (errno != EINVAL && errno != EMSGSIZE) {
-			return;
+		} else if (err != -EINVAL && err != -EMSGSIZE) {
+			return; /* sent, or lost */
 		}
 		/* EINVAL/EMSGSIZE: a segment too large for the route (an MTU
 		 * probe): one packet at a time, as without GSO. */
@@ -630,33 +612,14 @@ static void on_udp(void)
 	int ntouched = 0;
 	for (int i = 0; i < 1024; i++) {
 		struct sockaddr_storage peer;
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} cb;
-		struct iovec iov = {pkt, sizeof(pkt)};
-		struct msghdr mh = {.msg_name = &peer,
-		                    .msg_namelen = sizeof(peer),
-		                    .msg_iov = &iov,
-		                    .msg_iovlen = 1,
-		                    .msg_control = cb.b,
-		                    .msg_controllen = sizeof(cb.b)};
-		ssize_t n = recvmsg(udp_fd, &mh, MSG_DONTWAIT);
+		socklen_t plen;
+		size_t seg;
+		ssize_t n = udp_recv_gro(udp_fd, pkt, sizeof(pkt), &peer, &plen, &seg);
 		if (n <= 0)
 			break;
-		/* UDP_GRO: several datagrams of seg bytes, the last maybe shorter. */
-		size_t seg = (size_t)n;
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			int gro;
-			if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
-				memcpy(&gro, CMSG_DATA(cm), sizeof(gro));
-				if (gro > 0)
-					seg = (size_t)gro;
-			}
-		}
 		for (size_t off = 0; off < (size_t)n; off += seg) {
 			size_t len = (size_t)n - off < seg ? (size_t)n - off : seg;
-			struct rconn *c = on_datagram(pkt + off, len, &peer, mh.msg_namelen);
+			struct rconn *c = on_datagram(pkt + off, len, &peer, plen);
 			if (c && !c->touched && ntouched < MAX_CONNS) {
 				c->touched = true;
 				touched[ntouched++] = c;
@@ -751,10 +714,7 @@ static int run_quic(void)
 		return 1;
 	}
 	set_nonblock(udp_fd);
-	int one = 1, zero = 0;
-	setsockopt(udp_fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
-	/* An older kernel would ignore the UDP_SEGMENT cmsg: probe the option. */
-	gso = setsockopt(udp_fd, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero)) == 0;
+	gso = udp_batch_setup(udp_fd);
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 	epoll_ctl(ep, EPOLL_CTL_ADD, udp_fd, &ev);
 	for (int i = 0; i < MAX_CONNS; i++)
