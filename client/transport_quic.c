@@ -91,7 +91,7 @@ struct quic_transport {
 	uint64_t written; /* stream offset handed to ngtcp2 */
 	struct smb_framer framer;
 	uint8_t *pkt; /* QUIC_PKT_MAX bytes, rx and tx */
-	bool gso;     /* the kernel took UDP_SEGMENT so far */
+	bool gso;     /* udp_send_gso() usable: UDP_SEGMENT known, no EIO yet */
 };
 
 #define to_quic(t) ((struct quic_transport *)(t))
@@ -907,8 +907,8 @@ static int quic_connect(struct smb_transport *t, const struct sockaddr *addr, so
 	if (fd < 0)
 		return -errno;
 	quic_set_bufs(fd);
-	/* Datagrams of a burst arrive coalesced (quic_read() splits them); and
-	 * send with UDP GSO until the kernel refuses it. */
+	/* Datagrams of a burst arrive coalesced (quic_read() splits them) and
+	 * leave in GSO batches (quic_flush()) where the kernel can. */
 	q->gso = udp_batch_setup(fd);
 	if (connect(fd, addr, addrlen) < 0) {
 		int err = -errno;
