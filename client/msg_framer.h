@@ -4,8 +4,9 @@
  * feeds what its stream delivered; the framer hands out whole messages.
  *
  * Used by the QUIC transport (client/transport_quic.c), whose stream data
- * comes in callbacks, not from a socket read; TCP reads straight into its
- * message buffers and keeps its own copy of these checks.
+ * comes in callbacks, not from a socket read.  TCP assembles messages from
+ * its own staging buffer but makes the same two checks, smb_frame_len() and
+ * smb_frame_check_magic() below.
  *
  * Checks, as bytes come in: the framing byte, the length (4..SMB_FRAMER_MAX),
  * and the protocol id once 4 bytes of a message are in (0xFE/0xFD 'SMB'); a
@@ -24,6 +25,15 @@
 
 /* Largest message accepted: 8 MiB of READ data plus headers and slack. */
 #define SMB_FRAMER_MAX (16u << 20)
+
+/* The two checks of every stream transport, logging as "<name>: ...":
+ * the length a 4-byte prefix announces (framing byte 0, 4..SMB_FRAMER_MAX),
+ * and the protocol id in the first 4 bytes of a message of msg_len bytes
+ * (0xFE or 0xFD 'SMB'; anything else - SMB1, a compressed message, HTTP -
+ * is refused as soon as those 4 bytes are in, so a garbage length cannot
+ * stall the caller).  0 or -EBADMSG. */
+int smb_frame_len(const char *name, const uint8_t hdr[4], size_t *len);
+int smb_frame_check_magic(const char *name, const uint8_t m[4], size_t msg_len);
 
 typedef void (*smb_framer_deliver_fn)(void *arg, uint8_t *msg, size_t len);
 

@@ -12,6 +12,7 @@
  * after it can be framed), so the connection is dropped (tcp_stall_cb)
  * instead of every later request timing out on it.
  */
+#include "client/msg_framer.h"
 #include "client/transport.h"
 #include "common/evloop.h"
 #include "common/log.h"
@@ -27,8 +28,6 @@
 #include <talloc.h>
 #include <unistd.h>
 
-/* Largest message we accept: 8 MiB of READ data plus headers and slack. */
-#define TCP_MAX_MSG   (16u << 20)
 #define TCP_STAGE_CAP (256u << 10)
 #define TCP_STALL_MS  15000u /* when connect() was given no timeout */
 
@@ -216,32 +215,13 @@ static void tcp_report_dead(struct tcp_transport *tcp, int err)
 	tcp->base.up.dead(tcp->base.up.arg, err);
 }
 
-/* Every message starts with a protocol id: 0xFE 'SMB' (SMB2) or 0xFD 'SMB'
- * (TRANSFORM, encrypted).  Anything else is not an SMB2 server talking - an
- * SMB1-only server, an HTTP server, a garbled stream - and is refused as
- * soon as 4 bytes of the message are in, not after its announced length
- * (up to 16 MiB) has arrived: a garbage length must not stall the caller. */
+/* The protocol id, once 4 bytes of the message are in (msg_framer.h). */
 static int tcp_check_magic(struct tcp_transport *tcp)
 {
 	if (tcp->msg_checked || tcp->msg_got < 4)
 		return 0;
 	tcp->msg_checked = true;
-	const uint8_t *m = tcp->msg;
-	if ((m[0] == 0xFE || m[0] == 0xFD) && m[1] == 'S' && m[2] == 'M' && m[3] == 'B')
-		return 0;
-	char shown[5];
-	for (int i = 0; i < 4; i++)
-		shown[i] = m[i] >= 0x20 && m[i] < 0x7F ? (char)m[i] : '.';
-	shown[4] = '\0';
-	const char *what = "";
-	if (m[0] == 0xFF && m[1] == 'S' && m[2] == 'M' && m[3] == 'B')
-		what = ": an SMB1 message (the server does not speak SMB2/3)";
-	else if (m[0] == 0xFC && m[1] == 'S' && m[2] == 'M' && m[3] == 'B')
-		what = ": a compressed message (compression was not negotiated)";
-	smb_err("tcp: server sent a %zu-byte message that is not SMB2 (starts %02x %02x %02x "
-	        "%02x \"%s\")%s",
-	        tcp->msg_len, m[0], m[1], m[2], m[3], shown, what);
-	return -EBADMSG;
+	return smb_frame_check_magic("tcp", tcp->msg, tcp->msg_len);
 }
 
 /* Deliver complete messages from the staging buffer; start assembling a
@@ -272,16 +252,9 @@ static int tcp_consume_stage(struct tcp_transport *tcp)
 		}
 		if (avail < 4)
 			break;
-		if (p[0] != 0) {
-			smb_err("tcp: bad stream framing byte 0x%02x from server", p[0]);
+		size_t len;
+		if (smb_frame_len("tcp", p, &len) < 0)
 			return -EBADMSG;
-		}
-		size_t len = ((size_t)p[1] << 16) | ((size_t)p[2] << 8) | p[3];
-		if (len < 4 || len > TCP_MAX_MSG) {
-			smb_err("tcp: server sent a message of %zu bytes (allowed 4..%u)", len,
-			        TCP_MAX_MSG);
-			return -EBADMSG;
-		}
 		tcp->stage_off += 4;
 		tcp->msg = talloc_size(NULL, len);
 		if (!tcp->msg)
