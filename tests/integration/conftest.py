@@ -3,13 +3,15 @@ smb.conf variants), the daemon mounted on a temp dir, and the fault-injecting
 proxy. See tests/lib/ for the pieces."""
 
 import os
+import subprocess
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from lib.mount import (DaemonProblem, SmbrdmaMount, fuse_unavailable_reason,  # noqa: E402
+from lib.mount import (INSTALLED, DaemonProblem, SmbrdmaMount, build_dir,  # noqa: E402
+                       build_sanitizer, daemon_binary, fuse_unavailable_reason,
                        timeout_scale)
 from lib.samba import SambaServer  # noqa: E402
 from lib.smbproxy import SmbProxy  # noqa: E402
@@ -158,3 +160,38 @@ def addc():
 @pytest.fixture
 def scale():
     return timeout_scale()
+
+
+@pytest.fixture
+def installed_helper(fuse_required):
+    """The installed /sbin/mount.smbrdma (and the /sbin/smbrdma link
+    mount.fuse3 runs), which mount(8) runs. CI installs it (.ci/run: meson
+    install) before the tests. Locally, when it is missing or
+    older than the build under test, the build is installed the same way
+    (`meson install`); a sanitizer build is never put into /sbin."""
+    built, build = daemon_binary(), build_dir()
+    if build_sanitizer(build) != "none" and os.access(INSTALLED, os.X_OK):
+        # The sanitizer pass tests the installed helper: .ci/run (and a
+        # developer) installs the normal build, never this one, so its
+        # being newer than /sbin/mount.smbrdma says nothing.
+        return INSTALLED
+    fresh = os.access(INSTALLED, os.X_OK) and not (
+        os.path.exists(built) and os.path.getmtime(built) > os.path.getmtime(INSTALLED))
+    if fresh:
+        return INSTALLED
+    assert not os.environ.get("CI"), f"{INSTALLED} is missing or older than {built} " \
+                                     "(.ci/run installs it with meson install)"
+    installable = os.path.exists(os.path.join(build, "build.ninja")) and \
+        build_sanitizer(build) == "none" and not os.environ.get("SMBRDMA_BIN")
+    if not installable:
+        if os.access(INSTALLED, os.X_OK):
+            print(f"\nnote: {INSTALLED} is older than {built}; testing it as installed")
+            return INSTALLED
+        # not a machine limit, so not a skip: the helper is simply missing
+        pytest.fail(f"{INSTALLED} is not installed and {build} cannot be installed "
+                    "(run `meson install -C build`; .ci/run does)", pytrace=False)
+    r = subprocess.run(["meson", "install", "-C", build, "--no-rebuild", "--quiet"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"meson install -C {build} failed:\n{r.stdout}{r.stderr}"
+    print(f"\ninstalled {build} with meson install: {INSTALLED} was missing or older")
+    return INSTALLED

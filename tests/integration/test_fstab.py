@@ -18,42 +18,7 @@ import time
 
 import pytest
 
-from lib.mount import (INSTALLED, build_dir, build_sanitizer, daemon_binary,
-                       pids_for_mountpoint, unmount)
-
-
-@pytest.fixture
-def helper(fuse_required):
-    """The installed /sbin/mount.smbrdma, which mount(8) runs. CI installs it
-    (.ci/run: meson install) before the tests. Locally, when it is missing or
-    older than the build under test, the build is installed the same way
-    (`meson install`); a sanitizer build is never put into /sbin."""
-    built, build = daemon_binary(), build_dir()
-    if build_sanitizer(build) != "none" and os.access(INSTALLED, os.X_OK):
-        # The sanitizer pass tests the installed helper: .ci/run (and a
-        # developer) installs the normal build, never this one, so its
-        # being newer than /sbin/mount.smbrdma says nothing.
-        return INSTALLED
-    fresh = os.access(INSTALLED, os.X_OK) and not (
-        os.path.exists(built) and os.path.getmtime(built) > os.path.getmtime(INSTALLED))
-    if fresh:
-        return INSTALLED
-    assert not os.environ.get("CI"), f"{INSTALLED} is missing or older than {built} " \
-                                     "(.ci/run installs it with meson install)"
-    installable = os.path.exists(os.path.join(build, "build.ninja")) and \
-        build_sanitizer(build) == "none" and not os.environ.get("SMBRDMA_BIN")
-    if not installable:
-        if os.access(INSTALLED, os.X_OK):
-            print(f"\nnote: {INSTALLED} is older than {built}; testing it as installed")
-            return INSTALLED
-        # not a machine limit, so not a skip: the helper is simply missing
-        pytest.fail(f"{INSTALLED} is not installed and {build} cannot be installed "
-                    "(run `meson install -C build`; .ci/run does)", pytrace=False)
-    r = subprocess.run(["meson", "install", "-C", build, "--no-rebuild", "--quiet"],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, f"meson install -C {build} failed:\n{r.stdout}{r.stderr}"
-    print(f"\ninstalled {build} with meson install: {INSTALLED} was missing or older")
-    return INSTALLED
+from lib.mount import INSTALLED, pids_for_mountpoint, unmount
 
 
 @pytest.fixture
@@ -117,7 +82,7 @@ class PrivateFstab:
         self.proc.wait(timeout=10)
 
 
-def test_fstab_mount_a(samba, helper, creds, tmp_path, scale):
+def test_fstab_mount_a(samba, installed_helper, creds, tmp_path, scale):
     mnt = str(tmp_path / "mnt")
     os.mkdir(mnt)
     fstab = tmp_path / "fstab"
@@ -160,7 +125,7 @@ def test_fstab_mount_a(samba, helper, creds, tmp_path, scale):
         ns.close(mnt)
 
 
-def test_mount_t_smbrdma_credentials(samba, helper, creds, tmp_path, scale):
+def test_mount_t_smbrdma_credentials(samba, installed_helper, creds, tmp_path, scale):
     mnt = str(tmp_path / "mnt")
     os.mkdir(mnt)
     src = f"//127.0.0.1/{samba.share}"

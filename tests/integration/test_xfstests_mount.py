@@ -14,8 +14,6 @@ import os
 import subprocess
 import time
 
-import pytest
-
 from lib.mount import clean_leftovers, daemon_binary, is_mounted, pids_for_mountpoint
 
 INSTALLED_LINK = "/sbin/smbrdma"
@@ -93,12 +91,12 @@ def test_mount_fuse3_runs_the_smbrdma_program(samba, tmp_path, fuse_required, sc
         clean_leftovers(mnt)
 
 
-def test_mount_t_fuse_smbrdma_installed(samba, tmp_path, fuse_required, scale):
+def test_mount_t_fuse_smbrdma_installed(samba, tmp_path, installed_helper, scale):
     """The whole path xfstests takes: mount(8) -> mount.fuse3 -> the
-    installed /sbin/smbrdma (meson install puts it there)."""
-    if not os.path.exists(INSTALLED_LINK):
-        assert not os.environ.get("CI"), f"{INSTALLED_LINK} is not installed (.ci/run installs it)"
-        pytest.skip(f"{INSTALLED_LINK} not installed (run `meson install -C build`; .ci/run does)")
+    installed /sbin/smbrdma (meson install puts it there, beside the
+    helper the installed_helper fixture makes sure of)."""
+    assert os.path.exists(INSTALLED_LINK), \
+        f"{INSTALLED_LINK} is not installed (meson install puts it beside {installed_helper})"
     dev = f"//127.0.0.1/{samba.share}"
     mnt = str(tmp_path / "mnt")
     os.mkdir(mnt)
