@@ -951,11 +951,13 @@ static void park_fail_cb(void *arg);
  * the handles' current FileIds.  -EIO when a handle was lost. */
 static int req_rebind(struct smb_client *c, struct smb_req *req)
 {
-	if (req->session_id != c->session_id) {
-		req->session_id = c->session_id;
-		if (req->tree_id)
-			req->tree_id = c->tree_id;
-	}
+	/* The tree id too, even when the session id is already the new one: a
+	 * request built between a reconnect's SESSION_SETUP and its
+	 * TREE_CONNECT has the new session and the old tree (the server answers
+	 * STATUS_NETWORK_NAME_DELETED).  Every tree id we send is c->tree_id. */
+	req->session_id = c->session_id;
+	if (req->tree_id)
+		req->tree_id = c->tree_id;
 	return smb_req_fix_fids(c, req);
 }
 
@@ -1059,10 +1061,10 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 		return false;
 	if (!__atomic_exchange_n(&ch->seq_bumped, true, __ATOMIC_ACQ_REL))
 		__atomic_add_fetch(&c->channel_sequence, 1, __ATOMIC_ACQ_REL);
-	/* The live channel may belong to a session a reconnect just built. */
+	/* The live channel may belong to a session a reconnect just built; a
+	 * parked request is rebound when smb_client_unpark() sends it. */
 	if (!none && req_rebind(c, req) < 0)
 		return false;
-	req->session_id = c->session_id;
 	if (none) {
 		req->deadline_ms = deadline;
 		pthread_mutex_lock(&c->park_lock);
