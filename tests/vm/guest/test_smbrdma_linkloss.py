@@ -197,6 +197,19 @@ def _restore_link(lab, how):
     assert _wait_rxe_active(lab), run(["rdma", "link"], check=False).stdout
 
 
+def _ksmbd_oops():
+    """The guest kernel's oops line if ksmbd crashed in its SMB Direct connection handler,
+    else None.  ksmbd 6.1 can dereference a NULL qp in smb_direct_cm_handler when
+    `rdma link delete` removes the device while the connection it just lost is being freed
+    (the kernel's own DREQ for our connection races the removal of ksmbd's); the `rdma`
+    process dies with the oops and rxe0 cannot be added again in that boot."""
+    out = run(["dmesg"], check=False, timeout=30).stdout
+    bug = next((line for line in out.splitlines() if "BUG:" in line), None)
+    if bug and "smb_direct_cm_handler" in out[out.index(bug):]:
+        return bug.strip()
+    return None
+
+
 def _rping(lab):
     """rping over rxe0 (no ksmbd, no daemon): does rdma_cm over rxe0 work at all?"""
     srv = subprocess.Popen(["rping", "-s", "-a", lab.rxe_addr, "-p", "7999", "-C", "2"],
@@ -236,6 +249,7 @@ def test_link_loss_fails_inflight_io_then_new_mount_works(lab, how, tmp_path):
     problems = []  # failed checks; the link is restored and a new mount tried before failing
     killer = writer = conn = None
     t0 = None
+    lab_oops = None  # the guest kernel crashed under the device removal (_ksmbd_oops)
 
     def note(msg):
         at = f"t0+{time.monotonic() - t0:.1f}s " if t0 is not None else ""
@@ -340,10 +354,26 @@ def test_link_loss_fails_inflight_io_then_new_mount_works(lab, how, tmp_path):
                     killer.communicate(timeout=60)
                 except subprocess.TimeoutExpired:
                     problems.append(f"'{' '.join(killer.args)}' still blocked")
-        _restore_link(lab, how)
-        note("link restored")
+        try:
+            _restore_link(lab, how)
+            note("link restored")
+        except AssertionError as e:
+            lab_oops = _ksmbd_oops()
+            if not lab_oops:
+                raise
+            note(f"LAB: the link cannot be restored ({str(e).splitlines()[0]}): the guest "
+                 f"kernel oopsed in ksmbd: {lab_oops}")
         time.sleep(0.5)  # let the daemon's last lines reach syslog
         print(f"mount.smbrdma in syslog:\n{_daemon_log(since)}")
+
+    if lab_oops:
+        # What the client owes was checked above; what is left (a new mount over rxe0)
+        # needs the device back, which the crashed kernel cannot give in this boot.
+        # tests/vm/ci runs this variant in a boot of its own, so nothing after it suffers.
+        assert not problems, "\n".join(problems + report)
+        pytest.xfail("ksmbd 6.1 crashed on the device removal (NULL qp in "
+                     "smb_direct_cm_handler), so no new mount over rxe0 can be tried; the "
+                     "client's checks passed: " + " | ".join(report))
 
     # A new mount over the restored link works.
     src = tmp_path / "after.bin"
