@@ -701,6 +701,7 @@ static int run(struct mount_args *a)
 	fs.direct_io = a->opts.cache == SMB_MOUNT_CACHE_NONE;
 	fs.keep_cache = a->opts.cache == SMB_MOUNT_CACHE_LOOSE;
 	fs.mfsymlinks = a->opts.mfsymlinks;
+	fs.nobrl = a->opts.nobrl;
 	/* rsize=/wsize= bound the kernel's requests too, not only the
 	 * engine's: an application's read(2) turns into READs of that size. */
 	fs.max_read = a->opts.rsize && a->opts.rsize < SMBFS_MAX_IO ? a->opts.rsize : SMBFS_MAX_IO;
@@ -778,6 +779,7 @@ static int run(struct mount_args *a)
 	fs.client = NULL;
 	smbfs_wait_notifiers(&fs);
 	smbfs_free_handles(&fs);
+	smbfs_plocks_free(&fs);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	smb_log(LOG_NOTICE, "unmounted %s from %s", a->source, a->mountpoint);
@@ -787,6 +789,7 @@ out:
 	if (fs.client)
 		smb_client_destroy(fs.client);
 	smbfs_free_handles(&fs);
+	smbfs_plocks_free(&fs);
 	pthread_mutex_destroy(&fs.handles_lock);
 	pthread_mutex_destroy(&fs.ack_lock);
 	smb_inode_table_free(fs.inodes);

@@ -94,8 +94,13 @@ static void smbfs_init(void *userdata, struct fuse_conn_info *conn)
 	enable_if_capable(conn, FUSE_CAP_PARALLEL_DIROPS);
 	enable_if_capable(conn, FUSE_CAP_ASYNC_DIO);
 	enable_if_capable(conn, FUSE_CAP_ATOMIC_O_TRUNC);
-	/* flock goes to the server (ops_lock.c); POSIX locks stay local */
+	/* flock and POSIX locks go to the server (ops_lock.c); with nobrl the
+	 * kernel keeps POSIX locks, per mount */
 	enable_if_capable(conn, FUSE_CAP_FLOCK_LOCKS);
+	if (fs->nobrl)
+		conn->want &= ~(unsigned)FUSE_CAP_POSIX_LOCKS;
+	else
+		enable_if_capable(conn, FUSE_CAP_POSIX_LOCKS);
 	/* FS_IOC_GETFLAGS on directories too (lsattr -d) */
 	enable_if_capable(conn, FUSE_CAP_IOCTL_DIR);
 	/* Another client may change the file behind our back: the kernel must
@@ -197,6 +202,8 @@ const struct fuse_lowlevel_ops smbfs_ops = {
     .fallocate = smbfs_fallocate,
     .lseek = smbfs_lseek,
     .flock = smbfs_flock,
+    .getlk = smbfs_getlk,
+    .setlk = smbfs_setlk,
     .access = smbfs_access,
     .fsyncdir = smbfs_fsyncdir,
     .ioctl = smbfs_ioctl,

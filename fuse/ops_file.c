@@ -441,7 +441,12 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 void smbfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	/* Every write was acknowledged by the server before we replied to
-	 * it; nothing is held back here. */
+	 * it; nothing is held back here.  The closing process's POSIX locks
+	 * go, as FUSE asks of a filesystem that keeps them. */
+	if (!smbfs_of(req)->nobrl && fi && fi->fh) {
+		smbfs_plocks_flush(req, ino, fi);
+		return;
+	}
 	fuse_reply_err(req, 0);
 }
 
@@ -474,6 +479,7 @@ void smbfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	/* The server may update times on close. */
 	smb_inode_invalidate_attr(fs->inodes, f->nodeid);
+	smbfs_plocks_release(fs, f);
 	f->release_req = req;
 	smbfs_close_handle(fs, f);
 }

@@ -9,15 +9,35 @@
  * Blocking requests poll: a LOCK with FAIL_IMMEDIATELY, and while the
  * server says the byte is taken, again every FLOCK_RETRY_MS, until granted
  * or the caller is interrupted (EINTR).  A handle's locks go when it is
- * closed (the server drops them with the handle).  POSIX (fcntl) byte-range
- * locks are not sent to the server: the kernel keeps them, per mount.
+ * closed (the server drops them with the handle).
+ *
+ * POSIX (fcntl) record locks, the same way: a byte range [s, e] of the file
+ * is locked on the server as [PLOCK_BASE + s, PLOCK_BASE + e], a shadow of
+ * the file's offsets that no I/O reaches, so the locks stay advisory and
+ * every client doing the same (every smbrdma mount) contends for them; they
+ * are not seen by Windows applications or cifs.ko, whose byte-range locks
+ * are on the data itself.  The kernel hands every fcntl lock of the mount to
+ * us (FUSE_POSIX_LOCKS), so the POSIX rules between owners of this mount
+ * (processes: FUSE's lock_owner) are kept here, in a plock_set per file
+ * (plock.h), and the server is told only what changes: a new lock is one
+ * LOCK of the bytes not held yet, an unlock of what was locked is one
+ * UNLOCK; a conversion or a partial unlock unlocks the segments concerned
+ * and locks what stays (not atomic on the server; if the lock then fails,
+ * what was unlocked is locked again).  Each segment is locked through the
+ * handle of the fcntl() that took it and goes when that handle closes.
+ * Requests on one file run one at a time, in order (plk_inode's queue); a
+ * blocking request that finds the range taken leaves the queue and tries
+ * again every FLOCK_RETRY_MS.  With `nobrl` none of this happens and the
+ * kernel keeps POSIX locks per mount.  Locks are not taken again after a
+ * reconnect.
  *
  * Threads: all on the loop thread (FUSE handlers and engine callbacks);
- * smbfs_file.flock is only touched there.
+ * smbfs_file.flock and smbfs.plocks are only touched there.
  */
 #include "fuse/smbfs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/file.h>
 
@@ -26,6 +46,7 @@
 #include "common/evloop.h"
 #include "common/log.h"
 #include "fuse/errno_map.h"
+#include "fuse/plock.h"
 
 #define FLOCK_BYTE     0x7FFFFFFFFFFFFFF0ull /* below 2^63: servers refuse above */
 #define FLOCK_RETRY_MS 100
@@ -129,4 +150,501 @@ void smbfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int 
 	                        /* a conversion or an unlock drops what is held first */
 	                        .step = f->flock ? 0 : 1};
 	flock_send(c);
+}
+
+/* ---- POSIX (fcntl) record locks ------------------------------------------------ */
+
+#define PLOCK_BASE (UINT64_C(1) << 62)
+#define PLOCK_TOP  (FLOCK_BYTE - 1) /* the last byte of the shadow range */
+
+struct plk_ctx;
+
+struct plk_inode {
+	uint64_t nodeid;
+	struct plock_set set;
+	struct plk_ctx *head, *tail; /* queued; the head runs while busy */
+	bool busy;
+	unsigned waiting;       /* blocking requests out of the queue until their retry */
+	struct plk_inode *next; /* smbfs.plocks */
+};
+
+enum plk_phase {
+	PLK_UNLOCK,      /* unlocking plan.drop[i] */
+	PLK_LOCK,        /* locking add[i] */
+	PLK_UNDO_ADD,    /* a lock failed: unlocking add[0..i) */
+	PLK_UNDO_DROP,   /* and locking plan.drop[] again */
+	PLK_PROBE,       /* F_GETLK: trying gap[i] */
+	PLK_PROBE_UN,    /* F_GETLK: it was free; unlocking it */
+	PLK_PROBE_SH,    /* F_GETLK: a write lock was refused; is it a read lock? */
+	PLK_PROBE_SH_UN, /* F_GETLK: it is; unlocking our read lock, then report */
+};
+
+struct plk_ctx {
+	fuse_req_t req;
+	struct smbfs *fs;
+	struct plk_inode *pi;
+	struct smbfs_file *f;
+	uint64_t owner, start, end;
+	int type;
+	uint32_t pid;
+	bool sleep, getlk;
+	struct plock_plan plan;
+	struct plock_seg **add; /* plan.add as an array */
+	enum plk_phase phase;
+	size_t i, nfailed; /* progress in the phase; add[] locked before the failure */
+	int err;           /* errno of the failed lock, EAGAIN when taken */
+	uint64_t gap[8][2];
+	size_t ngap;
+	struct plk_ctx *next;
+};
+
+static void srv_range(uint64_t start, uint64_t end, struct smb2_lock_elem *e)
+{
+	uint64_t a = start >= PLOCK_TOP - PLOCK_BASE ? PLOCK_TOP : PLOCK_BASE + start;
+	uint64_t b = end >= PLOCK_TOP - PLOCK_BASE ? PLOCK_TOP : PLOCK_BASE + end;
+	e->offset = a;
+	e->length = b - a + 1;
+}
+
+static struct plk_inode *plk_inode(struct smbfs *fs, uint64_t nodeid, bool create)
+{
+	for (struct plk_inode *pi = fs->plocks; pi; pi = pi->next)
+		if (pi->nodeid == nodeid)
+			return pi;
+	if (!create)
+		return NULL;
+	struct plk_inode *pi = calloc(1, sizeof(*pi));
+	if (pi) {
+		pi->nodeid = nodeid;
+		pi->next = fs->plocks;
+		fs->plocks = pi;
+	}
+	return pi;
+}
+
+static void plk_inode_put(struct smbfs *fs, struct plk_inode *pi)
+{
+	if (pi->busy || pi->head || pi->waiting || pi->set.segs)
+		return;
+	for (struct plk_inode **pp = &fs->plocks; *pp; pp = &(*pp)->next)
+		if (*pp == pi) {
+			*pp = pi->next;
+			free(pi);
+			return;
+		}
+}
+
+static void plk_run(struct plk_ctx *c);
+
+/* Start the next queued request of pi if it is idle, or free pi if it is
+ * idle and holds nothing.  Callers touch pi no more after: a request may
+ * finish inside plk_run() and kick (and free) pi itself. */
+static void plk_kick(struct smbfs *fs, struct plk_inode *pi)
+{
+	if (pi->busy)
+		return;
+	if (pi->head) {
+		pi->busy = true;
+		plk_run(pi->head);
+		return;
+	}
+	plk_inode_put(fs, pi);
+}
+
+static void plk_enqueue(struct plk_ctx *c)
+{
+	struct plk_inode *pi = c->pi;
+	c->next = NULL;
+	if (pi->tail)
+		pi->tail->next = c;
+	else
+		pi->head = c;
+	pi->tail = c;
+	plk_kick(c->fs, pi);
+}
+
+/* The running request leaves the queue (it is pi->head). */
+static void plk_dequeue(struct plk_ctx *c)
+{
+	struct plk_inode *pi = c->pi;
+	pi->head = c->next;
+	if (!pi->head)
+		pi->tail = NULL;
+	pi->busy = false;
+}
+
+static void plk_free(struct plk_ctx *c)
+{
+	plock_plan_free(&c->plan);
+	free(c->add);
+	free(c);
+}
+
+/* Answer the running request and start the next. */
+static void plk_finish(struct plk_ctx *c, int rc, const struct flock *lk)
+{
+	struct smbfs *fs = c->fs;
+	struct plk_inode *pi = c->pi;
+	plk_dequeue(c);
+	if (lk)
+		fuse_reply_lock(c->req, lk);
+	else
+		fuse_reply_err(c->req, rc);
+	plk_free(c);
+	plk_kick(fs, pi);
+}
+
+static void plk_retry(void *arg)
+{
+	struct plk_ctx *c = arg;
+	struct smbfs *fs = c->fs;
+	struct plk_inode *pi = c->pi;
+	pi->waiting--;
+	if (fuse_req_interrupted(c->req)) {
+		fuse_reply_err(c->req, EINTR);
+		plk_free(c);
+		plk_kick(fs, pi);
+		return;
+	}
+	plk_enqueue(c);
+}
+
+/* The range is taken: a blocking request leaves the queue and comes back
+ * later; any other is answered EAGAIN. */
+static void plk_taken(struct plk_ctx *c)
+{
+	struct ev_timer *t;
+	if (!c->sleep) {
+		plk_finish(c, EAGAIN, NULL);
+		return;
+	}
+	plock_plan_free(&c->plan);
+	free(c->add);
+	c->add = NULL;
+	struct smbfs *fs = c->fs;
+	struct plk_inode *pi = c->pi;
+	plk_dequeue(c);
+	if (ev_timer_add(smb_client_loop(fs->client), FLOCK_RETRY_MS, plk_retry, c, &t) < 0) {
+		fuse_reply_err(c->req, ENOLCK);
+		plk_free(c);
+	} else {
+		pi->waiting++;
+	}
+	plk_kick(fs, pi);
+}
+
+static void plk_step(struct plk_ctx *c);
+
+/* F_GETLK: another client holds a lock of `type` over gap i (which, and
+ * whose, the server does not say: the gap is reported, with no pid). */
+static void plk_report(struct plk_ctx *c, int type)
+{
+	struct flock lk = {.l_type = (short)type, .l_whence = SEEK_SET};
+	lk.l_start = (off_t)c->gap[c->i][0];
+	lk.l_len =
+	    c->gap[c->i][1] >= PLOCK_MAX ? 0 : (off_t)(c->gap[c->i][1] - c->gap[c->i][0] + 1);
+	plk_finish(c, 0, &lk);
+}
+
+static void plk_done(void *arg, int err, uint32_t status)
+{
+	struct plk_ctx *c = arg;
+	bool ok = !err && status == STATUS_SUCCESS;
+	bool taken =
+	    !err && (status == STATUS_LOCK_NOT_GRANTED || status == STATUS_FILE_LOCK_CONFLICT);
+	switch (c->phase) {
+	case PLK_UNLOCK:
+	case PLK_UNDO_ADD:
+		/* not locked there after all, or the handle or connection is
+		 * gone: the server holds nothing of it either way */
+		if (!ok)
+			smb_debug("%s: unlock of a POSIX lock: %s", c->fs->source,
+			          err ? strerror(-err) : smb2_status_str(status));
+		c->i++;
+		break;
+	case PLK_LOCK:
+		if (ok) {
+			c->i++;
+			break;
+		}
+		if (c->type == F_UNLCK) {
+			/* a part that stays locked after a partial unlock: an unlock
+			 * cannot fail, so the part is given up */
+			smb_warn("%s: after a partial unlock, the rest of a POSIX lock could not "
+			         "be taken again (%s); it is lost",
+			         c->fs->source, err ? strerror(-err) : smb2_status_str(status));
+			c->add[c->i]->owner = 0;
+			c->add[c->i]->fh = NULL; /* marks it for plk_commit() */
+			c->i++;
+			break;
+		}
+		c->err = taken ? EAGAIN : smb_errno(err, status);
+		c->nfailed = c->i;
+		c->phase = PLK_UNDO_ADD;
+		c->i = 0;
+		break;
+	case PLK_UNDO_DROP:
+		if (!ok)
+			smb_warn("%s: a POSIX lock given up for a conversion could not be taken "
+			         "again (%s); it is lost",
+			         c->fs->source, err ? strerror(-err) : smb2_status_str(status));
+		c->i++;
+		break;
+	case PLK_PROBE:
+		if (ok) {
+			c->phase = PLK_PROBE_UN;
+		} else if (taken && c->type == F_WRLCK) {
+			c->phase = PLK_PROBE_SH;
+		} else if (taken) {
+			plk_report(c, F_WRLCK);
+			return;
+		} else {
+			plk_finish(c, smb_errno(err, status), NULL);
+			return;
+		}
+		break;
+	case PLK_PROBE_UN:
+		c->phase = PLK_PROBE;
+		c->i++;
+		break;
+	case PLK_PROBE_SH:
+		if (!ok) {
+			plk_report(c, F_WRLCK);
+			return;
+		}
+		c->phase = PLK_PROBE_SH_UN;
+		break;
+	case PLK_PROBE_SH_UN:
+		plk_report(c, F_RDLCK);
+		return;
+	}
+	plk_step(c);
+}
+
+/* The plan holds on the server: into the set, less the parts lost. */
+static void plk_commit(struct plk_ctx *c)
+{
+	for (struct plock_seg **pp = &c->plan.add; *pp;) {
+		struct plock_seg *g = *pp;
+		if (!g->fh) {
+			*pp = g->next;
+			c->plan.nadd--;
+			free(g);
+		} else {
+			pp = &g->next;
+		}
+	}
+	plock_commit(&c->pi->set, &c->plan);
+}
+
+static void plk_send(struct plk_ctx *c, const struct smbfs_file *f, uint64_t start, uint64_t end,
+                     uint32_t flags)
+{
+	struct smb2_lock_elem e = {.flags = flags};
+	srv_range(start, end, &e);
+	int rc = smb_lock(c->fs->client, f->fid, &e, 1, plk_done, c);
+	if (rc < 0)
+		plk_done(c, rc, 0);
+}
+
+static uint32_t lock_flags(int type)
+{
+	return (type == F_WRLCK ? SMB2_LOCKFLAG_EXCLUSIVE_LOCK : SMB2_LOCKFLAG_SHARED_LOCK) |
+	       SMB2_LOCKFLAG_FAIL_IMMEDIATELY;
+}
+
+/* Send the next LOCK the request needs, or answer it. */
+static void plk_step(struct plk_ctx *c)
+{
+	struct flock lk = {.l_whence = SEEK_SET};
+	switch (c->phase) {
+	case PLK_UNLOCK:
+		if (c->i < c->plan.ndrop) {
+			struct plock_seg *g = c->plan.drop[c->i];
+			plk_send(c, g->fh, g->start, g->end, SMB2_LOCKFLAG_UNLOCK);
+			return;
+		}
+		c->phase = PLK_LOCK;
+		c->i = 0;
+		/* fall through */
+	case PLK_LOCK:
+		if (c->i < c->plan.nadd) {
+			struct plock_seg *g = c->add[c->i];
+			plk_send(c, g->fh, g->start, g->end, lock_flags(g->type));
+			return;
+		}
+		plk_commit(c);
+		plk_finish(c, 0, NULL);
+		return;
+	case PLK_UNDO_ADD:
+		if (c->i < c->nfailed) {
+			struct plock_seg *g = c->add[c->i];
+			plk_send(c, g->fh, g->start, g->end, SMB2_LOCKFLAG_UNLOCK);
+			return;
+		}
+		c->phase = PLK_UNDO_DROP;
+		c->i = 0;
+		/* fall through */
+	case PLK_UNDO_DROP:
+		if (c->i < c->plan.ndrop) {
+			struct plock_seg *g = c->plan.drop[c->i];
+			plk_send(c, g->fh, g->start, g->end, lock_flags(g->type));
+			return;
+		}
+		if (c->err == EAGAIN)
+			plk_taken(c);
+		else
+			plk_finish(c, c->err, NULL);
+		return;
+	case PLK_PROBE:
+		if (c->i < c->ngap) {
+			plk_send(c, c->f, c->gap[c->i][0], c->gap[c->i][1], lock_flags(c->type));
+			return;
+		}
+		lk.l_type = F_UNLCK;
+		plk_finish(c, 0, &lk);
+		return;
+	case PLK_PROBE_UN:
+		plk_send(c, c->f, c->gap[c->i][0], c->gap[c->i][1], SMB2_LOCKFLAG_UNLOCK);
+		return;
+	case PLK_PROBE_SH:
+		plk_send(c, c->f, c->gap[c->i][0], c->gap[c->i][1], lock_flags(F_RDLCK));
+		return;
+	case PLK_PROBE_SH_UN:
+		plk_send(c, c->f, c->gap[c->i][0], c->gap[c->i][1], SMB2_LOCKFLAG_UNLOCK);
+		return;
+	}
+}
+
+/* Start the request at the head of its file's queue. */
+static void plk_run(struct plk_ctx *c)
+{
+	struct plock_set *set = &c->pi->set;
+	const struct plock_seg *g =
+	    c->type == F_UNLCK ? NULL : plock_conflict(set, c->owner, c->start, c->end, c->type);
+	if (c->getlk) {
+		if (g) {
+			struct flock lk = {
+			    .l_type = (short)g->type,
+			    .l_whence = SEEK_SET,
+			    .l_start = (off_t)g->start,
+			    .l_len = g->end >= PLOCK_MAX ? 0 : (off_t)(g->end - g->start + 1),
+			    .l_pid = (pid_t)g->pid};
+			plk_finish(c, 0, &lk);
+			return;
+		}
+		/* the parts the owner does not hold itself: are they free on the
+		 * server? (the first 8 of them) */
+		c->ngap = plock_gaps(set, c->owner, c->start, c->end, c->gap, 8);
+		if (c->ngap > 8)
+			c->ngap = 8;
+		c->phase = PLK_PROBE;
+		c->i = 0;
+		plk_step(c);
+		return;
+	}
+	if (g) {
+		plk_taken(c);
+		return;
+	}
+	if (plock_plan(set, c->owner, c->start, c->end, c->type, c->pid, c->f, &c->plan) ||
+	    (c->plan.nadd && !(c->add = malloc(c->plan.nadd * sizeof(*c->add))))) {
+		plk_finish(c, ENOLCK, NULL);
+		return;
+	}
+	size_t k = 0;
+	for (struct plock_seg *a = c->plan.add; a; a = a->next)
+		c->add[k++] = a;
+	c->phase = PLK_UNLOCK;
+	c->i = 0;
+	plk_step(c);
+}
+
+static void plk_submit(fuse_req_t req, fuse_ino_t ino, struct smbfs_file *f, uint64_t owner,
+                       const struct flock *lock, bool sleep, bool getlk)
+{
+	struct smbfs *fs = smbfs_of(req);
+	uint64_t start = lock ? (uint64_t)lock->l_start : 0;
+	uint64_t end = PLOCK_MAX;
+	if (lock && lock->l_len > 0)
+		end = start + (uint64_t)lock->l_len - 1;
+	int type = lock ? lock->l_type : F_UNLCK;
+	if ((lock && lock->l_start < 0) || end > PLOCK_MAX || start > end ||
+	    (type != F_RDLCK && type != F_WRLCK && type != F_UNLCK)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/* Nothing held on the file: an unlock has nothing to do. */
+	struct plk_inode *pi = plk_inode(fs, ino, type != F_UNLCK || getlk);
+	if (!pi) {
+		fuse_reply_err(req, type == F_UNLCK ? 0 : ENOLCK);
+		return;
+	}
+	struct plk_ctx *c = calloc(1, sizeof(*c));
+	if (!c) {
+		plk_kick(fs, pi);
+		fuse_reply_err(req, ENOLCK);
+		return;
+	}
+	*c = (struct plk_ctx){.req = req,
+	                      .fs = fs,
+	                      .pi = pi,
+	                      .f = f,
+	                      .owner = owner,
+	                      .start = start,
+	                      .end = end,
+	                      .type = type,
+	                      .pid = lock ? (uint32_t)lock->l_pid : 0,
+	                      .sleep = sleep,
+	                      .getlk = getlk};
+	plk_enqueue(c);
+}
+
+void smbfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
+{
+	struct smbfs_file *f = fi ? smbfs_file_of(fi) : NULL;
+	if (!f || lock->l_type == F_UNLCK) {
+		fuse_reply_err(req, f ? EINVAL : EBADF);
+		return;
+	}
+	plk_submit(req, ino, f, fi->lock_owner, lock, false, true);
+}
+
+void smbfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+                 int sleep)
+{
+	struct smbfs_file *f = fi ? smbfs_file_of(fi) : NULL;
+	if (!f) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	plk_submit(req, ino, f, fi->lock_owner, lock, sleep != 0, false);
+}
+
+void smbfs_plocks_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	/* A close(2): the closing process's locks on the file go (POSIX). */
+	plk_submit(req, ino, smbfs_file_of(fi), fi->lock_owner, NULL, false, false);
+}
+
+void smbfs_plocks_release(struct smbfs *fs, struct smbfs_file *f)
+{
+	struct plk_inode *pi = plk_inode(fs, f->nodeid, false);
+	if (!pi)
+		return;
+	size_t n = plock_drop_fh(&pi->set, f);
+	if (n)
+		smb_debug("%s: %zu POSIX lock(s) went with their handle", fs->source, n);
+	plk_kick(fs, pi);
+}
+
+void smbfs_plocks_free(struct smbfs *fs)
+{
+	/* Teardown: no request is queued any more (the session is over). */
+	while (fs->plocks) {
+		struct plk_inode *pi = fs->plocks;
+		fs->plocks = pi->next;
+		plock_clear(&pi->set);
+		free(pi);
+	}
 }

@@ -234,7 +234,7 @@ static const char *const value_less[] = {
     "rdma",       "multichannel", "nomultichannel", "soft",     "hard",       "noperm",
     "perm",       "forceuid",     "noforceuid",     "forcegid", "noforcegid", "nosharesock",
     "mfsymlinks", "nomfsymlinks", "nosubtype",      "posix",    "noposix",    "unix",
-    "nounix",
+    "nounix",     "brl",          "nobrl",
 };
 
 static bool in_list(const char *s, const char *const *list, size_t n)
@@ -464,6 +464,10 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->mfsymlinks = true;
 	} else if (strcmp(key, "nomfsymlinks") == 0 && !value) {
 		o->mfsymlinks = false;
+	} else if (strcmp(key, "brl") == 0 && !value) {
+		o->nobrl = false;
+	} else if (strcmp(key, "nobrl") == 0 && !value) {
+		o->nobrl = true;
 	} else if (strcmp(key, "nosubtype") == 0 && !value) {
 		o->nosubtype = true;
 	} else if (strcmp(key, "ro") == 0 && !value) {

@@ -11,7 +11,7 @@
  *   transport=  quic_port=  cafile=  certfile=  keyfile=
  *   interfaces=  echo_interval=  timeout=  soft hard  cache=  rsize= wsize=
  *   ip= addr=  noperm perm  forceuid noforceuid forcegid noforcegid
- *   nosharesock  mfsymlinks nomfsymlinks  nosubtype  posix noposix (unix nounix)
+ *   nosharesock  mfsymlinks nomfsymlinks  nosubtype  posix noposix (unix nounix)  brl nobrl
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
  * nofail _netdev user (without '=') users nouser owner group relatime ...,
  * x-* and comment=; nosuid/suid/nodev/dev/noexec/exec/sync/async/dirsync/
@@ -107,6 +107,7 @@ struct smb_mount_opts {
 	                            default; posix/unix offer them */
 	bool nosharesock;        /* accepted; every mount has its own connection anyway */
 	bool mfsymlinks;         /* symlinks as Minshall+French symlink files */
+	bool nobrl;              /* fcntl locks stay in this mount's kernel (not sent) */
 	bool nosubtype;          /* the kernel's type reads "fuse", not "fuse.smbrdma"
 	                            (xfstests' FSTYP=fuse compares it) */
 	bool debug;

@@ -36,12 +36,14 @@ struct smbfs {
 	double timeout; /* entry and attribute timeout for the kernel (actimeo; 0 with
 	                   cache=none) */
 	bool ro;
-	bool direct_io;          /* cache=none: every open bypasses the page cache */
-	bool keep_cache;         /* cache=loose: an open keeps the pages cached before */
-	bool mfsymlinks;         /* symlinks are Minshall+French symlink files (ops_link.c) */
-	bool posix;              /* the SMB3 POSIX extensions are in use (set before serving) */
-	struct fuse_session *se; /* for cache invalidation (cache.c); set before serving */
-	int notifiers;           /* cache.c threads still running (atomic) */
+	bool direct_io;           /* cache=none: every open bypasses the page cache */
+	bool keep_cache;          /* cache=loose: an open keeps the pages cached before */
+	bool mfsymlinks;          /* symlinks are Minshall+French symlink files (ops_link.c) */
+	bool nobrl;               /* fcntl locks are the kernel's, per mount (ops_lock.c) */
+	struct plk_inode *plocks; /* ops_lock.c: files with POSIX locks (loop thread) */
+	bool posix;               /* the SMB3 POSIX extensions are in use (set before serving) */
+	struct fuse_session *se;  /* for cache invalidation (cache.c); set before serving */
+	int notifiers;            /* cache.c threads still running (atomic) */
 	/* Largest READ/WRITE the kernel sends: SMBFS_MAX_IO, or less with
 	 * rsize=/wsize=.  max_read must be the max_read= of the mount. */
 	unsigned max_read, max_write;
@@ -207,6 +209,16 @@ void smbfs_wait_notifiers(struct smbfs *fs);
 
 /* ops_lock.c: flock(2) through SMB2 LOCK on a byte past any data */
 void smbfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
+/* POSIX (fcntl) locks across clients (ops_lock.c; not used with nobrl). */
+void smbfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock);
+void smbfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+                 int sleep);
+/* flush: drop fi->lock_owner's POSIX locks on ino (a close), then reply 0. */
+void smbfs_plocks_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* release of f: forget the locks taken through it (the server drops them). */
+void smbfs_plocks_release(struct smbfs *fs, struct smbfs_file *f);
+/* teardown: free what is left. */
+void smbfs_plocks_free(struct smbfs *fs);
 
 /* ops_range.c: server-side copy, fallocate, SEEK_DATA/SEEK_HOLE */
 void smbfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,

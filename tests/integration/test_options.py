@@ -65,6 +65,8 @@ COVERAGE = {
     "sec": f"{THIS}::test_sec",
     "mfsymlinks": "tests/integration/test_posix_links.py::test_symlink_readlink_and_follow",
     "nomfsymlinks": "tests/integration/test_posix_links.py::test_without_mfsymlinks",
+    "brl": "tests/integration/test_fcntl_locks.py::test_nobrl_keeps_posix_locks_in_the_mount",
+    "nobrl": "tests/integration/test_fcntl_locks.py::test_nobrl_keeps_posix_locks_in_the_mount",
     # with the extensions on: tests/vm/guest/test_posix_ksmbd.py against ksmbd
     "posix": f"{THIS}::test_posix_fallback_without_server_support",
     "noposix": f"{THIS}::test_posix_fallback_without_server_support",

@@ -840,18 +840,21 @@ static void test_cifs_flags(void)
 	char err[256] = "";
 
 	CHECK_EQ(parse(&o, "", false, err, sizeof(err)), 0);
-	CHECK(!o.hard && !o.noperm && !o.forceuid && !o.forcegid && !o.nosharesock && !o.nosubtype);
+	CHECK(!o.hard && !o.noperm && !o.forceuid && !o.forcegid && !o.nosharesock &&
+	      !o.nosubtype && !o.nobrl);
 	smb_mount_opts_free(&o);
-	CHECK_EQ(parse(&o, "hard,noperm,forceuid,forcegid,nosharesock,nosubtype", false, err,
+	CHECK_EQ(parse(&o, "hard,noperm,forceuid,forcegid,nosharesock,nosubtype,nobrl", false, err,
 	               sizeof(err)),
 	         0);
-	CHECK(o.hard && o.noperm && o.forceuid && o.forcegid && o.nosharesock && o.nosubtype);
+	CHECK(o.hard && o.noperm && o.forceuid && o.forcegid && o.nosharesock && o.nosubtype &&
+	      o.nobrl);
 	smb_mount_opts_free(&o);
 	/* the later of a pair wins */
-	CHECK_EQ(parse(&o, "hard,soft,noperm,perm,forceuid,noforceuid,forcegid,noforcegid", false,
-	               err, sizeof(err)),
+	CHECK_EQ(parse(&o,
+	               "hard,soft,noperm,perm,forceuid,noforceuid,forcegid,noforcegid,nobrl,brl",
+	               false, err, sizeof(err)),
 	         0);
-	CHECK(!o.hard && !o.noperm && !o.forceuid && !o.forcegid);
+	CHECK(!o.hard && !o.noperm && !o.forceuid && !o.forcegid && !o.nobrl);
 	smb_mount_opts_free(&o);
 	CHECK_EQ(parse(&o, "soft,hard", false, err, sizeof(err)), 0);
 	CHECK(o.hard);
@@ -859,7 +862,7 @@ static void test_cifs_flags(void)
 	/* flags take no value, and say so */
 	static const char *const bad[] = {"hard=1",     "soft=yes",     "noperm=0",      "perm=1",
 	                                  "forceuid=0", "noforcegid=1", "nosharesock=1", "seal=1",
-	                                  "nosuid=1",   "_netdev=1",    "nosubtype=1"};
+	                                  "nosuid=1",   "_netdev=1",    "nosubtype=1",   "nobrl=1"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char key[32];
 		snprintf(key, sizeof(key), "'%.*s'", (int)strcspn(bad[i], "="), bad[i]);
