@@ -62,6 +62,14 @@ struct flock_ctx {
 
 static void flock_send(struct flock_ctx *c);
 
+/* A LOCK element's flags for a lock that never waits on the server (a
+ * blocking request polls instead). */
+static uint32_t lock_flags(bool exclusive)
+{
+	return (exclusive ? SMB2_LOCKFLAG_EXCLUSIVE_LOCK : SMB2_LOCKFLAG_SHARED_LOCK) |
+	       SMB2_LOCKFLAG_FAIL_IMMEDIATELY;
+}
+
 static void flock_reply(struct flock_ctx *c, int rc)
 {
 	fuse_req_t req = c->req;
@@ -116,9 +124,7 @@ static void flock_send(struct flock_ctx *c)
 	if (c->step == 0)
 		e.flags = SMB2_LOCKFLAG_UNLOCK;
 	else
-		e.flags =
-		    (c->op == LOCK_EX ? SMB2_LOCKFLAG_EXCLUSIVE_LOCK : SMB2_LOCKFLAG_SHARED_LOCK) |
-		    SMB2_LOCKFLAG_FAIL_IMMEDIATELY;
+		e.flags = lock_flags(c->op == LOCK_EX);
 	int rc = smb_lock(c->fs->client, c->f->fid, &e, 1, flock_done, c);
 	if (rc < 0)
 		flock_reply(c, -rc);
@@ -198,12 +204,20 @@ struct plk_ctx {
 	struct plk_ctx *next;
 };
 
-static void srv_range(uint64_t start, uint64_t end, struct smb2_lock_elem *e)
+/* A file offset's place in the shadow range (the top ones share its last byte). */
+static uint64_t srv_off(uint64_t x)
 {
-	uint64_t a = start >= PLOCK_TOP - PLOCK_BASE ? PLOCK_TOP : PLOCK_BASE + start;
-	uint64_t b = end >= PLOCK_TOP - PLOCK_BASE ? PLOCK_TOP : PLOCK_BASE + end;
-	e->offset = a;
-	e->length = b - a + 1;
+	return x >= PLOCK_TOP - PLOCK_BASE ? PLOCK_TOP : PLOCK_BASE + x;
+}
+
+/* A struct flock answer for [start, end] (l_len 0: to the end of the file). */
+static struct flock flock_of(int type, uint64_t start, uint64_t end, uint32_t pid)
+{
+	return (struct flock){.l_type = (short)type,
+	                      .l_whence = SEEK_SET,
+	                      .l_start = (off_t)start,
+	                      .l_len = end >= PLOCK_MAX ? 0 : (off_t)(end - start + 1),
+	                      .l_pid = (pid_t)pid};
 }
 
 static struct plk_inode *plk_inode(struct smbfs *fs, uint64_t nodeid, bool create)
@@ -339,10 +353,7 @@ static void plk_step(struct plk_ctx *c);
  * whose, the server does not say: the gap is reported, with no pid). */
 static void plk_report(struct plk_ctx *c, int type)
 {
-	struct flock lk = {.l_type = (short)type, .l_whence = SEEK_SET};
-	lk.l_start = (off_t)c->gap[c->i][0];
-	lk.l_len =
-	    c->gap[c->i][1] >= PLOCK_MAX ? 0 : (off_t)(c->gap[c->i][1] - c->gap[c->i][0] + 1);
+	struct flock lk = flock_of(type, c->gap[c->i][0], c->gap[c->i][1], 0);
 	plk_finish(c, 0, &lk);
 }
 
@@ -373,7 +384,6 @@ static void plk_done(void *arg, int err, uint32_t status)
 			smb_warn("%s: after a partial unlock, the rest of a POSIX lock could not "
 			         "be taken again (%s); it is lost",
 			         c->fs->source, err ? strerror(-err) : smb2_status_str(status));
-			c->add[c->i]->owner = 0;
 			c->add[c->i]->fh = NULL; /* marks it for plk_commit() */
 			c->i++;
 			break;
@@ -440,28 +450,33 @@ static void plk_commit(struct plk_ctx *c)
 static void plk_send(struct plk_ctx *c, const struct smbfs_file *f, uint64_t start, uint64_t end,
                      uint32_t flags)
 {
-	struct smb2_lock_elem e = {.flags = flags};
-	srv_range(start, end, &e);
+	struct smb2_lock_elem e = {.offset = srv_off(start), .flags = flags};
+	e.length = srv_off(end) - e.offset + 1;
 	int rc = smb_lock(c->fs->client, f->fid, &e, 1, plk_done, c);
 	if (rc < 0)
 		plk_done(c, rc, 0);
 }
 
-static uint32_t lock_flags(int type)
+/* Lock a segment as it stands (its type, through its handle), or unlock it. */
+static void plk_send_seg(struct plk_ctx *c, const struct plock_seg *g, bool lock)
 {
-	return (type == F_WRLCK ? SMB2_LOCKFLAG_EXCLUSIVE_LOCK : SMB2_LOCKFLAG_SHARED_LOCK) |
-	       SMB2_LOCKFLAG_FAIL_IMMEDIATELY;
+	plk_send(c, g->fh, g->start, g->end,
+	         lock ? lock_flags(g->type == F_WRLCK) : SMB2_LOCKFLAG_UNLOCK);
+}
+
+/* F_GETLK: probe gap i through the request's handle. */
+static void plk_send_gap(struct plk_ctx *c, uint32_t flags)
+{
+	plk_send(c, c->f, c->gap[c->i][0], c->gap[c->i][1], flags);
 }
 
 /* Send the next LOCK the request needs, or answer it. */
 static void plk_step(struct plk_ctx *c)
 {
-	struct flock lk = {.l_whence = SEEK_SET};
 	switch (c->phase) {
 	case PLK_UNLOCK:
 		if (c->i < c->plan.ndrop) {
-			struct plock_seg *g = c->plan.drop[c->i];
-			plk_send(c, g->fh, g->start, g->end, SMB2_LOCKFLAG_UNLOCK);
+			plk_send_seg(c, c->plan.drop[c->i], false);
 			return;
 		}
 		c->phase = PLK_LOCK;
@@ -469,8 +484,7 @@ static void plk_step(struct plk_ctx *c)
 		/* fall through */
 	case PLK_LOCK:
 		if (c->i < c->plan.nadd) {
-			struct plock_seg *g = c->add[c->i];
-			plk_send(c, g->fh, g->start, g->end, lock_flags(g->type));
+			plk_send_seg(c, c->add[c->i], true);
 			return;
 		}
 		plk_commit(c);
@@ -478,8 +492,7 @@ static void plk_step(struct plk_ctx *c)
 		return;
 	case PLK_UNDO_ADD:
 		if (c->i < c->nfailed) {
-			struct plock_seg *g = c->add[c->i];
-			plk_send(c, g->fh, g->start, g->end, SMB2_LOCKFLAG_UNLOCK);
+			plk_send_seg(c, c->add[c->i], false);
 			return;
 		}
 		c->phase = PLK_UNDO_DROP;
@@ -487,8 +500,7 @@ static void plk_step(struct plk_ctx *c)
 		/* fall through */
 	case PLK_UNDO_DROP:
 		if (c->i < c->plan.ndrop) {
-			struct plock_seg *g = c->plan.drop[c->i];
-			plk_send(c, g->fh, g->start, g->end, lock_flags(g->type));
+			plk_send_seg(c, c->plan.drop[c->i], true);
 			return;
 		}
 		if (c->err == EAGAIN)
@@ -498,20 +510,19 @@ static void plk_step(struct plk_ctx *c)
 		return;
 	case PLK_PROBE:
 		if (c->i < c->ngap) {
-			plk_send(c, c->f, c->gap[c->i][0], c->gap[c->i][1], lock_flags(c->type));
+			plk_send_gap(c, lock_flags(c->type == F_WRLCK));
 			return;
 		}
-		lk.l_type = F_UNLCK;
-		plk_finish(c, 0, &lk);
+		plk_finish(c, 0, &(struct flock){.l_type = F_UNLCK, .l_whence = SEEK_SET});
 		return;
 	case PLK_PROBE_UN:
-		plk_send(c, c->f, c->gap[c->i][0], c->gap[c->i][1], SMB2_LOCKFLAG_UNLOCK);
+		plk_send_gap(c, SMB2_LOCKFLAG_UNLOCK);
 		return;
 	case PLK_PROBE_SH:
-		plk_send(c, c->f, c->gap[c->i][0], c->gap[c->i][1], lock_flags(F_RDLCK));
+		plk_send_gap(c, lock_flags(false));
 		return;
 	case PLK_PROBE_SH_UN:
-		plk_send(c, c->f, c->gap[c->i][0], c->gap[c->i][1], SMB2_LOCKFLAG_UNLOCK);
+		plk_send_gap(c, SMB2_LOCKFLAG_UNLOCK);
 		return;
 	}
 }
@@ -524,12 +535,7 @@ static void plk_run(struct plk_ctx *c)
 	    c->type == F_UNLCK ? NULL : plock_conflict(set, c->owner, c->start, c->end, c->type);
 	if (c->getlk) {
 		if (g) {
-			struct flock lk = {
-			    .l_type = (short)g->type,
-			    .l_whence = SEEK_SET,
-			    .l_start = (off_t)g->start,
-			    .l_len = g->end >= PLOCK_MAX ? 0 : (off_t)(g->end - g->start + 1),
-			    .l_pid = (pid_t)g->pid};
+			struct flock lk = flock_of(g->type, g->start, g->end, g->pid);
 			plk_finish(c, 0, &lk);
 			return;
 		}
