@@ -1096,6 +1096,20 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 	return true;
 }
 
+/* Put a request back on the parked list (its deadline unchanged) and make
+ * sure the reconnect thread and the expiry timer know. */
+static void repark(struct smb_client *c, struct smb_req *req)
+{
+	pthread_mutex_lock(&c->park_lock);
+	req->wnext = c->parked;
+	c->parked = req;
+	pthread_mutex_unlock(&c->park_lock);
+	if (!__atomic_exchange_n(&c->park_timer, true, __ATOMIC_ACQ_REL) &&
+	    ev_call(c->loop, park_timer_arm, c) < 0)
+		__atomic_store_n(&c->park_timer, false, __ATOMIC_RELEASE);
+	smb_reconn_kick(c);
+}
+
 bool smb_client_parked(struct smb_client *c)
 {
 	pthread_mutex_lock(&c->park_lock);
@@ -1114,20 +1128,29 @@ void smb_client_unpark(struct smb_client *c)
 	while (list) {
 		struct smb_req *req = list, *next = req->wnext;
 		req->wnext = NULL;
+		list = next;
 		struct smb_chan *to = pick_for(c, req);
-		if (req_rebind(c, req) < 0) {
-			req->err = -EIO;
-			if (ev_call(c->loop, park_fail_cb, req) < 0)
-				req->done(req);
-			list = next;
+		if (!to) {
+			/* the channel died again before we got here: wait on */
+			repark(c, req);
 			continue;
 		}
-		/* A failed submit offers it to chan_orphan again: parked again. */
-		if (smb_conn_submit(to->conn, req) == 0) {
-			__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
-			n++;
+		int err = req_rebind(c, req);
+		/* A submit to a channel that just died offers it to chan_orphan
+		 * again (parked again, 0); any other refusal fails it here, or
+		 * nobody would ever answer it. */
+		if (!err)
+			err = smb_conn_submit(to->conn, req);
+		if (err) {
+			smb_debug("%s: %s could not be sent again (%s)", c->host,
+			          smb2_command_str(req->pdu[0].command), strerror(-err));
+			req->err = err == -ENOTCONN ? -ECONNABORTED : err;
+			if (ev_call(c->loop, park_fail_cb, req) < 0)
+				req->done(req);
+			continue;
 		}
-		list = next;
+		__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
+		n++;
 	}
 	if (n)
 		smb_info("%s: %u waiting requests sent again", c->host, n);
