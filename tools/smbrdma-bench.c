@@ -146,6 +146,7 @@ struct cfg {
 	double runtime;
 	uint64_t size; /* per job */
 	bool time_based, verify, json, no_register, keep;
+	unsigned meta; /* --meta=N: the metadata job instead of I/O */
 };
 
 struct slot {
@@ -401,7 +402,8 @@ static void usage(FILE *f)
 	        "  --size=SIZE (per job, 64m)  --runtime=SECONDS  --time_based\n"
 	        "  --verify  --json  --no-register  --keep\n"
 	        "  --user=U  --password=P (or $PASSWD)  --domain=D  --rdma  --multichannel\n"
-	        "  --max-channels=N  --sign  --seal  --krb5  --timeout=MS  --rdma-threshold=N\n");
+	        "  --max-channels=N  --sign  --seal  --krb5  --timeout=MS  --rdma-threshold=N\n"
+	        "  --meta=N  instead of I/O: create+stat+unlink N files in the directory PATH\n");
 }
 
 static uint16_t dialect_of(const char *v)
@@ -446,6 +448,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		O_TIMEOUT,
 		O_THRESH,
 		O_VERS,
+		O_META,
 		O_HELP
 	};
 	static const struct option opts[] = {
@@ -473,6 +476,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 	    {"timeout", 1, 0, O_TIMEOUT},
 	    {"rdma-threshold", 1, 0, O_THRESH},
 	    {"vers", 1, 0, O_VERS},
+	    {"meta", 1, 0, O_META},
 	    {"help", 0, 0, O_HELP},
 	    {0, 0, 0, 0},
 	};
@@ -588,6 +592,11 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 			if (!c->p.min_dialect)
 				goto bad;
 			break;
+		case O_META:
+			if (parse_size(optarg, &v) || !v || v > 1000000)
+				goto bad;
+			c->meta = (unsigned)v;
+			break;
 		case O_HELP:
 			usage(stdout);
 			exit(0);
@@ -643,6 +652,81 @@ static double cpu_seconds(void)
 	       ru.ru_stime.tv_usec / 1e6;
 }
 
+/* ---- --meta: create + stat + unlink, one file after the other ------------------------ */
+
+/* The metadata job of bench/metaloop.py with no FUSE: in the directory
+ * c->path (created, and removed at the end), N times: open a new file
+ * (O_CREAT | O_EXCL), close it, stat it, unlink it.  Each call waits for
+ * the server, so this is the least a client can spend on the job. */
+static int run_meta(struct smbrdma *s, const struct cfg *c, const char *target)
+{
+	struct hist lat[3] = {0}; /* create+close, stat, unlink */
+	static const char *const names[3] = {"create", "stat", "unlink"};
+	char path[600];
+	int rc = smbrdma_mkdir(s, c->path);
+	if (rc && rc != -EEXIST) {
+		fprintf(stderr, "smbrdma-bench: mkdir %s: %s\n", c->path, strerror(-rc));
+		return 1;
+	}
+	double cpu0 = cpu_seconds();
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	unsigned done = 0;
+	for (; done < c->meta; done++) {
+		snprintf(path, sizeof(path), "%s/f%06u", c->path, done);
+		struct smbrdma_file *f;
+		struct smbrdma_stat st;
+		const char *what = names[0];
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		rc = smbrdma_open(s, path, O_WRONLY | O_CREAT | O_EXCL, &f);
+		if (!rc)
+			rc = smbrdma_close(f);
+		hist_add(&lat[0], (uint64_t)ns_since(&t));
+		if (!rc) {
+			what = names[1];
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			rc = smbrdma_stat(s, path, &st);
+			hist_add(&lat[1], (uint64_t)ns_since(&t));
+		}
+		if (!rc) {
+			what = names[2];
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			rc = smbrdma_unlink(s, path);
+			hist_add(&lat[2], (uint64_t)ns_since(&t));
+		}
+		if (rc) {
+			fprintf(stderr, "smbrdma-bench: %s %s: %s\n", what, path, strerror(-rc));
+			break;
+		}
+	}
+	double secs = ns_since(&t0) / 1e9, cpu = cpu_seconds() - cpu0;
+	int rrc = smbrdma_rmdir(s, c->path);
+	if (rrc && !rc)
+		fprintf(stderr, "smbrdma-bench: rmdir %s: %s\n", c->path, strerror(-rrc));
+	if (c->json) {
+		printf(
+		    "{\n  \"tool\": \"smbrdma-bench\", \"version\": \"%s\",\n  \"target\": "
+		    "\"%s\", \"meta\": {\"files\": %u, \"seconds\": %.3f, \"files_per_s\": %.1f, "
+		    "\"cpu_s\": %.3f,\n",
+		    smbrdma_version(), target, done, secs, secs > 0 ? done / secs : 0, cpu);
+		for (int i = 0; i < 3; i++)
+			printf("    \"%s_us\": {\"mean\": %.1f, \"p50\": %.1f, \"p99\": %.1f}%s\n",
+			       names[i], lat[i].n ? (double)lat[i].sum_ns / lat[i].n / 1e3 : 0,
+			       hist_pct(&lat[i], 0.50) / 1e3, hist_pct(&lat[i], 0.99) / 1e3,
+			       i < 2 ? "," : "");
+		printf("  },\n  \"error\": \"%s\"\n}\n", rc ? strerror(-rc) : "");
+	} else {
+		printf("smbrdma-bench %s: %s create+stat+unlink of %u files, %.2f s: %.0f files/s; "
+		       "CPU %.2f s\n",
+		       smbrdma_version(), target, done, secs, secs > 0 ? done / secs : 0, cpu);
+		for (int i = 0; i < 3; i++)
+			printf("%-6s: lat us: mean %.1f p50 %.1f p99 %.1f\n", names[i],
+			       lat[i].n ? (double)lat[i].sum_ns / lat[i].n / 1e3 : 0,
+			       hist_pct(&lat[i], 0.50) / 1e3, hist_pct(&lat[i], 0.99) / 1e3);
+	}
+	return rc || rrc ? 1 : 0;
+}
+
 /* ---- main --------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -687,6 +771,13 @@ int main(int argc, char **argv)
 		free(host);
 		free(share);
 		return 1;
+	}
+	if (c.meta) {
+		int mrc = run_meta(s, &c, argv[optind]);
+		smbrdma_disconnect(s);
+		free(host);
+		free(share);
+		return mrc;
 	}
 
 	size_t slab = (size_t)c.jobs * c.depth * c.bs;

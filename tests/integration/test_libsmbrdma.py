@@ -113,6 +113,33 @@ def test_bench_verify_catches_a_changed_byte(samba):
     assert "verify failed" in err
 
 
+def test_bench_meta_job(samba):
+    """--meta: N files created, stat'ed and unlinked in a directory that is
+    gone afterwards; a name already there fails the O_EXCL create with a
+    clear error and exit 1."""
+    rep, _ = bench(samba, "metad", "--meta=50")
+    m = rep["meta"]
+    assert m["files"] == 50 and m["files_per_s"] > 0 and m["cpu_s"] >= 0, rep
+    for step in ("create", "stat", "unlink"):
+        lat = m[f"{step}_us"]
+        assert 0 < lat["p50"] <= lat["p99"] and lat["mean"] > 0, (step, lat)
+    assert rep["error"] == "" and not os.path.exists(os.path.join(samba.share_path, "metad"))
+    d = os.path.join(samba.share_path, "metae")
+    os.mkdir(d)
+    open(os.path.join(d, "f000003"), "w").close()
+    samba.chown_to_user(d)
+    rep, err = bench(samba, "metae", "--meta=10", expect=1)
+    assert rep["meta"]["files"] == 3 and rep["error"] == "File exists", rep
+    assert "create metae/f000003: File exists" in err, err
+    # the three before it were unlinked; the one that was there stays
+    assert os.listdir(d) == ["f000003"]
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "man", "smbrdma-bench.1")) as f:
+        text = f.read().replace("\\-", "-")
+    missing = [k for k in set(rep) | set(m) if k not in text]
+    assert not missing, f"smbrdma-bench(1) does not name: {missing}"
+
+
 def test_bench_bad_arguments(samba):
     for args, msg in ((["--rw=sideways"], "--rw=sideways"), (["--bs=0"], "--bs"),
                       (["--size=3k", "--bs=2k"], "multiple of --bs")):
