@@ -1019,6 +1019,28 @@ static struct smb_chan *pick_for(struct smb_client *c, const struct smb_req *req
 	return smb_sched_pick(c, bulk ? SMB_SCHED_BULK : SMB_SCHED_META, bulk ? 65536 : 0);
 }
 
+/* Put a request (its deadline_ms set) on the parked list; returns whether
+ * it is the first one waiting.  park_wake() follows. */
+static bool park_push(struct smb_client *c, struct smb_req *req)
+{
+	pthread_mutex_lock(&c->park_lock);
+	bool first = !c->parked;
+	req->wnext = c->parked;
+	c->parked = req;
+	pthread_mutex_unlock(&c->park_lock);
+	return first;
+}
+
+/* After park_push(): make sure the expiry timer runs and the reconnect
+ * thread is awake. */
+static void park_wake(struct smb_client *c)
+{
+	if (!__atomic_exchange_n(&c->park_timer, true, __ATOMIC_ACQ_REL) &&
+	    ev_call(c->loop, park_timer_arm, c) < 0)
+		__atomic_store_n(&c->park_timer, false, __ATOMIC_RELEASE);
+	smb_reconn_kick(c);
+}
+
 /* From ch's death report (loop thread) or a send refused by its dead
  * transport (any thread): move a request that was in flight on
  * ch to a live channel, as a replay ([MS-SMB2] 3.2.4.1.1: the replay flag,
@@ -1067,11 +1089,7 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 		return false;
 	if (none) {
 		req->deadline_ms = deadline;
-		pthread_mutex_lock(&c->park_lock);
-		bool first = !c->parked;
-		req->wnext = c->parked;
-		c->parked = req;
-		pthread_mutex_unlock(&c->park_lock);
+		bool first = park_push(c, req);
 		__atomic_add_fetch(&ch->failovers, 1, __ATOMIC_RELAXED);
 		if (first && c->hard)
 			smb_warn("%s: every channel is down; requests wait for one to come back "
@@ -1081,10 +1099,7 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 			smb_warn("%s: every channel is down; requests wait up to %llu s for one to "
 			         "come back",
 			         c->host, (unsigned long long)((deadline - now + 999) / 1000));
-		if (!__atomic_exchange_n(&c->park_timer, true, __ATOMIC_ACQ_REL) &&
-		    ev_call(c->loop, park_timer_arm, c) < 0)
-			__atomic_store_n(&c->park_timer, false, __ATOMIC_RELEASE);
-		smb_reconn_kick(c);
+		park_wake(c);
 		return true;
 	}
 	if (smb_conn_submit(to->conn, req))
@@ -1094,20 +1109,6 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 	smb_debug("%s: %s replayed on channel %d", ch->conn->peer, smb2_command_str(cmd),
 	          to->index);
 	return true;
-}
-
-/* Put a request back on the parked list (its deadline unchanged) and make
- * sure the reconnect thread and the expiry timer know. */
-static void repark(struct smb_client *c, struct smb_req *req)
-{
-	pthread_mutex_lock(&c->park_lock);
-	req->wnext = c->parked;
-	c->parked = req;
-	pthread_mutex_unlock(&c->park_lock);
-	if (!__atomic_exchange_n(&c->park_timer, true, __ATOMIC_ACQ_REL) &&
-	    ev_call(c->loop, park_timer_arm, c) < 0)
-		__atomic_store_n(&c->park_timer, false, __ATOMIC_RELEASE);
-	smb_reconn_kick(c);
 }
 
 bool smb_client_parked(struct smb_client *c)
@@ -1131,8 +1132,10 @@ void smb_client_unpark(struct smb_client *c)
 		list = next;
 		struct smb_chan *to = pick_for(c, req);
 		if (!to) {
-			/* the channel died again before we got here: wait on */
-			repark(c, req);
+			/* the channel died again before we got here: wait on,
+			 * deadline unchanged */
+			park_push(c, req);
+			park_wake(c);
 			continue;
 		}
 		int err = req_rebind(c, req);
