@@ -78,6 +78,12 @@ static void hist_merge(struct hist *to, const struct hist *from)
 			to->b[i][j] += from->b[i][j];
 }
 
+/* The mean, in ns; 0 when empty. */
+static double hist_mean_ns(const struct hist *h)
+{
+	return h->n ? (double)h->sum_ns / (double)h->n : 0;
+}
+
 /* The upper edge of the bucket holding the q-quantile, in ns. */
 static uint64_t hist_pct(const struct hist *h, double q)
 {
@@ -628,9 +634,8 @@ static void json_dir(FILE *f, const char *name, uint64_t bytes, const struct his
 	        "\"p99\": %.1f, \"p99.9\": %.1f, \"max\": %.1f}}%s\n",
 	        name, h->n, bytes, secs > 0 ? (double)h->n / secs : 0,
 	        secs > 0 ? (double)bytes / secs / 1048576.0 : 0, h->min_ns / 1e3,
-	        h->n ? (double)h->sum_ns / (double)h->n / 1e3 : 0, hist_pct(h, 0.50) / 1e3,
-	        hist_pct(h, 0.99) / 1e3, hist_pct(h, 0.999) / 1e3, h->max_ns / 1e3,
-	        last ? "" : ",");
+	        hist_mean_ns(h) / 1e3, hist_pct(h, 0.50) / 1e3, hist_pct(h, 0.99) / 1e3,
+	        hist_pct(h, 0.999) / 1e3, h->max_ns / 1e3, last ? "" : ",");
 }
 
 static void text_dir(const char *name, uint64_t bytes, const struct hist *h, double secs)
@@ -639,9 +644,9 @@ static void text_dir(const char *name, uint64_t bytes, const struct hist *h, dou
 		return;
 	printf("%-5s: %8.0f IOPS  %9.2f MiB/s  lat us: mean %.1f p50 %.1f p99 %.1f "
 	       "p99.9 %.1f max %.1f\n",
-	       name, (double)h->n / secs, (double)bytes / secs / 1048576.0,
-	       (double)h->sum_ns / (double)h->n / 1e3, hist_pct(h, 0.50) / 1e3,
-	       hist_pct(h, 0.99) / 1e3, hist_pct(h, 0.999) / 1e3, h->max_ns / 1e3);
+	       name, (double)h->n / secs, (double)bytes / secs / 1048576.0, hist_mean_ns(h) / 1e3,
+	       hist_pct(h, 0.50) / 1e3, hist_pct(h, 0.99) / 1e3, hist_pct(h, 0.999) / 1e3,
+	       h->max_ns / 1e3);
 }
 
 static double cpu_seconds(void)
@@ -711,9 +716,8 @@ static int run_meta(struct smbrdma *s, const struct cfg *c, const char *target)
 		    smbrdma_version(), target, done, secs, secs > 0 ? done / secs : 0, cpu);
 		for (int i = 0; i < 3; i++)
 			printf("    \"%s_us\": {\"mean\": %.1f, \"p50\": %.1f, \"p99\": %.1f}%s\n",
-			       names[i], lat[i].n ? (double)lat[i].sum_ns / lat[i].n / 1e3 : 0,
-			       hist_pct(&lat[i], 0.50) / 1e3, hist_pct(&lat[i], 0.99) / 1e3,
-			       i < 2 ? "," : "");
+			       names[i], hist_mean_ns(&lat[i]) / 1e3, hist_pct(&lat[i], 0.50) / 1e3,
+			       hist_pct(&lat[i], 0.99) / 1e3, i < 2 ? "," : "");
 		printf("  },\n  \"error\": \"%s\"\n}\n", rc ? strerror(-rc) : "");
 	} else {
 		printf("smbrdma-bench %s: %s create+stat+unlink of %u files, %.2f s: %.0f files/s; "
@@ -721,8 +725,8 @@ static int run_meta(struct smbrdma *s, const struct cfg *c, const char *target)
 		       smbrdma_version(), target, done, secs, secs > 0 ? done / secs : 0, cpu);
 		for (int i = 0; i < 3; i++)
 			printf("%-6s: lat us: mean %.1f p50 %.1f p99 %.1f\n", names[i],
-			       lat[i].n ? (double)lat[i].sum_ns / lat[i].n / 1e3 : 0,
-			       hist_pct(&lat[i], 0.50) / 1e3, hist_pct(&lat[i], 0.99) / 1e3);
+			       hist_mean_ns(&lat[i]) / 1e3, hist_pct(&lat[i], 0.50) / 1e3,
+			       hist_pct(&lat[i], 0.99) / 1e3);
 	}
 	return rc || rrc ? 1 : 0;
 }
