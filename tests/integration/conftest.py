@@ -123,6 +123,16 @@ def smb_mount(samba, mount_factory):
 
 
 @pytest.fixture
+def two_mounts(samba, mount_factory):
+    """Two mounts (two daemons, two sessions) of one Samba share, with a
+    100-byte file "f" on it: the lock tests' clients."""
+    m1, m2 = mount_factory(samba), mount_factory(samba)
+    with open(os.path.join(m1.path, "f"), "wb") as f:
+        f.write(b"0123456789" * 10)
+    return m1, m2
+
+
+@pytest.fixture
 def proxy_factory():
     proxies = []
 

@@ -68,16 +68,8 @@ def getlk(fd, kind, start, length):
     return l_type, l_start, l_len, l_pid
 
 
-@pytest.fixture
-def two(samba, mount_factory):
-    m1, m2 = mount_factory(samba), mount_factory(samba)
-    with open(os.path.join(m1.path, "f"), "wb") as f:
-        f.write(b"0123456789" * 10)
-    return m1, m2
-
-
-def test_write_lock_keeps_the_other_client_out_of_its_range_only(two):
-    m1, m2 = two
+def test_write_lock_keeps_the_other_client_out_of_its_range_only(two_mounts):
+    m1, m2 = two_mounts
     fd = os.open(os.path.join(m1.path, "f"), os.O_RDWR)
     other = os.path.join(m2.path, "f")
     try:
@@ -104,8 +96,8 @@ def test_write_lock_keeps_the_other_client_out_of_its_range_only(two):
     assert can_lock(other, "w", 0, 0)
 
 
-def test_read_locks_share_and_a_refused_upgrade_keeps_the_read_lock(two):
-    m1, m2 = two
+def test_read_locks_share_and_a_refused_upgrade_keeps_the_read_lock(two_mounts):
+    m1, m2 = two_mounts
     fd = os.open(os.path.join(m1.path, "f"), os.O_RDWR)
     other = os.path.join(m2.path, "f")
     try:
@@ -143,8 +135,8 @@ def test_read_locks_share_and_a_refused_upgrade_keeps_the_read_lock(two):
         os.close(fd)
 
 
-def test_getlk_sees_the_other_client(two):
-    m1, m2 = two
+def test_getlk_sees_the_other_client(two_mounts):
+    m1, m2 = two_mounts
     fd = os.open(os.path.join(m1.path, "f"), os.O_RDWR)
     g = os.open(os.path.join(m2.path, "f"), os.O_RDWR)
     try:
@@ -165,8 +157,8 @@ def test_getlk_sees_the_other_client(two):
         os.close(g)
 
 
-def test_processes_of_one_mount_follow_posix(two):
-    m1, m2 = two
+def test_processes_of_one_mount_follow_posix(two_mounts):
+    m1, m2 = two_mounts
     path = os.path.join(m1.path, "f")
     h = Holder(path, "w", 0, 10)
     fd = os.open(path, os.O_RDWR)
@@ -193,8 +185,8 @@ def test_processes_of_one_mount_follow_posix(two):
     assert can_lock(os.path.join(m2.path, "f"), "w", 0, 0)
 
 
-def test_killed_holder_releases(two):
-    m1, m2 = two
+def test_killed_holder_releases(two_mounts):
+    m1, m2 = two_mounts
     h = Holder(os.path.join(m1.path, "f"), "w", 0, 0)
     assert h.locked
     assert not can_lock(os.path.join(m2.path, "f"), "r", 5, 1)
@@ -203,8 +195,8 @@ def test_killed_holder_releases(two):
     assert can_lock(os.path.join(m2.path, "f"), "w", 0, 0)
 
 
-def test_setlkw_waits_for_the_other_client(two):
-    m1, m2 = two
+def test_setlkw_waits_for_the_other_client(two_mounts):
+    m1, m2 = two_mounts
     h = Holder(os.path.join(m2.path, "f"), "w", 0, 10)
     fd = os.open(os.path.join(m1.path, "f"), os.O_RDWR)
     got = threading.Event()

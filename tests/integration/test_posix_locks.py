@@ -8,16 +8,6 @@ import os
 import threading
 import time
 
-import pytest
-
-
-@pytest.fixture
-def two(samba, mount_factory):
-    m1, m2 = mount_factory(samba), mount_factory(samba)
-    with open(os.path.join(m1.path, "f"), "wb") as f:
-        f.write(b"0123456789")
-    return m1, m2
-
 
 def try_lock(fd, op):
     try:
@@ -27,8 +17,8 @@ def try_lock(fd, op):
         return False
 
 
-def test_exclusive_and_shared_across_mounts(two):
-    m1, m2 = two
+def test_exclusive_and_shared_across_mounts(two_mounts):
+    m1, m2 = two_mounts
     a = os.open(os.path.join(m1.path, "f"), os.O_RDWR)
     b = os.open(os.path.join(m2.path, "f"), os.O_RDWR)
     try:
@@ -58,8 +48,8 @@ def test_exclusive_and_shared_across_mounts(two):
         os.close(b)
 
 
-def test_blocking_flock_waits_for_the_holder(two):
-    m1, m2 = two
+def test_blocking_flock_waits_for_the_holder(two_mounts):
+    m1, m2 = two_mounts
     a = os.open(os.path.join(m1.path, "f"), os.O_RDWR)
     b = os.open(os.path.join(m2.path, "f"), os.O_RDWR)
     got = []
@@ -82,8 +72,8 @@ def test_blocking_flock_waits_for_the_holder(two):
         os.close(b)
 
 
-def test_close_releases_and_one_mount_contends_with_itself(two):
-    m1, m2 = two
+def test_close_releases_and_one_mount_contends_with_itself(two_mounts):
+    m1, m2 = two_mounts
     p1 = os.path.join(m1.path, "f")
     a, a2 = os.open(p1, os.O_RDWR), os.open(p1, os.O_RDWR)
     b = os.open(os.path.join(m2.path, "f"), os.O_RDWR)
