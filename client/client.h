@@ -79,6 +79,9 @@ struct smb_client_opts {
 	unsigned rdma_threshold;     /* READ/WRITE above this go by RDMA offload; 0 = 4096 */
 	bool multichannel;           /* open more channels to the server's interfaces */
 	unsigned max_channels;       /* channels in all with multichannel; 0 = 2 */
+	unsigned rdma_channels;      /* SMB Direct channels per RDMA interface; 0 = 1.  Above 1
+	                              * without multichannel: that many to the mount's own
+	                              * address (needs the server's MULTI_CHANNEL) */
 	unsigned mc_requery_s;       /* re-query the interface list; 0 = 600 s */
 	bool no_rdma_channels;       /* multichannel: TCP channels only */
 	unsigned mc_echo_ms;         /* multichannel keepalive per channel; 0 = 5000 */

@@ -1493,7 +1493,8 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 		set_err(errbuf, errlen, "cannot start the reconnect thread: %s", strerror(-err));
 		goto fail;
 	}
-	if (o->multichannel && (err = smb_mc_start(c, o)) < 0) {
+	if ((o->multichannel || (o->rdma_channels > 1 && c->chans[0]->rdma)) &&
+	    (err = smb_mc_start(c, o)) < 0) {
 		set_err(errbuf, errlen, "cannot start multichannel: %s", strerror(-err));
 		goto fail;
 	}

@@ -68,8 +68,8 @@ static void usage(FILE *out)
 	        "              sec=, keytab=, guest, sign, seal, port=, ip=, vers=, uid=, gid=,\n"
 	        "              file_mode=, dir_mode=, noperm, ro, rw, actimeo=, cache=,\n"
 	        "              rsize=, wsize=, soft, hard, timeout=, echo_interval=, rdma,\n"
-	        "              rdma_threshold=, multichannel, max_channels=, interfaces=,\n"
-	        "              nosubtype, debug\n"
+	        "              rdma_threshold=, rdma_channels=, multichannel, max_channels=,\n"
+	        "              interfaces=, nosubtype, debug\n"
 	        "  -f          stay in the foreground, log to stderr\n"
 	        "  -d          foreground with FUSE and engine debug output\n"
 	        "  -s          sloppy: ignore unknown options\n"
@@ -621,6 +621,7 @@ static int run(struct mount_args *a)
 	copts.max_write = a->opts.wsize;
 	copts.multichannel = a->opts.multichannel;
 	copts.max_channels = a->opts.max_channels;
+	copts.rdma_channels = a->opts.rdma_channels;
 	copts.mc_interfaces = a->opts.interfaces;
 	copts.posix = !a->opts.noposix;
 	/* The port of the transport that will be tried: UDP for QUIC. */

@@ -542,6 +542,13 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
+	} else if (strcmp(key, "rdma_channels") == 0) {
+		/* SMB Direct connections per RDMA interface, as Windows'
+		 * ConnectionCountPerRdmaNetworkInterface. */
+		NEEDS_VALUE();
+		if (parse_unsigned(value, 10, 8, &v) < 0 || v < 1)
+			BAD_VALUE();
+		o->rdma_channels = (unsigned)v;
 	} else if (strcmp(key, "max_channels") == 0) {
 		/* As mount.cifs: 1..32; a value above 1 implies multichannel. */
 		NEEDS_VALUE();

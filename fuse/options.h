@@ -7,7 +7,7 @@
  *   username= user=   password= pass=   domain= dom= workgroup=
  *   credentials= cred=   sec=  keytab=  guest  sign  seal
  *   port=  vers=  uid=  gid=  file_mode=  dir_mode=  actimeo=  ro rw  debug
- *   rdma  rdma_threshold=  multichannel nomultichannel  max_channels=
+ *   rdma  rdma_threshold=  rdma_channels=  multichannel nomultichannel  max_channels=
  *   transport=  quic_port=  cafile=  certfile=  keyfile=
  *   interfaces=  echo_interval=  timeout=  soft hard  cache=  rsize= wsize=
  *   ip= addr=  noperm perm  forceuid noforceuid forcegid noforcegid
@@ -91,6 +91,7 @@ struct smb_mount_opts {
 	unsigned timeout;         /* s, timeout=; 0: the engine's default (60) */
 	bool multichannel;        /* more channels to the server's interfaces */
 	unsigned max_channels;    /* 0: the engine's default (2); 1..32 */
+	unsigned rdma_channels;   /* 0: the engine's default (1); 1..8 */
 	char *interfaces;         /* "eth1:eth2" or NULL: local interfaces for channels */
 	unsigned actimeo;         /* seconds */
 	enum smb_mount_cache cache;

@@ -31,6 +31,8 @@ struct smb_mc {
 	struct smb_client *c;
 	struct smb_client_opts opts; /* strings owned by this struct (talloc) */
 	unsigned max_channels;
+	unsigned rdma_per_iface; /* rdma_channels=: SMB Direct channels per RDMA interface */
+	bool addr_only;          /* no multichannel: extra channels only to channel 0's address */
 	unsigned requery_s;
 	unsigned echo_ms;
 	pthread_t thread;
@@ -113,10 +115,11 @@ static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_st
 	return false;
 }
 
-/* Is a live channel of this kind already going to this address? */
-static bool have_channel(struct smb_client *c, const struct sockaddr_storage *ss, bool rdma)
+/* How many live channels of this kind go to this address? */
+static unsigned count_channels(struct smb_client *c, const struct sockaddr_storage *ss, bool rdma)
 {
 	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
+	unsigned k = 0;
 	for (int i = 0; i < n; i++) {
 		struct smb_chan *ch = c->chans[i];
 		if (__atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE) || ch->rdma != rdma)
@@ -124,9 +127,14 @@ static bool have_channel(struct smb_client *c, const struct sockaddr_storage *ss
 		struct smb_transport_info ti;
 		ch->conn->transport->ops->info(ch->conn->transport, &ti);
 		if (same_addr(&ti.remote, ss))
-			return true;
+			k++;
 	}
-	return false;
+	return k;
+}
+
+static bool have_channel(struct smb_client *c, const struct sockaddr_storage *ss, bool rdma)
+{
+	return count_channels(c, ss, rdma) > 0;
 }
 
 static bool usable_addr(const struct smb2_netif *f)
@@ -251,6 +259,52 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 	return 0;
 }
 
+/* Bind SMB Direct channels to f until it has mc->rdma_per_iface of them or
+ * the mount has max_channels; stops at the first failure. */
+static void fill_rdma_iface(struct smb_mc *mc, const struct smb2_netif *f)
+{
+	struct smb_client *c = mc->c;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	netif_sockaddr(f, 0, &ss, &sl);
+	while (count_channels(c, &ss, true) < mc->rdma_per_iface &&
+	       (unsigned)smb_client_live_channels(c) < mc->max_channels)
+		if (bind_one(mc, f, true) < 0)
+			break;
+}
+
+/* rdma_channels= without multichannel: more SMB Direct channels to the
+ * address the mount's live SMB Direct channel goes to; no interface list. */
+static void mc_pass_addr(struct smb_mc *mc)
+{
+	struct smb_client *c = mc->c;
+	struct smb2_netif f = {.capability = SMB2_NETIF_CAP_RDMA, .if_index = UINT32_MAX};
+	bool found = false;
+	int nch = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
+	for (int k = 0; k < nch && !found; k++) {
+		struct smb_chan *ch = c->chans[k];
+		if (__atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE) || !ch->rdma)
+			continue;
+		struct smb_transport_info ti;
+		ch->conn->transport->ops->info(ch->conn->transport, &ti);
+		f.family = ti.remote.ss_family;
+		if (f.family == AF_INET) {
+			memcpy(f.addr, &((const struct sockaddr_in *)&ti.remote)->sin_addr, 4);
+		} else if (f.family == AF_INET6) {
+			const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&ti.remote;
+			memcpy(f.addr, &a6->sin6_addr, 16);
+			f.scope_id = a6->sin6_scope_id;
+		} else {
+			continue;
+		}
+		f.if_index = ch->if_index;
+		f.link_speed = ch->link_speed;
+		found = true;
+	}
+	if (found)
+		fill_rdma_iface(mc, &f);
+}
+
 /* One pass: query, then fill up to max_channels live channels. */
 static void mc_pass(struct smb_mc *mc)
 {
@@ -259,6 +313,10 @@ static void mc_pass(struct smb_mc *mc)
 	size_t n = 0;
 	if ((unsigned)smb_client_live_channels(c) >= mc->max_channels)
 		return;
+	if (mc->addr_only) {
+		mc_pass_addr(mc);
+		return;
+	}
 	if (query_ifaces(c, ifs, MC_MAX_IFACES, &n) == 0) {
 		if (n > MC_MAX_IFACES)
 			n = MC_MAX_IFACES;
@@ -331,6 +389,11 @@ static void mc_pass(struct smb_mc *mc)
 		if (!have_channel(c, &ss, false) && !have_channel(c, &ss, true))
 			bind_one(mc, f, false);
 	}
+	/* Then each RDMA interface up to rdma_channels= SMB Direct channels. */
+	for (size_t i = 0; i < n && mc->rdma_per_iface > 1 && !mc->opts.no_rdma_channels; i++)
+		if (ifs[i].capability & SMB2_NETIF_CAP_RDMA &&
+		    (ifs[i].family == AF_INET || ifs[i].family == AF_INET6))
+			fill_rdma_iface(mc, &ifs[i]);
 	/* Room left: RSS-capable interfaces take more than one connection
 	 * (the server spreads them over its queues), round robin. */
 	for (int tries = 0; tries < 2 * SMB_CLIENT_MAX_CHANNELS &&
@@ -489,7 +552,12 @@ int smb_mc_start(struct smb_client *c, const struct smb_client_opts *o)
 	mc->opts.password = talloc_strdup(mc, o->password ? o->password : "");
 	mc->opts.domain = talloc_strdup(mc, o->domain ? o->domain : "");
 	mc->opts.mc_interfaces = o->mc_interfaces ? talloc_strdup(mc, o->mc_interfaces) : NULL;
-	mc->max_channels = o->max_channels ? o->max_channels : 2;
+	mc->rdma_per_iface = o->rdma_channels ? o->rdma_channels : 1;
+	mc->addr_only = !o->multichannel;
+	if (mc->addr_only)
+		mc->max_channels = mc->rdma_per_iface;
+	else
+		mc->max_channels = o->max_channels ? o->max_channels : 2;
 	if (mc->max_channels > SMB_CLIENT_MAX_CHANNELS)
 		mc->max_channels = SMB_CLIENT_MAX_CHANNELS;
 	mc->requery_s = o->mc_requery_s ? o->mc_requery_s : 600;

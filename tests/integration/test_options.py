@@ -102,6 +102,7 @@ COVERAGE = {
     # the RDMA paths themselves run in the QEMU guest (tests/vm/guest/)
     "rdma": f"{THIS}::test_rdma_and_rdma_threshold",
     "rdma_threshold": f"{THIS}::test_rdma_and_rdma_threshold",
+    "rdma_channels": f"{THIS}::test_rdma_and_rdma_threshold",
     "transport": "tests/integration/test_quic.py::test_auto_uses_tcp_when_quic_is_blocked",
     "quic_port": "tests/integration/test_quic.py::test_auto_uses_quic_when_tcp_is_blocked",
     "cafile": "tests/integration/test_quic.py::test_quic_self_signed_certificate_refused",
@@ -131,7 +132,7 @@ SAMPLE = {"username": "u", "user": "u", "password": "p", "pass": "p", "domain": 
           "dom": "D", "workgroup": "W", "sec": "ntlmssp", "port": "445", "ip": "127.0.0.1",
           "addr": "::1", "vers": "3", "uid": "0", "gid": "0", "file_mode": "0600",
           "dir_mode": "0700", "actimeo": "5", "cache": "loose", "rsize": "65536",
-          "wsize": "65536", "rdma_threshold": "8192", "timeout": "30", "echo_interval": "10",
+          "wsize": "65536", "rdma_threshold": "8192", "rdma_channels": "2", "timeout": "30", "echo_interval": "10",
           "max_channels": "2", "interfaces": "lo", "comment": "x", "transport": "quic",
           "quic_port": "4433", "cafile": "/etc/hostname", "certfile": "/etc/hostname",
           "keyfile": "/etc/hostname"}
@@ -601,11 +602,13 @@ def test_sec(samba, mount_factory, tmp_path):
     _bad_value(tmp_path, ["sec=ntlmv2"], "use ntlmssp, ntlmsspi, krb5, krb5i or none")
 
 
-def test_rdma_and_rdma_threshold(samba, tmp_path):
+def test_rdma_and_rdma_threshold(samba, mount_factory, tmp_path):
     """rdma over loopback, where no RDMA device (or no SMB Direct server)
-    is: a clear failure, no mount left.  rdma_threshold's effect needs RDMA
-    hardware: tests/vm/guest/test_smbrdma_stress.py shows it in the QEMU
-    guest; here its bad values."""
+    is: a clear failure, no mount left.  rdma_threshold's and rdma_channels'
+    effects need RDMA: tests/vm/guest/test_smbrdma_stress.py and
+    test_smbrdma_mount.py::test_rdma_channels_two_queue_pairs show them in the
+    QEMU guest; here their bad values, and rdma_channels on a TCP mount,
+    which opens no channel more."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     r, secs = run_mount_command(samba.unc, str(mnt), samba.user, samba.password,
@@ -617,6 +620,12 @@ def test_rdma_and_rdma_threshold(samba, tmp_path):
     for bad in ("rdma_threshold=", "rdma_threshold=4k", "rdma_threshold=2147483648"):
         _bad_value(tmp_path, [bad], "mount option 'rdma_threshold'")
     _bad_value(tmp_path, ["rdma=1"], "mount option 'rdma' takes no value")
+    for bad in ("rdma_channels=", "rdma_channels=0", "rdma_channels=9", "rdma_channels=two"):
+        _bad_value(tmp_path, [bad], "mount option 'rdma_channels'")
+    m = mount_factory(samba, options=["rdma_channels=2"])
+    time.sleep(1)
+    st = ctl_json("stats", m.path)
+    assert [c["transport"] for c in st["channels"]] == ["tcp"], st
 
 
 def test_multichannel_and_nomultichannel(samba_factory, mount_factory, scale):
