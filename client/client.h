@@ -66,6 +66,8 @@ struct smb_client_opts {
 	unsigned echo_ms;            /* keepalive ECHO after this much silence
 	                                (echo_interval=); 0 = 60000 */
 	bool no_durable;             /* do not ask for durable handles */
+	bool no_lease;               /* nolease: ask for no lease and no oplock (and so no
+	                                durable handle, which needs one) */
 	unsigned connect_timeout_ms; /* 0 = 15000 */
 	bool rdma;                   /* carry the channel over SMB Direct instead of TCP */
 	const char *transport;       /* "quic": SMB over QUIC; "auto": race TCP and QUIC,

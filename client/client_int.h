@@ -100,6 +100,7 @@ struct smb_client {
 	void *on_lease_break_arg;
 	uint64_t leases_granted, lease_breaks, lease_break_acks; /* atomic (stats) */
 	bool durable;                 /* ask for durable v2 handles (3.x) */
+	bool no_lease;                /* ask for neither lease nor oplock (nolease) */
 	bool posix;                   /* SMB3 POSIX extensions negotiated (set once, before
 	                                 the mount is used; re-checked on reconnect) */
 	unsigned echo_ms;             /* keepalive of a lone channel; 0 = off */

@@ -55,7 +55,7 @@ bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t 
                    struct smb2_create_ctx *ctx)
 {
 	bool dir = a->create_options & FILE_DIRECTORY_FILE;
-	if (!a->lease_id || c->dialect < SMB2_DIALECT_0210 ||
+	if (!a->lease_id || c->no_lease || c->dialect < SMB2_DIALECT_0210 ||
 	    !(c->server_caps & SMB2_GLOBAL_CAP_LEASING))
 		return false;
 	/* Directory leases are 3.x only ([MS-SMB2] 3.2.4.3.8). */

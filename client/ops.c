@@ -531,10 +531,13 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 		smb2_dh2q_encode(dh2q, 0, op->create_guid);
 		ctx[nctx++] = (struct smb2_create_ctx){"DH2Q", dh2q, sizeof(dh2q)};
 	}
+	uint8_t oplock = SMB2_OPLOCK_LEVEL_BATCH;
+	if (lease)
+		oplock = SMB2_OPLOCK_LEVEL_LEASE;
+	else if (c->no_lease)
+		oplock = SMB2_OPLOCK_LEVEL_NONE;
 	if (!err)
-		err = smb_req_add_create_ctxs(
-		    req, path, &oa, lease ? SMB2_OPLOCK_LEVEL_LEASE : SMB2_OPLOCK_LEVEL_BATCH, ctx,
-		    nctx);
+		err = smb_req_add_create_ctxs(req, path, &oa, oplock, ctx, nctx);
 	if (!err)
 		err = add_query_attr(req, SMB2_FILEID_RELATED);
 	return op_submit(req, err, open_done);

@@ -1486,7 +1486,10 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	err = smb_chan_tree_connect(c, c->chans[0], mem, errbuf, errlen);
 	if (err)
 		goto fail;
-	c->durable = c->dialect >= SMB2_DIALECT_0300 && !o->no_durable;
+	/* A durable handle is granted only under a batch oplock or a lease
+	 * with H ([MS-SMB2] 3.3.5.9.10): none without either. */
+	c->no_lease = o->no_lease;
+	c->durable = c->dialect >= SMB2_DIALECT_0300 && !o->no_durable && !o->no_lease;
 	c->echo_ms = o->echo_ms ? o->echo_ms : 60000;
 	c->chans[0]->conn->echo_ms = c->echo_ms;
 	if ((err = smb_reconn_start(c, o)) < 0) {

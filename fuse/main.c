@@ -69,7 +69,7 @@ static void usage(FILE *out)
 	        "              file_mode=, dir_mode=, noperm, ro, rw, actimeo=, cache=,\n"
 	        "              rsize=, wsize=, soft, hard, timeout=, echo_interval=, rdma,\n"
 	        "              rdma_threshold=, rdma_channels=, multichannel, max_channels=,\n"
-	        "              interfaces=, nosubtype, debug\n"
+	        "              interfaces=, nolease, nosubtype, debug\n"
 	        "  -f          stay in the foreground, log to stderr\n"
 	        "  -d          foreground with FUSE and engine debug output\n"
 	        "  -s          sloppy: ignore unknown options\n"
@@ -622,6 +622,7 @@ static int run(struct mount_args *a)
 	copts.multichannel = a->opts.multichannel;
 	copts.max_channels = a->opts.max_channels;
 	copts.rdma_channels = a->opts.rdma_channels;
+	copts.no_lease = a->opts.nolease;
 	copts.mc_interfaces = a->opts.interfaces;
 	copts.posix = !a->opts.noposix;
 	/* The port of the transport that will be tried: UDP for QUIC. */

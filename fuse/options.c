@@ -234,7 +234,7 @@ static const char *const value_less[] = {
     "rdma",       "multichannel", "nomultichannel", "soft",     "hard",       "noperm",
     "perm",       "forceuid",     "noforceuid",     "forcegid", "noforcegid", "nosharesock",
     "mfsymlinks", "nomfsymlinks", "nosubtype",      "posix",    "noposix",    "unix",
-    "nounix",     "brl",          "nobrl",
+    "nounix",     "brl",          "nobrl",          "nolease",
 };
 
 static bool in_list(const char *s, const char *const *list, size_t n)
@@ -466,6 +466,8 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->mfsymlinks = false;
 	} else if (strcmp(key, "brl") == 0 && !value) {
 		o->nobrl = false;
+	} else if (strcmp(key, "nolease") == 0 && !value) {
+		o->nolease = true;
 	} else if (strcmp(key, "nobrl") == 0 && !value) {
 		o->nobrl = true;
 	} else if (strcmp(key, "nosubtype") == 0 && !value) {

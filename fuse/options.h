@@ -12,6 +12,7 @@
  *   interfaces=  echo_interval=  timeout=  soft hard  cache=  rsize= wsize=
  *   ip= addr=  noperm perm  forceuid noforceuid forcegid noforcegid
  *   nosharesock  mfsymlinks nomfsymlinks  nosubtype  posix noposix (unix nounix)  brl nobrl
+ *   nolease
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
  * nofail _netdev user (without '=') users nouser owner group relatime ...,
  * x-* and comment=; nosuid/suid/nodev/dev/noexec/exec/sync/async/dirsync/
@@ -109,6 +110,7 @@ struct smb_mount_opts {
 	bool nosharesock;        /* accepted; every mount has its own connection anyway */
 	bool mfsymlinks;         /* symlinks as Minshall+French symlink files */
 	bool nobrl;              /* fcntl locks stay in this mount's kernel (not sent) */
+	bool nolease;            /* opens ask for no lease and no oplock */
 	bool nosubtype;          /* the kernel's type reads "fuse", not "fuse.smbrdma"
 	                            (xfstests' FSTYP=fuse compares it) */
 	bool debug;

@@ -31,6 +31,7 @@ from test_credentials import mounts  # noqa: F401  (a fixture)
 from test_multichannel import MC_GLOBAL
 from test_reconnect import _smbd_pids
 from test_smbrdmactl import ctl_json
+from lib.sessioninfo import smbstatus
 
 MAN = os.path.join(REPO, "man", "mount.smbrdma.8")
 MIB = 1 << 20
@@ -103,6 +104,7 @@ COVERAGE = {
     "rdma": f"{THIS}::test_rdma_and_rdma_threshold",
     "rdma_threshold": f"{THIS}::test_rdma_and_rdma_threshold",
     "rdma_channels": f"{THIS}::test_rdma_and_rdma_threshold",
+    "nolease": f"{THIS}::test_nolease",
     "transport": "tests/integration/test_quic.py::test_auto_uses_tcp_when_quic_is_blocked",
     "quic_port": "tests/integration/test_quic.py::test_auto_uses_quic_when_tcp_is_blocked",
     "cafile": "tests/integration/test_quic.py::test_quic_self_signed_certificate_refused",
@@ -734,3 +736,31 @@ def test_man_page_renders_cleanly():
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr
     text = re.sub(r".\x08", "", r.stdout)  # overstrike (bold, underline) off
     assert "mfsymlinks" in text and "rsize" in text
+
+
+def test_nolease(samba, mount_factory):
+    """By default an open holds a lease (Samba grants RWH); with nolease the
+    same open asks for none and gets neither lease nor oplock, and the data
+    still round-trips.  smbstatus --json of the private Samba says which."""
+    for opts, want in (([], "LEASE(RWH)"), (["nolease"], "NONE")):
+        m = mount_factory(samba, options=opts)
+        name = f"lease-{len(opts)}.txt"
+        p = os.path.join(m.path, name)
+        with open(p, "w") as f:
+            f.write("leased" if not opts else "not leased")
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            files = smbstatus(samba).get("open_files", {})
+            opens = [o for f in files.values() if f.get("filename") == name
+                     for o in f.get("opens", {}).values()]
+            assert opens, f"smbstatus lists no open of {name}: {files}"
+            # Samba 4.17 prints an empty "oplock" object for an open without one
+            got = {o["oplock"].get("text", "NONE") for o in opens}
+            assert got == {want}, f"{opts}: {got}"
+            assert os.read(fd, 100) == (b"leased" if not opts else b"not leased")
+        finally:
+            os.close(fd)
+        with open(os.path.join(samba.share_path, name), "rb") as f:
+            assert f.read() == (b"leased" if not opts else b"not leased")
+        m.stop()
+
