@@ -2,11 +2,11 @@
 plain) and lseek SEEK_DATA / SEEK_HOLE on the mount, against the private
 Samba, checked on the share's disk (whose tmpfs keeps holes)."""
 
-import ctypes
 import errno
 import hashlib
 import os
 
+from lib.fileops import fallocate
 from test_smbrdmactl import ctl_json
 
 MIB = 1 << 20
@@ -59,7 +59,7 @@ def test_fallocate_punch_zero_and_extend(samba, mount_factory):
         punch = 0x02 | 0x01  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
 
         def falloc(mode, off, length):
-            _falloc(fd, mode, off, length)
+            fallocate(fd, mode, off, length)
         falloc(punch, MIB, MIB)
         falloc(0x10, 3 * MIB, 4096)           # FALLOC_FL_ZERO_RANGE
         falloc(0, 0, 6 * MIB)                 # plain: extends the size
@@ -85,14 +85,6 @@ def test_fallocate_punch_zero_and_extend(samba, mount_factory):
     assert os.stat(disk).st_blocks * 512 <= 5 * MIB + 64 * 1024
 
 
-def _falloc(fd, mode, off, length):
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
-    if libc.fallocate(fd, mode, off, length) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-
-
 def test_seek_data_and_hole(samba, mount_factory):
     """Samba reports holes of sparse files (Windows semantics: a file not
     marked sparse is all data), so the holes are punched through the mount,
@@ -103,8 +95,8 @@ def test_seek_data_and_hole(samba, mount_factory):
         f.write(os.urandom(5 * MIB))
     fd = os.open(p, os.O_RDWR)
     try:
-        _falloc(fd, 0x03, 4096, 3 * MIB - 4096)
-        _falloc(fd, 0x03, 3 * MIB + 4096, 2 * MIB - 4096)
+        fallocate(fd, 0x03, 4096, 3 * MIB - 4096)
+        fallocate(fd, 0x03, 3 * MIB + 4096, 2 * MIB - 4096)
         assert os.lseek(fd, 0, os.SEEK_DATA) == 0
         hole = os.lseek(fd, 0, os.SEEK_HOLE)
         assert 4096 <= hole <= MIB, hole

@@ -2,6 +2,7 @@
 processes (cp, sha256sum) with timeouts so a hung FUSE request fails the
 test instead of hanging the run."""
 
+import ctypes
 import errno
 import hashlib
 import os
@@ -13,6 +14,16 @@ import time
 from .mount import build_dir, timeout_scale
 
 MIB = 1 << 20
+
+
+def fallocate(fd, mode, off, length):
+    """fallocate(2) on fd with mode (FALLOC_FL_* bits), which os.posix_fallocate cannot
+    pass; OSError on failure."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    if libc.fallocate(fd, mode, off, length) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
 
 
 def sh(args, timeout=120, check=True, **kw):
