@@ -2,7 +2,7 @@
 
 test_posix_ksmbd.py covers what the extensions change (modes, owners, inode numbers, links,
 special files); this module runs further operations of issue 6 on the same share
-(``posix``, a tmpfs in the guest) through a ``posix`` mount, each test in a directory of
+(``posix``, a tmpfs in the guest) through the ``posix`` mount of that module, each test in a directory of
 its own, and checks the result on the server's side of the share: extended attributes,
 fallocate and punch hole, SEEK_DATA/SEEK_HOLE, copy_file_range, access and fsyncdir,
 O_EXCL and O_TRUNC.
@@ -19,47 +19,25 @@ over and unlink of an open file; they are tested against Samba on the host
 
 import errno
 import os
-import subprocess
 import sys
 
 import pytest
 
-from vmlab import daemon, umount
+from test_posix_ksmbd import posix  # noqa: F401  (the fixture: one posix mount)
 
 # tests/lib (shared with the integration tests) is not on the guest's path by itself
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from lib.fileops import fallocate  # noqa: E402
 
-SHARE = os.environ.get("SMBRDMA_VM_POSIX_SHARE", "posix")
 FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 SEEK_DATA, SEEK_HOLE = 3, 4
 MIB = 1 << 20
 
 
-def _mount(lab, mnt, extra):
-    opts = f"username={lab.user},password={lab.password},{extra}"
-    r = subprocess.run([daemon(), f"//{lab.rxe_addr}/{SHARE}", str(mnt), "-o", opts],
-                       capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, f"mount.smbrdma -o {extra}: {r.stdout}{r.stderr}"
-
-
-@pytest.fixture(scope="module")
-def mount(lab, tmp_path_factory):
-    """(the mount, the share's directory on the server): one daemon on the POSIX share,
-    attributes never cached."""
-    srv = os.environ.get("SMBRDMA_VM_POSIX_SHARE_PATH")
-    assert srv and os.path.isdir(srv), "guest-init made no POSIX share"
-    a = tmp_path_factory.mktemp("ops") / "m"
-    a.mkdir()
-    _mount(lab, a, "posix,actimeo=0")
-    yield str(a), srv
-    umount(a)
-
-
 @pytest.fixture
-def d(mount, request):
+def d(posix, request):
     """This test's directory: (path on the mount, on the server)."""
-    a, srv = mount
+    a, srv = posix
     name = request.node.name.replace("[", "-").replace("]", "")
     os.mkdir(os.path.join(a, name))
     return os.path.join(a, name), os.path.join(srv, name)
