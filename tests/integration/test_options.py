@@ -134,8 +134,8 @@ SAMPLE = {"username": "u", "user": "u", "password": "p", "pass": "p", "domain": 
           "dom": "D", "workgroup": "W", "sec": "ntlmssp", "port": "445", "ip": "127.0.0.1",
           "addr": "::1", "vers": "3", "uid": "0", "gid": "0", "file_mode": "0600",
           "dir_mode": "0700", "actimeo": "5", "cache": "loose", "rsize": "65536",
-          "wsize": "65536", "rdma_threshold": "8192", "rdma_channels": "2", "timeout": "30", "echo_interval": "10",
-          "max_channels": "2", "interfaces": "lo", "comment": "x", "transport": "quic",
+          "wsize": "65536", "rdma_threshold": "8192", "rdma_channels": "2", "timeout": "30",
+          "echo_interval": "10", "max_channels": "2", "interfaces": "lo", "comment": "x", "transport": "quic",
           "quic_port": "4433", "cafile": "/etc/hostname", "certfile": "/etc/hostname",
           "keyfile": "/etc/hostname"}
 
@@ -742,12 +742,13 @@ def test_nolease(samba, mount_factory):
     """By default an open holds a lease (Samba grants RWH); with nolease the
     same open asks for none and gets neither lease nor oplock, and the data
     still round-trips.  smbstatus --json of the private Samba says which."""
-    for opts, want in (([], "LEASE(RWH)"), (["nolease"], "NONE")):
+    for opts, want, data in (([], "LEASE(RWH)", b"leased"),
+                             (["nolease"], "NONE", b"not leased")):
         m = mount_factory(samba, options=opts)
         name = f"lease-{len(opts)}.txt"
         p = os.path.join(m.path, name)
-        with open(p, "w") as f:
-            f.write("leased" if not opts else "not leased")
+        with open(p, "wb") as f:
+            f.write(data)
         fd = os.open(p, os.O_RDONLY)
         try:
             files = smbstatus(samba).get("open_files", {})
@@ -757,10 +758,9 @@ def test_nolease(samba, mount_factory):
             # Samba 4.17 prints an empty "oplock" object for an open without one
             got = {o["oplock"].get("text", "NONE") for o in opens}
             assert got == {want}, f"{opts}: {got}"
-            assert os.read(fd, 100) == (b"leased" if not opts else b"not leased")
+            assert os.read(fd, 100) == data
         finally:
             os.close(fd)
         with open(os.path.join(samba.share_path, name), "rb") as f:
-            assert f.read() == (b"leased" if not opts else b"not leased")
+            assert f.read() == data
         m.stop()
-
