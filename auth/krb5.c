@@ -53,6 +53,7 @@ static void set_errbuf(char *errbuf, size_t errlen, const char *text)
 #include <talloc.h>
 
 #include "common/log.h"
+#include "common/secret.h"
 
 /* 1.3.6.1.5.5.2 (SPNEGO) and 1.2.840.113554.1.2.2 (Kerberos 5) */
 static gss_OID_desc oid_spnego = {6, (void *)"\x2b\x06\x01\x05\x05\x02"};
@@ -97,14 +98,6 @@ struct krb5_mech {
 	bool have_key;
 };
 
-static void wipe(void *p, size_t n)
-{
-	volatile uint8_t *v = p;
-
-	while (n--)
-		*v++ = 0;
-}
-
 static int krb5_mech_destructor(struct krb5_mech *k)
 {
 	OM_uint32 minor;
@@ -115,7 +108,7 @@ static int krb5_mech_destructor(struct krb5_mech *k)
 		gss_release_cred(&minor, &k->cred);
 	if (k->target != GSS_C_NO_NAME)
 		gss_release_name(&minor, &k->target);
-	wipe(k->key, sizeof(k->key));
+	smb_wipe(k->key, sizeof(k->key));
 	return 0;
 }
 
@@ -372,7 +365,7 @@ static int krb5_read_key(struct smb_auth *a, struct krb5_mech *k)
 	}
 	if (set) {
 		for (size_t i = 0; i < set->count; i++)
-			wipe(set->elements[i].value, set->elements[i].length);
+			smb_wipe(set->elements[i].value, set->elements[i].length);
 		gss_release_buffer_set(&minor, &set);
 	}
 	return rc;

@@ -15,19 +15,12 @@
 #include <talloc.h>
 
 #include "client/crypto.h"
+#include "common/secret.h"
 
 static const uint8_t ntlmssp_sig[8] = {'N', 'T', 'L', 'M', 'S', 'S', 'P', 0};
 
 /* Windows 10, NTLMSSP revision 15 ([MS-NLMP] 2.2.2.10). */
 static const uint8_t ntlmssp_version[8] = {10, 0, 0x61, 0x4a, 0, 0, 0, 0x0f};
-
-static void wipe(void *p, size_t n)
-{
-	volatile uint8_t *v = p;
-
-	while (n--)
-		*v++ = 0;
-}
 
 /* ---- bounds-checked little-endian reader -------------------------------- */
 
@@ -283,7 +276,7 @@ int ntlmssp_nt_hash(const char *password, uint8_t out[16])
 		return -ENOMEM;
 	ntlmssp_utf16le(password, false, buf, (size_t)n);
 	rc = smb_md4(buf, (size_t)n, out);
-	wipe(buf, (size_t)n);
+	smb_wipe(buf, (size_t)n);
 	talloc_free(buf);
 	return rc;
 }
@@ -402,7 +395,7 @@ int ntlmssp_mac(const uint8_t sign_key[16], const uint8_t seal_key[16], bool key
 	put_u32(out, 1);
 	memcpy(out + 4, hmac, 8);
 	put_u32(out + 12, seq);
-	wipe(hmac, sizeof(hmac));
+	smb_wipe(hmac, sizeof(hmac));
 	return 0;
 }
 
@@ -563,7 +556,7 @@ int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_param
 		flags &= ~NTLMSSP_NEGOTIATE_KEY_EXCH;
 		lm_len = 1;
 		memset(lm, 0, sizeof(lm));
-		memset(res->session_base_key, 0, 16);
+		smb_wipe(res->session_base_key, 16);
 	} else {
 		rc = ntlmssp_nt_hash(p->password, nt_hash);
 		if (!rc)
@@ -665,11 +658,11 @@ int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_param
 	*auth = msg;
 	*auth_len = total;
 out:
-	wipe(nt_hash, sizeof(nt_hash));
-	wipe(key_nt, sizeof(key_nt));
-	wipe(enc_key, sizeof(enc_key));
+	smb_wipe(nt_hash, sizeof(nt_hash));
+	smb_wipe(key_nt, sizeof(key_nt));
+	smb_wipe(enc_key, sizeof(enc_key));
 	talloc_free(tmp);
 	if (rc)
-		wipe(res, sizeof(*res));
+		smb_wipe(res, sizeof(*res));
 	return rc;
 }

@@ -25,6 +25,7 @@
 #include "client/client_int.h"
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/secret.h"
 
 struct smb_reconn {
 	struct smb_client *c;
@@ -264,5 +265,5 @@ void smb_reconn_stop(struct smb_client *c)
 		close(r->wake_fd);
 	r->wake_fd = -1;
 	if (r->opts.password)
-		memset((char *)r->opts.password, 0, strlen(r->opts.password));
+		smb_wipe((char *)r->opts.password, strlen(r->opts.password));
 }

@@ -8,6 +8,7 @@
 #include "client/crypto.h"
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/secret.h"
 
 #include <errno.h>
 #include <arpa/inet.h>
@@ -412,7 +413,7 @@ static int derive_cipher_keys(uint16_t dialect, uint16_t cipher, const uint8_t *
 			err =
 			    smb_kdf(key, keylen, label, sizeof(label), out, sizeof(out), dec, klen);
 	}
-	memset(k16, 0, sizeof(k16));
+	smb_wipe(k16, sizeof(k16));
 	return err;
 }
 
@@ -477,10 +478,10 @@ static int bind_channel_key(struct smb_client *c, struct smb_chan *ch, const uin
 			ch->signing.active = c->signing.active;
 			smb_debug("%s: channel key from the %s authentication's session key",
 			          ch->conn->peer, k ? "first" : "binding");
-			memset(&s, 0, sizeof(s));
+			smb_wipe(&s, sizeof(s));
 			return 0;
 		}
-		memset(&s, 0, sizeof(s));
+		smb_wipe(&s, sizeof(s));
 	}
 	return -EIO;
 }
@@ -665,7 +666,7 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 		if (!err)
 			memcpy(key16, skey, skey_len < 16 ? skey_len : 16);
 		if (binding) {
-			memset(skey, 0, sizeof(skey));
+			smb_wipe(skey, sizeof(skey));
 			/* [MS-SMB2] 3.2.5.3.3 */
 			if (!err && (guest || !(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
 				set_err(errbuf, errlen, "%s answered the channel binding %s",
@@ -677,7 +678,7 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 				        ch->conn->peer);
 				err = -EIO;
 			}
-			memset(key16, 0, sizeof(key16));
+			smb_wipe(key16, sizeof(key16));
 			smb_req_put(req);
 			smb_auth_free(auth);
 			if (err)
@@ -708,8 +709,8 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 				err = smb_random_bytes(c->crypt.salt, sizeof(c->crypt.salt));
 			c->crypt.have_key = !err;
 		}
-		memset(skey, 0, sizeof(skey));
-		memset(key16, 0, sizeof(key16));
+		smb_wipe(skey, sizeof(skey));
+		smb_wipe(key16, sizeof(key16));
 		bool must_sign =
 		    sign || (c->server_security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
 		if (!err && !guest && (must_sign || (p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
@@ -1265,7 +1266,7 @@ void smb_chan_discard(struct smb_chan *ch)
 		return;
 	smb_conn_close(ch->conn);
 	smb_offload_teardown(ch);
-	memset(&ch->signing, 0, sizeof(ch->signing));
+	smb_wipe(&ch->signing, sizeof(ch->signing));
 	talloc_free(ch);
 }
 
@@ -1539,14 +1540,14 @@ void smb_client_destroy(struct smb_client *c)
 		smb_conn_close(c->chans[i]->conn);
 		c->chans[i]->conn = NULL;
 		smb_offload_teardown(c->chans[i]);
-		memset(&c->chans[i]->signing, 0, sizeof(c->chans[i]->signing));
+		smb_wipe(&c->chans[i]->signing, sizeof(c->chans[i]->signing));
 	}
 	c->conn = NULL;
 	if (c->loop)
 		ev_loop_free(c->loop);
-	memset(&c->signing, 0, sizeof(c->signing));
-	memset(c->session_key, 0, sizeof(c->session_key));
-	memset(&c->crypt, 0, sizeof(c->crypt));
+	smb_wipe(&c->signing, sizeof(c->signing));
+	smb_wipe(c->session_key, sizeof(c->session_key));
+	smb_wipe(&c->crypt, sizeof(c->crypt));
 	pthread_mutex_destroy(&c->chans_lock);
 	pthread_mutex_destroy(&c->park_lock);
 	talloc_free(c);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "client/proto/smb2_const.h"
+#include "common/secret.h"
 
 void smb_mount_opts_init(struct smb_mount_opts *o, uid_t uid, gid_t gid)
 {
@@ -33,7 +34,7 @@ void smb_mount_opts_init(struct smb_mount_opts *o, uid_t uid, gid_t gid)
 static void wipe_free(char *s)
 {
 	if (s) {
-		explicit_bzero(s, strlen(s));
+		smb_wipe(s, strlen(s));
 		free(s);
 	}
 }
@@ -629,7 +630,7 @@ int smb_mount_opts_parse(struct smb_mount_opts *o, const char *optstr, bool slop
 			*value++ = '\0';
 		rc = apply_option(o, tok, value, sloppy, err, errlen);
 	}
-	explicit_bzero(tok, cap);
+	smb_wipe(tok, cap);
 	free(tok);
 	return rc;
 }
@@ -720,8 +721,8 @@ int smb_creds_file_parse(struct smb_mount_opts *o, const char *path, char *err, 
 		}
 	}
 	fclose(f);
-	explicit_bzero(line, sizeof(line));
-	explicit_bzero(iobuf, sizeof(iobuf));
+	smb_wipe(line, sizeof(line));
+	smb_wipe(iobuf, sizeof(iobuf));
 	return rc;
 }
 
@@ -734,7 +735,7 @@ static void scrub_env_password(void)
 {
 	for (char **e = environ; e && *e; e++)
 		if (strncmp(*e, "PASSWD=", 7) == 0)
-			explicit_bzero(*e + 7, strlen(*e + 7));
+			smb_wipe(*e + 7, strlen(*e + 7));
 	unsetenv("PASSWD");
 }
 
@@ -800,7 +801,7 @@ static int password_from_env(struct smb_mount_opts *o, char *err, size_t errlen)
 		         SMB_PASSWORD_MAX);
 	else
 		snprintf(err, errlen, "%s=%s: %s", what, v, strerror(-rc));
-	explicit_bzero(buf, sizeof(buf));
+	smb_wipe(buf, sizeof(buf));
 	return rc;
 }
 
@@ -826,7 +827,7 @@ static int split_user(struct smb_mount_opts *o)
 
 	if (pct) {
 		rc = set_password(o, pct + 1, "username=user%password");
-		explicit_bzero(pct, strlen(pct));
+		smb_wipe(pct, strlen(pct));
 		if (rc < 0)
 			return rc;
 	}

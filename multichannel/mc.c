@@ -5,6 +5,7 @@
 #include "client/proto/smb2_const.h"
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/secret.h"
 #include "multichannel/sched.h"
 
 #include <arpa/inet.h>
@@ -602,7 +603,7 @@ void smb_mc_stop(struct smb_client *c)
 		close(mc->nl_fd);
 	mc->nl_fd = -1;
 	if (mc->opts.password)
-		memset((char *)mc->opts.password, 0, strlen(mc->opts.password));
+		smb_wipe((char *)mc->opts.password, strlen(mc->opts.password));
 	/* mc and its eventfd stay until the client is freed: a channel dying
 	 * on the loop thread meanwhile may still wake it. */
 }
