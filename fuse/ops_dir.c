@@ -8,6 +8,14 @@
  * fetch is in flight at a time.  readdir at offset 0 after entries were
  * served (rewinddir) starts the listing over.
  *
+ * Names from the server are hostile (dir_names.h): an entry the kernel
+ * would choke on, or that names nothing a lookup could reach, or a second
+ * entry of one name, is dropped before it is buffered, so it is never
+ * linked (no nlookup to leak) nor served; each listing logs its drops in
+ * one line, and such lines are rate-limited.  A listing fails with EFBIG
+ * past DIR_LISTING_MAX_ENTRIES entries from the server, and with EIO after
+ * MAX_EMPTY_REPLIES replies in a row that brought nothing new.
+ *
  * Lock: smbfs_dir.lock guards the fields marked below; it is held while
  * readdirplus links inodes (inode table lock nests inside) and never while
  * replying or calling the engine.
@@ -20,10 +28,22 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "fuse/dir_names.h"
 #include "fuse/errno_map.h"
 
-/* Give up on a server that keeps answering "success, no entries". */
+_Static_assert(DIR_NAME_MAX == SMBFS_NAME_MAX, "a listed name must be one a lookup takes");
+
+/* Give up on a server that keeps answering "success" with no new entry
+ * (none at all, or the same ones again). */
 #define MAX_EMPTY_REPLIES 64
+
+/* Lines about dropped names, and about listings over the cap: at most
+ * LOG_BURST of each kind a minute, for a server that does it in every
+ * directory of a tree being walked. */
+#define LOG_WINDOW_NS (60 * UINT64_C(1000000000))
+#define LOG_BURST     10
+static pthread_mutex_t log_limit_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dir_log_limit drops_limit, cap_limit; /* guarded by log_limit_lock */
 
 struct dir_entry {
 	char *name;
@@ -45,12 +65,17 @@ struct smbfs_dir {
 	/* guarded by lock: */
 	struct dir_entry *ents;
 	size_t count, cap;
-	bool eof;      /* the server said STATUS_NO_MORE_FILES */
-	int err;       /* sticky errno of a failed fetch */
-	bool fetching; /* a smb_readdir() is in flight */
-	bool restart;  /* the next fetch restarts the scan */
-	bool served;   /* some entry was handed out since the (re)start */
-	unsigned empty_replies;
+	bool eof;               /* the server said STATUS_NO_MORE_FILES */
+	int err;                /* sticky errno of a failed fetch */
+	bool fetching;          /* a smb_readdir() is in flight */
+	bool restart;           /* the next fetch restarts the scan */
+	bool served;            /* some entry was handed out since the (re)start */
+	unsigned empty_replies; /* replies in a row that brought nothing new */
+	/* of this listing (since the (re)start): */
+	unsigned seen;             /* entries the server sent, dropped ones included */
+	unsigned server_dots;      /* 1: its "." came, 2: its ".." came */
+	struct dir_name_set names; /* of ents[2..count), for duplicates */
+	struct dir_drops drops;    /* not logged yet */
 	struct dir_waiter *waiters, **waiters_tail;
 };
 
@@ -72,17 +97,69 @@ static int dir_add(struct smbfs_dir *d, const char *name, const struct smb_attr 
 	return 0;
 }
 
-/* Drop everything after "." and "..". */
+/* Drop everything after "." and ".." (the name set points into it). */
 static void dir_truncate(struct smbfs_dir *d)
 {
+	dir_name_set_free(&d->names);
 	while (d->count > 2)
 		free(d->ents[--d->count].name);
+}
+
+static bool log_allowed(struct dir_log_limit *l, unsigned *suppressed)
+{
+	pthread_mutex_lock(&log_limit_lock);
+	bool ok = dir_log_allow(l, smbfs_now_ns(), LOG_WINDOW_NS, LOG_BURST, suppressed);
+	pthread_mutex_unlock(&log_limit_lock);
+	return ok;
+}
+
+/* The directory's path inside the share ("/a/b"), for a log line, or NULL. */
+static char *dir_path(struct smbfs_dir *d)
+{
+	char *path = NULL, *out;
+	if (smb_inode_path(d->fs->inodes, d->file.nodeid, NULL, &path) < 0)
+		return NULL;
+	out = malloc(strlen(path) + 2);
+	if (out) {
+		out[0] = '/';
+		strcpy(out + 1, path);
+	}
+	free(path);
+	return out;
+}
+
+/* Under the lock: take the listing's drops out, as one line's worth of
+ * text (line[0] is '\0' when there were none). */
+static void drops_take(struct smbfs_dir *d, char *line, size_t cap)
+{
+	line[0] = '\0';
+	if (d->drops.total)
+		dir_drops_format(&d->drops, line, cap);
+	d->drops = (struct dir_drops){0};
+}
+
+/* Not under the lock: log what drops_take() took, if anything. */
+static void drops_log(struct smbfs_dir *d, const char *line)
+{
+	unsigned suppressed;
+	if (!line[0] || !log_allowed(&drops_limit, &suppressed))
+		return;
+	char *path = dir_path(d);
+	smb_warn("%s: dropped from the listing of \"%s\" as the server sent them: %s%s",
+	         d->fs->source, path ? path : "?", line,
+	         suppressed ? " (lines like this for other listings were left out)" : "");
+	free(path);
 }
 
 static void dir_destroy(struct smbfs_file *f)
 {
 	struct smbfs_dir *d = (struct smbfs_dir *)f;
+	char line[768];
 
+	/* A listing left before its end still says what it dropped. */
+	drops_take(d, line, sizeof(line));
+	drops_log(d, line);
+	dir_name_set_free(&d->names);
 	while (d->count)
 		free(d->ents[--d->count].name);
 	free(d->ents);
@@ -93,6 +170,40 @@ static void dir_destroy(struct smbfs_file *f)
 static bool is_dot(const char *name)
 {
 	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+/* Buffer one entry from the server, or drop it.  Returns 1 if the entry was
+ * new to this listing (buffered, or dropped for its name or as hidden), 0
+ * for one it had already seen (dropped, noted), -ENOMEM. */
+static int dir_take(struct smbfs_dir *d, const struct smb_dirent *ent)
+{
+	const char *name = ent->name;
+	enum dir_name_verdict v = dir_name_check(name);
+
+	if (v == DIR_NAME_OK && is_dot(name)) {
+		/* The server's own "." and "..": ours stand in for them. */
+		unsigned bit = name[1] ? 2 : 1;
+		if (!(d->server_dots & bit)) {
+			d->server_dots |= bit;
+			return 0;
+		}
+		v = DIR_NAME_DOT;
+	} else if (v == DIR_NAME_OK && dir_name_set_has(&d->names, name)) {
+		v = DIR_NAME_DUPLICATE;
+	}
+	if (v != DIR_NAME_OK) {
+		dir_drops_note(&d->drops, name, v);
+		return v != DIR_NAME_DOT && v != DIR_NAME_DUPLICATE;
+	}
+	if (smbfs_is_hidden_name(name))
+		return 1;
+	if (dir_add(d, name, &ent->attr) < 0)
+		return -ENOMEM;
+	if (dir_name_set_add(&d->names, d->ents[d->count - 1].name) < 0) {
+		free(d->ents[--d->count].name);
+		return -ENOMEM;
+	}
+	return 1;
 }
 
 /* ---- serving entries --------------------------------------------------------- */
@@ -184,8 +295,9 @@ static void dir_serve(struct smbfs_dir *d, fuse_req_t req, size_t size, off_t of
 	pthread_mutex_unlock(&d->lock);
 	if (err) {
 		fuse_reply_err(req, err);
-	} else if (fuse_reply_buf(req, buf, pos) == -ENOENT) {
-		/* Interrupted: the kernel linked none of these entries. */
+	} else if (fuse_reply_buf(req, buf, pos) < 0) {
+		/* Interrupted (-ENOENT), or a reply the kernel refused: it
+		 * linked none of these entries. */
 		for (size_t i = 0; i < linked.n; i++)
 			smb_inode_forget(fs->inodes, linked.ids[i], 1);
 	}
@@ -202,7 +314,8 @@ static void fetch_done(void *arg, int err, uint32_t status, const struct smb_dir
 {
 	struct smbfs_dir *d = arg;
 	struct dir_waiter *ready = NULL, **ready_tail = &ready, *w, **pp;
-	bool more;
+	bool more, no_progress = false, too_big = false;
+	char drops[768] = "";
 	int e = smb_errno(err, status);
 
 	pthread_mutex_lock(&d->lock);
@@ -211,16 +324,28 @@ static void fetch_done(void *arg, int err, uint32_t status, const struct smb_dir
 	} else if (e) {
 		d->err = e;
 	} else {
-		for (size_t i = 0; i < count && !d->err; i++)
-			if (!is_dot(ents[i].name) && !smbfs_is_hidden_name(ents[i].name) &&
-			    dir_add(d, ents[i].name, &ents[i].attr) < 0)
+		bool progress = false;
+		for (size_t i = 0; i < count && !d->err; i++) {
+			if (++d->seen > DIR_LISTING_MAX_ENTRIES) {
+				/* Fail it, and give its memory back now. */
+				too_big = true;
+				d->err = EFBIG;
+				dir_truncate(d);
+				break;
+			}
+			int rc = dir_take(d, &ents[i]);
+			if (rc < 0)
 				d->err = ENOMEM;
-		d->empty_replies = count ? 0 : d->empty_replies + 1;
-		if (d->empty_replies >= MAX_EMPTY_REPLIES) {
-			smb_warn("%s: directory listing makes no progress", d->fs->source);
+			progress |= rc > 0;
+		}
+		d->empty_replies = progress ? 0 : d->empty_replies + 1;
+		if (!d->err && d->empty_replies >= MAX_EMPTY_REPLIES) {
+			no_progress = true;
 			d->err = EIO;
 		}
 	}
+	if (d->eof || d->err)
+		drops_take(d, drops, sizeof(drops));
 	/* Take out every waiter the buffer can answer now. */
 	for (pp = &d->waiters; (w = *pp);) {
 		if ((size_t)w->off < d->count || d->eof || d->err) {
@@ -237,6 +362,20 @@ static void fetch_done(void *arg, int err, uint32_t status, const struct smb_dir
 	d->fetching = more;
 	pthread_mutex_unlock(&d->lock);
 
+	drops_log(d, drops);
+	if (no_progress)
+		smb_warn("%s: directory listing makes no progress (%d replies in a row with no "
+		         "new entry); failing it with EIO",
+		         d->fs->source, MAX_EMPTY_REPLIES);
+	unsigned suppressed;
+	if (too_big && log_allowed(&cap_limit, &suppressed)) {
+		char *path = dir_path(d);
+		smb_warn("%s: the server's listing of \"%s\" goes past %u entries; failing it with "
+		         "EFBIG%s",
+		         d->fs->source, path ? path : "?", DIR_LISTING_MAX_ENTRIES,
+		         suppressed ? " (lines like this for other listings were left out)" : "");
+		free(path);
+	}
 	while ((w = ready)) {
 		ready = w->next;
 		dir_serve(d, w->req, w->size, w->off, w->plus);
@@ -273,23 +412,29 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_f
 		return;
 	}
 	pthread_mutex_lock(&d->lock);
+	char drops[768] = "";
 	if (off == 0 && d->served && !d->fetching) {
 		/* rewinddir(): list afresh. */
 		dir_truncate(d);
+		drops_take(d, drops, sizeof(drops));
 		d->eof = false;
 		d->err = 0;
 		d->served = false;
 		d->empty_replies = 0;
+		d->seen = 0;
+		d->server_dots = 0;
 		d->restart = true;
 	}
 	if ((size_t)off < d->count || d->eof || d->err) {
 		pthread_mutex_unlock(&d->lock);
+		drops_log(d, drops);
 		dir_serve(d, req, size, off, plus);
 		return;
 	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		pthread_mutex_unlock(&d->lock);
+		drops_log(d, drops);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -302,6 +447,7 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_f
 	start = !d->fetching;
 	d->fetching = true;
 	pthread_mutex_unlock(&d->lock);
+	drops_log(d, drops);
 	if (start)
 		dir_fetch(d);
 }
