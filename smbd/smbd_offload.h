@@ -8,20 +8,27 @@
  * base struct smb_transport and returns -EOPNOTSUPP when the transport is not
  * an SMB Direct one.
  *
- * Implemented today:
- *  - ops->reg_buf(t, addr, len, access, &mr) registers [addr, addr+len) once
- *    (ibv_reg_mr); access is a mask of SMBD_ACCESS_* below.  Registration is
- *    slow: keep the mr for the buffer's life (or use smbd_mr_cache_add below).
- *  - smbd_offload_desc() fills one Buffer Descriptor V1 ([MS-SMBD] 2.2.3.1)
- *    for a range inside a registration.  The token is the region's rkey: it
- *    stays valid until dereg_buf, i.e. this is SMB2_CHANNEL_RDMA_V1 over a
- *    long-lived region (the weak-isolation fallback the design allows with a
- *    warning).  Encode the array with smbd_buffer_desc_v1_encode().
+ * No standing exposure ([RFC 5042] 5.1.3): nothing this transport registers
+ * for the connection's life carries remote access.  The receive and send
+ * slots are local; a cached region (smbd_mr_cache_add: the client's offload
+ * pool, the FUSE request buffers, a library caller's buffers) is registered
+ * with local write and window binding only (IBV_ACCESS_LOCAL_WRITE |
+ * IBV_ACCESS_MW_BIND), so its own rkey opens nothing; on a device without
+ * memory windows (siw) it is not registered at all (siw on Linux 6.1 serves
+ * a peer's RDMA Read from any valid STag without checking its remote-read
+ * right).  A server reaches our memory only
+ * through a per-I/O token (below): exactly the I/O's bytes, with exactly the
+ * access the I/O needs (IBV_ACCESS_REMOTE_WRITE for an SMB2 READ,
+ * IBV_ACCESS_REMOTE_READ for an SMB2 WRITE), from smbd_io_token_get() until
+ * the token is invalidated (window) or deregistered (per-I/O MR), which
+ * happens before the I/O's buffer is handed back (done callback of put()).
+ * reg_buf() registers for local access only (remote access: -EPERM).
+ *
  *  - smbd_offload_caps() says how big an offloaded I/O may be and how big an
  *    inline message may be.  Note info()'s max_read_write is the negotiated
- *    MaxReadWriteSize, the limit of an *offloaded* READ/WRITE; until client/
- *    sends descriptors, a READ/WRITE must fit max_inline_recv/max_inline_send
- *    (whole SMB2 message, header included).
+ *    MaxReadWriteSize, the limit of an *offloaded* READ/WRITE; an inline
+ *    READ/WRITE must fit max_inline_recv/max_inline_send (whole SMB2 message,
+ *    header included).
  *  - smbd_transport_get_stats() for smbrdmactl stats.
  *
  * Per-I/O tokens (implemented; smbd/smbd_token.c is the engine):
@@ -46,11 +53,18 @@
  *      rkey (ibv_inc_rkey); channel RDMA_V1_INVALIDATE for dialect >= 3.0.2,
  *      else RDMA_V1.  The server's Send-with-Invalidate kills it; otherwise
  *      put() posts IBV_WR_LOCAL_INV and done runs after that completes.
- *   2. otherwise (siw; a buffer not in the cache; window pool exhausted): a
- *      per-I/O ibv_reg_mr of exactly [buf, buf+len), channel RDMA_V1; put()
- *      deregisters it.
- *   3. if that registration fails and buf is in a cached region: RDMA_V1 with
- *      the region's own rkey (weak isolation, warned once in the log).
+ *   2. otherwise (siw; a buffer not in the cache; window pool exhausted; the
+ *      bind could not be posted): a per-I/O ibv_reg_mr of exactly
+ *      [buf, buf+len), channel RDMA_V1; put() deregisters it.
+ *   3. if that registration fails too, get() fails (-ENOMEM or the verbs
+ *      error): the caller sends the I/O inline, as an ordinary SMB Direct
+ *      data message (split to fit).  The region's own key is never offered.
+ *
+ * Test knob: SMBRDMA_TEST_IO_REG_FAIL=1 in the environment of the process
+ * that creates the transport makes every per-I/O registration and window
+ * bind fail (-ENOMEM), so every offloadable I/O goes inline.  It exists for
+ * tests/vm/guest/test_smbrdma_inline_fallback.py; it is logged as a warning
+ * at connect and can only take offload away, never grant access.
  *
  * Rules:
  *  - Ownership: the token belongs to the transport; the caller holds it from
@@ -86,7 +100,7 @@
 #include "client/transport.h"
 #include "smbd/smbd_proto.h"
 
-/* Bits of reg_buf()'s access argument on an SMB Direct transport. */
+/* Access of one per-I/O token (smbd_io_token_get): exactly one of these. */
 #define SMBD_ACCESS_REMOTE_READ  (1 << 0) /* the server RDMA-Reads it: SMB2 WRITE payload */
 #define SMBD_ACCESS_REMOTE_WRITE (1 << 1) /* the server RDMA-Writes it: SMB2 READ payload */
 
@@ -101,11 +115,6 @@ struct smbd_offload_caps {
 /* Valid after connect() returned 0.  -EOPNOTSUPP for a non-RDMA transport. */
 int smbd_offload_caps(struct smb_transport *t, struct smbd_offload_caps *out);
 
-/* One descriptor for [addr, addr+len), which must lie inside mr (-ERANGE
- * otherwise; -EINVAL for len 0 or len > UINT32_MAX). */
-int smbd_offload_desc(struct smb_transport *t, const struct smb_transport_mr *mr, const void *addr,
-                      size_t len, struct smbd_buffer_desc_v1 *out);
-
 /* Per-channel counters for smbrdmactl stats.  A snapshot the loop thread
  * refreshes after each batch of completions and sends; safe from any thread. */
 struct smbd_transport_stats {
@@ -119,7 +128,8 @@ struct smbd_transport_stats {
 	uint64_t mw_invalidated_remote;
 	uint64_t mw_invalidated_local;
 	uint64_t mr_per_io;        /* tokens that were a per-I/O registration */
-	uint64_t region_tokens;    /* last-resort tokens over a long-lived region */
+	uint64_t binds_failed;     /* binds not posted: a per-I/O registration instead */
+	uint64_t regs_failed;      /* per-I/O registrations failed: no token, I/O inline */
 	uint64_t rdma_read_bytes;  /* the server RDMA-Read from us (SMB2 WRITE) */
 	uint64_t rdma_write_bytes; /* the server RDMA-Wrote to us (SMB2 READ) */
 	uint32_t tokens_active;
@@ -135,6 +145,12 @@ int smbd_offload_set_dialect(struct smb_transport *t, uint16_t dialect);
 int smbd_mr_cache_add(struct smb_transport *t, void *addr, size_t len);
 /* Deregister the region starting at addr (-ENOENT, -EBUSY while tokens use it). */
 int smbd_mr_cache_remove(struct smb_transport *t, void *addr);
+/* Tests only: the local and remote key of the cached region starting at addr,
+ * which no descriptor ever carries (a hostile peer tries them, to show they
+ * open nothing; on rxe and siw an MR's rkey, when it has one, is its lkey).
+ * 0 and both keys 0 when the region is not registered (no windows); -ENOENT
+ * if no region starts there. */
+int smbd_mr_cache_keys(struct smb_transport *t, const void *addr, uint32_t *lkey, uint32_t *rkey);
 
 /* access: SMBD_ACCESS_REMOTE_WRITE (READ: server writes buf) or
  * SMBD_ACCESS_REMOTE_READ (WRITE: server reads buf).  On success *tok, the

@@ -13,8 +13,16 @@
  * because a receive completion may be reaped before the bind's completion.
  * A window whose bind or invalidate failed is poisoned (never rebound); a
  * failed WR means the QP is in error, so nothing remote can reach it.
- * A per-I/O MR token is deregistered at put; a region token (last resort,
- * RDMA_V1 over the long-lived registration) is done at put.
+ * A per-I/O MR token is deregistered at put.
+ *
+ * What a server can reach ([RFC 5042] 5.1.3: no standing exposure): a cached
+ * region is registered for local access and window binding only (not at all
+ * on a device without windows), so no key of its opens anything; remote
+ * access exists only as a token, over exactly one
+ * I/O's bytes, in the one direction that I/O needs, from get() until the
+ * token is invalidated or deregistered.  When no token can be made (the bind
+ * and the per-I/O registration both fail) get() fails and the caller sends
+ * the I/O inline; there is no weaker fallback.
  */
 #include "smbd/smbd_token.h"
 #include "client/proto/smb2_const.h"
@@ -26,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum tok_kind { TOK_MW, TOK_MR, TOK_REGION };
+enum tok_kind { TOK_MW, TOK_MR };
 
 struct smbd_region {
 	uintptr_t addr;
@@ -53,7 +61,7 @@ struct smbd_io_token {
 struct smbd_tokens {
 	const struct smbd_verbs_ops *ops;
 	void *arg;
-	bool has_mw, dead, warned_region, scheduled;
+	bool has_mw, dead, scheduled;
 	uint16_t dialect;
 	pthread_mutex_t lock;         /* guards everything below */
 	struct smbd_region **regions; /* sorted by addr, disjoint */
@@ -98,7 +106,8 @@ void smbd_tokens_free(struct smbd_tokens *tt)
 		if (tt->regions[i]->refs)
 			smb_warn("smbd: registered region freed with %u tokens over it",
 			         tt->regions[i]->refs);
-		tt->ops->dereg_mr(tt->arg, tt->regions[i]->mr);
+		if (tt->regions[i]->mr)
+			tt->ops->dereg_mr(tt->arg, tt->regions[i]->mr);
 		free(tt->regions[i]);
 	}
 	free(tt->regions);
@@ -147,15 +156,22 @@ int smbd_tokens_region_add(struct smbd_tokens *tt, void *addr, size_t len)
 	uintptr_t a = (uintptr_t)addr;
 	if (!addr || !len || a + len < a)
 		return -EINVAL;
-	int access = SMBD_ACCESS_REMOTE_READ | SMBD_ACCESS_REMOTE_WRITE |
-	             (tt->has_mw ? SMBD_ACCESS_MW_BIND : 0);
 	struct smbd_region *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	r->addr = a;
 	r->len = len;
-	/* Register outside the lock: it pins pages and may take milliseconds. */
-	int err = tt->ops->reg_mr(tt->arg, addr, len, access, &r->mr, &r->rkey);
+	/* With windows: registered for binding only, no remote access (only a
+	 * window bound per I/O gives the server any).  Without: not registered
+	 * at all, the range is only remembered.  Every token is then a per-I/O
+	 * registration, and a registration for the connection's life would be
+	 * reachable for nothing: siw (Linux 6.1) serves a peer's RDMA Read from
+	 * any valid STag of the PD without checking its remote-read right
+	 * (siw_qp_sq_proc_tx() checks a READ_RESPONSE's memory with perms 0).
+	 * Register outside the lock: it pins pages and may take milliseconds. */
+	int err = tt->has_mw
+	              ? tt->ops->reg_mr(tt->arg, addr, len, SMBD_ACCESS_MW_BIND, &r->mr, &r->rkey)
+	              : 0;
 	if (err) {
 		free(r);
 		return err;
@@ -183,7 +199,8 @@ int smbd_tokens_region_add(struct smbd_tokens *tt, void *addr, size_t len)
 	}
 	pthread_mutex_unlock(&tt->lock);
 	if (err) {
-		tt->ops->dereg_mr(tt->arg, r->mr);
+		if (r->mr)
+			tt->ops->dereg_mr(tt->arg, r->mr);
 		free(r);
 	}
 	return err;
@@ -205,9 +222,19 @@ int smbd_tokens_region_remove(struct smbd_tokens *tt, void *addr)
 	memmove(&tt->regions[i - 1], &tt->regions[i], (tt->nregions - i) * sizeof(*tt->regions));
 	tt->nregions--;
 	pthread_mutex_unlock(&tt->lock);
-	tt->ops->dereg_mr(tt->arg, r->mr);
+	if (r->mr)
+		tt->ops->dereg_mr(tt->arg, r->mr);
 	free(r);
 	return 0;
+}
+
+void *smbd_tokens_region_mr(struct smbd_tokens *tt, const void *addr)
+{
+	pthread_mutex_lock(&tt->lock);
+	size_t i = region_upper(tt, (uintptr_t)addr);
+	void *mr = i && tt->regions[i - 1]->addr == (uintptr_t)addr ? tt->regions[i - 1]->mr : NULL;
+	pthread_mutex_unlock(&tt->lock);
+	return mr;
 }
 
 bool smbd_tokens_region_covers(struct smbd_tokens *tt, const void *addr, size_t len)
@@ -252,6 +279,40 @@ static struct smbd_io_token *mw_take(struct smbd_tokens *tt)
 	return t;
 }
 
+/* Lock held.  Bind a pooled window over [buf, buf+len) of region r for one
+ * I/O.  NULL when no window is free or the bind cannot be posted (the
+ * window is then unchanged and back in the pool). */
+static struct smbd_io_token *mw_bind(struct smbd_tokens *tt, struct smbd_region *r, void *buf,
+                                     size_t len, int access)
+{
+	struct smbd_io_token *t = mw_take(tt);
+	if (!t)
+		return NULL;
+	uint32_t rkey = inc_rkey(t->rkey);
+	int err =
+	    tt->ops->post_bind(tt->arg, t->mw, r->mr, rkey, (uintptr_t)buf, len, access, t->index);
+	if (err) {
+		tt->st.binds_failed++;
+		t->next = tt->free_mw;
+		tt->free_mw = t;
+		return NULL;
+	}
+	t->rkey = rkey;
+	t->region = r;
+	r->refs++;
+	t->len = len;
+	t->moved = 0;
+	t->access = access;
+	t->in_use = true;
+	t->bind_pending = true;
+	t->inv_pending = t->invalidated = t->put = t->queued = false;
+	t->done = NULL;
+	t->next = NULL;
+	tt->st.tokens_active++;
+	tt->st.mw_bound++;
+	return t;
+}
+
 int smbd_tokens_get(struct smbd_tokens *tt, void *buf, size_t len, int access,
                     struct smbd_io_token **tok, uint8_t desc[16], uint32_t *channel)
 {
@@ -263,76 +324,35 @@ int smbd_tokens_get(struct smbd_tokens *tt, void *buf, size_t len, int access,
 		pthread_mutex_unlock(&tt->lock);
 		return -ECONNABORTED;
 	}
-	struct smbd_region *r = region_find(tt, buf, len);
 	/* 1. A window bound over the cached region, valid for this I/O only. */
-	if (r && tt->has_mw) {
-		struct smbd_io_token *t = mw_take(tt);
-		if (t) {
-			uint32_t rkey = inc_rkey(t->rkey);
-			t->rkey = rkey;
-			t->region = r;
-			r->refs++;
-			t->len = len;
-			t->moved = 0;
-			t->access = access;
-			t->in_use = true;
-			t->bind_pending = true;
-			t->inv_pending = t->invalidated = t->put = t->queued = false;
-			t->done = NULL;
-			t->next = NULL;
-			tt->st.tokens_active++;
-			bool inval = tt->dialect >= 0x0302;
-			int err = tt->ops->post_bind(tt->arg, t->mw, r->mr, rkey, (uintptr_t)buf,
-			                             len, access, t->index);
-			if (err) {
-				/* Not posted: the window is unchanged, and free. */
-				t->in_use = t->bind_pending = false;
-				r->refs--;
-				tt->st.tokens_active--;
-				t->next = tt->free_mw;
-				tt->free_mw = t;
-				pthread_mutex_unlock(&tt->lock);
-				return err;
-			}
-			tt->st.mw_bound++;
-			pthread_mutex_unlock(&tt->lock);
-			encode_desc((uintptr_t)buf, rkey, len, desc);
-			*channel = inval ? SMB2_CHANNEL_RDMA_V1_INVALIDATE : SMB2_CHANNEL_RDMA_V1;
-			*tok = t;
-			return 0;
-		}
-	}
+	struct smbd_region *r = tt->has_mw ? region_find(tt, buf, len) : NULL;
+	struct smbd_io_token *t = r ? mw_bind(tt, r, buf, len, access) : NULL;
+	bool inval = tt->dialect >= 0x0302;
 	pthread_mutex_unlock(&tt->lock);
+	if (t) {
+		encode_desc((uintptr_t)buf, t->rkey, len, desc);
+		*channel = inval ? SMB2_CHANNEL_RDMA_V1_INVALIDATE : SMB2_CHANNEL_RDMA_V1;
+		*tok = t;
+		return 0;
+	}
 
 	/* 2. A registration of exactly this buffer, for this I/O. */
-	struct smbd_io_token *t = calloc(1, sizeof(*t));
+	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	t->kind = TOK_MR;
 	t->len = len;
 	t->access = access;
 	t->in_use = true;
 	int err = tt->ops->reg_mr(tt->arg, buf, len, access, &t->mr, &t->rkey);
 	pthread_mutex_lock(&tt->lock);
-	if (!err) {
-		t->kind = TOK_MR;
+	if (err) {
+		/* No token: the caller sends this I/O inline. */
+		tt->st.regs_failed++;
+	} else {
 		tt->st.mr_per_io++;
-	} else if ((r = region_find(tt, buf, len))) {
-		/* 3. Last resort: the long-lived region's own rkey. */
-		if (!tt->warned_region) {
-			tt->warned_region = true;
-			smb_warn("smbd: per-I/O registration failed (%s): offloading over "
-			         "long-lived registrations, the server may reach them between I/Os",
-			         strerror(-err));
-		}
-		t->kind = TOK_REGION;
-		t->region = r;
-		t->rkey = r->rkey;
-		r->refs++;
-		tt->st.region_tokens++;
-		err = 0;
-	}
-	if (!err)
 		tt->st.tokens_active++;
+	}
 	pthread_mutex_unlock(&tt->lock);
 	if (err) {
 		free(t);

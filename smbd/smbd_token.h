@@ -23,6 +23,16 @@
 /* Internal access bit for reg_mr: the region may carry memory windows. */
 #define SMBD_ACCESS_MW_BIND (1 << 8)
 
+/* What reg_mr and post_bind are asked for (the access rules of the engine):
+ *  - a cached region: SMBD_ACCESS_MW_BIND, never a remote bit, so the
+ *    region's own rkey opens nothing (the implementation adds local write
+ *    access, which windows require); only where the device has windows:
+ *    without, a region is a remembered range, never registered;
+ *  - a per-I/O registration and a window bind: exactly one of
+ *    SMBD_ACCESS_REMOTE_WRITE (an SMB2 READ: the server writes) or
+ *    SMBD_ACCESS_REMOTE_READ (an SMB2 WRITE: the server reads), over exactly
+ *    the I/O's bytes. */
+
 struct smbd_verbs_ops {
 	/* Register [addr, addr+len) with SMBD_ACCESS_* bits (+MW_BIND). */
 	int (*reg_mr)(void *arg, void *addr, size_t len, int access, void **mr, uint32_t *rkey);
@@ -53,9 +63,15 @@ void smbd_tokens_set_dialect(struct smbd_tokens *tt, uint16_t dialect);
 /* Registration cache. */
 int smbd_tokens_region_add(struct smbd_tokens *tt, void *addr, size_t len);
 int smbd_tokens_region_remove(struct smbd_tokens *tt, void *addr);
+/* The reg_mr handle of the region starting at addr, or NULL (none, or not
+ * registered: no windows).  Tests: valid until that region is removed. */
+void *smbd_tokens_region_mr(struct smbd_tokens *tt, const void *addr);
 /* true if [addr, addr+len) lies inside one registered region. */
 bool smbd_tokens_region_covers(struct smbd_tokens *tt, const void *addr, size_t len);
 
+/* A window bound over buf (buf inside a region, windows free), else a per-I/O
+ * registration of buf; when both fail, the registration's error (the caller
+ * then moves the I/O inline: no token ever names a region's own key). */
 int smbd_tokens_get(struct smbd_tokens *tt, void *buf, size_t len, int access,
                     struct smbd_io_token **tok, uint8_t desc[16], uint32_t *channel);
 void smbd_tokens_set_moved(struct smbd_io_token *tok, size_t bytes);
@@ -72,7 +88,9 @@ void smbd_tokens_run_done(struct smbd_tokens *tt);
 
 struct smbd_token_stats {
 	uint64_t mw_bound, mw_inv_remote, mw_inv_local;
-	uint64_t mr_per_io, region_tokens;
+	uint64_t mr_per_io;
+	uint64_t binds_failed; /* a bind could not be posted: a per-I/O registration instead */
+	uint64_t regs_failed;  /* a per-I/O registration failed: get() gave no token */
 	uint64_t rdma_read_bytes, rdma_write_bytes;
 	uint64_t unknown_remote_inv;
 	uint32_t tokens_active;

@@ -101,7 +101,8 @@ struct rdma_transport {
 	bool has_mw;                /* device binds type-2 windows */
 	uint32_t inv_flags;         /* wc_flags bits meaning Send-with-Invalidate */
 	uint32_t max_mw;
-	bool tokens_stopped; /* under lock: rt_barrier ran, schedule nothing */
+	bool tokens_stopped;   /* under lock: rt_barrier ran, schedule nothing */
+	bool test_io_reg_fail; /* SMBRDMA_TEST_IO_REG_FAIL (smbd_offload.h); set at creation */
 
 	/* Before the loop owns us, the connection's timer is a deadline that
 	 * connect() polls against; once rt_kick() ran on the loop, an ev_timer
@@ -284,9 +285,12 @@ static void rt_dead(void *arg, int err)
 
 /* ---- verbs for the token engine (smbd_token.h) ---- */
 
+/* The verbs flags of an engine access mask (smbd_token.h says which masks it
+ * asks for).  Local write always: remote write and window binds need it, and
+ * it grants the server nothing. */
 static int access_flags(int access)
 {
-	int f = IBV_ACCESS_LOCAL_WRITE; /* remote write needs it; harmless otherwise */
+	int f = IBV_ACCESS_LOCAL_WRITE;
 	if (access & SMBD_ACCESS_REMOTE_READ)
 		f |= IBV_ACCESS_REMOTE_READ;
 	if (access & SMBD_ACCESS_REMOTE_WRITE)
@@ -299,6 +303,8 @@ static int access_flags(int access)
 static int tv_reg_mr(void *arg, void *addr, size_t len, int access, void **mr, uint32_t *rkey)
 {
 	struct rdma_transport *rt = arg;
+	if (rt->test_io_reg_fail && (access & (SMBD_ACCESS_REMOTE_READ | SMBD_ACCESS_REMOTE_WRITE)))
+		return -ENOMEM; /* SMBRDMA_TEST_IO_REG_FAIL: a per-I/O registration */
 	errno = 0;
 	struct ibv_mr *m = ibv_reg_mr(rt->pd, addr, len, access_flags(access));
 	if (!m)
@@ -338,6 +344,8 @@ static int tv_post_bind(void *arg, void *mw, void *mr, uint32_t new_rkey, uint64
                         int access, uint64_t wr_id)
 {
 	struct rdma_transport *rt = arg;
+	if (rt->test_io_reg_fail)
+		return -ENOMEM; /* SMBRDMA_TEST_IO_REG_FAIL */
 	struct ibv_send_wr *bad, wr = {
 	                             .wr_id = WR_MW | wr_id,
 	                             .opcode = IBV_WR_BIND_MW,
@@ -942,6 +950,9 @@ static int rt_connect(struct smb_transport *t, const struct sockaddr *addr, sock
 	}
 	smb_info("smbd: connected over %s (%s)", ibv_get_device_name(rt->id->verbs->device),
 	         rt->iwarp ? "iWARP" : "IB/RoCE");
+	if (rt->test_io_reg_fail)
+		smb_warn("smbd: SMBRDMA_TEST_IO_REG_FAIL is set (a test knob): every per-I/O RDMA "
+		         "registration and window bind fails, offloadable I/O goes inline");
 	return 0;
 
 fail:
@@ -1081,24 +1092,24 @@ static void rt_info(struct smb_transport *t, struct smb_transport_info *out)
 	*out = to_rt(t)->info;
 }
 
+/* Local access only: a server gets remote access through per-I/O tokens
+ * alone (smbd_offload.h), never over a registration that outlives its I/O. */
 static int rt_reg_buf(struct smb_transport *t, void *addr, size_t len, int access,
                       struct smb_transport_mr **out)
 {
 	struct rdma_transport *rt = to_rt(t);
-	int flags = IBV_ACCESS_LOCAL_WRITE;
 
 	if (!rt->pd)
 		return -ENOTCONN;
-	if (!len || (access & ~(SMBD_ACCESS_REMOTE_READ | SMBD_ACCESS_REMOTE_WRITE)))
+	if (!len)
 		return -EINVAL;
-	if (access & SMBD_ACCESS_REMOTE_READ)
-		flags |= IBV_ACCESS_REMOTE_READ;
-	if (access & SMBD_ACCESS_REMOTE_WRITE)
-		flags |= IBV_ACCESS_REMOTE_WRITE;
+	if (access)
+		return -EPERM;
 	struct smb_transport_mr *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->mr = ibv_reg_mr(rt->pd, addr, len, flags);
+	errno = 0;
+	m->mr = ibv_reg_mr(rt->pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
 	if (!m->mr) {
 		int err = errno ? -errno : -ENOMEM;
 		free(m);
@@ -1206,6 +1217,8 @@ int smb_transport_rdma_new(struct ev_loop *loop, const struct smb_transport_up *
 	smbd_conn_params_default(&rt->params);
 	rt->info.kind = "rdma";
 	rt->info.caps = SMB_TRANSPORT_CAP_RDMA;
+	const char *knob = getenv("SMBRDMA_TEST_IO_REG_FAIL");
+	rt->test_io_reg_fail = knob && *knob && strcmp(knob, "0");
 	pthread_mutex_init(&rt->lock, NULL);
 	pthread_mutex_init(&rt->barrier_lock, NULL);
 	pthread_cond_init(&rt->barrier_cond, NULL);
@@ -1230,7 +1243,8 @@ int smbd_transport_get_stats(struct smb_transport *t, struct smbd_transport_stat
 		out->mw_invalidated_remote = ts.mw_inv_remote;
 		out->mw_invalidated_local = ts.mw_inv_local;
 		out->mr_per_io = ts.mr_per_io;
-		out->region_tokens = ts.region_tokens;
+		out->binds_failed = ts.binds_failed;
+		out->regs_failed = ts.regs_failed;
 		out->rdma_read_bytes = ts.rdma_read_bytes;
 		out->rdma_write_bytes = ts.rdma_write_bytes;
 		out->tokens_active = ts.tokens_active;
@@ -1253,24 +1267,6 @@ int smbd_offload_caps(struct smb_transport *t, struct smbd_offload_caps *out)
 	    .max_inline_recv = rt->params.max_fragmented_recv_size,
 	    .max_descs = 1,
 	    .remote_invalidate = rt->has_mw,
-	};
-	return 0;
-}
-
-int smbd_offload_desc(struct smb_transport *t, const struct smb_transport_mr *mr, const void *addr,
-                      size_t len, struct smbd_buffer_desc_v1 *out)
-{
-	if (t->ops != &rdma_ops)
-		return -EOPNOTSUPP;
-	if (!len || len > UINT32_MAX)
-		return -EINVAL;
-	uintptr_t a = (uintptr_t)addr, base = (uintptr_t)mr->mr->addr;
-	if (a < base || len > mr->mr->length || a - base > mr->mr->length - len)
-		return -ERANGE;
-	*out = (struct smbd_buffer_desc_v1){
-	    .offset = (uint64_t)a,
-	    .token = mr->mr->rkey,
-	    .length = (uint32_t)len,
 	};
 	return 0;
 }
@@ -1304,6 +1300,21 @@ int smbd_mr_cache_remove(struct smb_transport *t, void *addr)
 	if (!rt->tokens || !rt->on_loop)
 		return -ENOTCONN;
 	return smbd_tokens_region_remove(rt->tokens, addr);
+}
+
+int smbd_mr_cache_keys(struct smb_transport *t, const void *addr, uint32_t *lkey, uint32_t *rkey)
+{
+	if (t->ops != &rdma_ops)
+		return -EOPNOTSUPP;
+	struct rdma_transport *rt = to_rt(t);
+	if (!rt->tokens || !rt->on_loop)
+		return -ENOTCONN;
+	if (!smbd_tokens_region_covers(rt->tokens, addr, 1))
+		return -ENOENT;
+	struct ibv_mr *mr = smbd_tokens_region_mr(rt->tokens, addr);
+	*lkey = mr ? mr->lkey : 0;
+	*rkey = mr ? mr->rkey : 0;
+	return 0;
 }
 
 int smbd_io_token_get(struct smb_transport *t, void *buf, size_t len, int access,

@@ -15,8 +15,7 @@ int smbd_offload_caps(struct smb_transport *t, struct smbd_offload_caps *out)
 	return -EOPNOTSUPP;
 }
 
-int smbd_offload_desc(struct smb_transport *t, const struct smb_transport_mr *mr, const void *addr,
-                      size_t len, struct smbd_buffer_desc_v1 *out)
+int smbd_mr_cache_keys(struct smb_transport *t, const void *addr, uint32_t *lkey, uint32_t *rkey)
 {
 	return -EOPNOTSUPP;
 }

@@ -282,15 +282,18 @@ int main(void)
 		if (smbd_transport_get_stats(t, &st) == 0) {
 			printf(
 			    "tokens: mw bound %llu inv remote %llu local %llu, per-I/O MRs %llu, "
-			    "region %llu, rdma read %llu write %llu B, active %u\n",
+			    "failed binds %llu registrations %llu, rdma read %llu write %llu B, "
+			    "active %u\n",
 			    (unsigned long long)st.mw_bound,
 			    (unsigned long long)st.mw_invalidated_remote,
 			    (unsigned long long)st.mw_invalidated_local,
-			    (unsigned long long)st.mr_per_io, (unsigned long long)st.region_tokens,
+			    (unsigned long long)st.mr_per_io, (unsigned long long)st.binds_failed,
+			    (unsigned long long)st.regs_failed,
 			    (unsigned long long)st.rdma_read_bytes,
 			    (unsigned long long)st.rdma_write_bytes, st.tokens_active);
 			bool ok = st.tokens_active == 0 && st.rdma_read_bytes == 65536 &&
-			          st.rdma_write_bytes == 65536 && st.region_tokens == 0;
+			          st.rdma_write_bytes == 65536 && st.regs_failed == 0 &&
+			          st.binds_failed == 0;
 			if (has_mw)
 				ok = ok && st.mw_bound == 2 && st.mw_invalidated_local == 2;
 			else

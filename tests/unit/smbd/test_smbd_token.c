@@ -17,11 +17,18 @@ struct fake {
 	uint64_t last_wr;
 	uint32_t last_bind_rkey, last_inv_rkey;
 	size_t last_bind_len;
+	int last_reg_access, last_bind_access;
+	size_t last_reg_len;
+	/* Every access mask reg_mr and post_bind were called with, OR'ed, by
+	 * kind: what a server could ever be granted. */
+	int region_access_seen, io_access_seen;
 };
 
 static int f_reg(void *arg, void *addr, size_t len, int access, void **mr, uint32_t *rkey)
 {
 	struct fake *f = arg;
+	f->last_reg_access = access;
+	f->last_reg_len = len;
 	if (f->fail_reg)
 		return -ENOMEM;
 	f->regs++;
@@ -50,6 +57,7 @@ static int f_bind(void *arg, void *mw, void *mr, uint32_t rkey, uint64_t addr, s
                   int access, uint64_t wr_id)
 {
 	struct fake *f = arg;
+	f->last_bind_access = access;
 	if (f->fail_bind)
 		return -EIO;
 	f->binds++;
@@ -254,14 +262,15 @@ static void test_no_mw_fallbacks(void)
 	CHECK_EQ(smbd_tokens_new(&fops, &f, false, 128, &tt), 0);
 	smbd_tokens_set_dialect(tt, 0x0302);
 	CHECK_EQ(smbd_tokens_region_add(tt, mem, sizeof(mem)), 0);
-	uint32_t region_rkey = (1u << 8) | 0x10;
+	CHECK_EQ(f.regs, 0); /* without windows a region is not registered */
 	/* siw: a per-I/O registration, never INVALIDATE. */
 	CHECK_EQ(
 	    smbd_tokens_get(tt, mem + 10, 1000, SMBD_ACCESS_REMOTE_WRITE, &tok, desc, &channel), 0);
 	CHECK_EQ(channel, SMB2_CHANNEL_RDMA_V1);
 	CHECK_EQ(f.binds, 0);
+	CHECK_EQ(f.regs, 1);
 	decode(desc, &d);
-	CHECK(d.token != region_rkey);
+	CHECK_EQ(d.token, (1u << 8) | 0x10);
 	smbd_tokens_put(tt, tok, on_done, &done);
 	CHECK_EQ(f.deregs, 1); /* dereg'd at put */
 	smbd_tokens_run_done(tt);
@@ -274,17 +283,17 @@ static void test_no_mw_fallbacks(void)
 	smbd_tokens_run_done(tt);
 	CHECK_EQ(done, 2);
 
-	/* Registration fails: last resort is the region's rkey (RDMA_V1)... */
+	/* Registration fails: no token at all, inside a region or not (the
+	 * caller goes inline), and no descriptor. */
 	f.fail_reg = 1;
+	tok = NULL;
+	memset(desc, 0, sizeof(desc));
 	CHECK_EQ(
-	    smbd_tokens_get(tt, mem + 10, 1000, SMBD_ACCESS_REMOTE_WRITE, &tok, desc, &channel), 0);
+	    smbd_tokens_get(tt, mem + 10, 1000, SMBD_ACCESS_REMOTE_WRITE, &tok, desc, &channel),
+	    -ENOMEM);
+	CHECK(tok == NULL);
 	decode(desc, &d);
-	CHECK_EQ(d.token, region_rkey);
-	CHECK_EQ(channel, SMB2_CHANNEL_RDMA_V1);
-	smbd_tokens_put(tt, tok, on_done, &done);
-	smbd_tokens_run_done(tt);
-	CHECK_EQ(done, 3);
-	/* ... and outside a region there is nothing to offer. */
+	CHECK_EQ(d.token, 0);
 	CHECK_EQ(smbd_tokens_get(tt, other, 512, SMBD_ACCESS_REMOTE_READ, &tok, desc, &channel),
 	         -ENOMEM);
 	CHECK_EQ(smbd_tokens_get(tt, mem, 0, SMBD_ACCESS_REMOTE_READ, &tok, desc, &channel),
@@ -294,7 +303,7 @@ static void test_no_mw_fallbacks(void)
 	struct smbd_token_stats st;
 	smbd_tokens_get_stats(tt, &st);
 	CHECK_EQ(st.mr_per_io, 2);
-	CHECK_EQ(st.region_tokens, 1);
+	CHECK_EQ(st.regs_failed, 2);
 	CHECK_EQ(st.mw_bound, 0);
 	CHECK_EQ(st.tokens_active, 0);
 	smbd_tokens_free(tt);
@@ -313,10 +322,28 @@ static void test_bind_failure(void)
 
 	CHECK_EQ(smbd_tokens_new(&fops, &f, true, 1, &tt), 0);
 	CHECK_EQ(smbd_tokens_region_add(tt, mem, sizeof(mem)), 0);
+	/* A bind that cannot be posted: a per-I/O registration instead... */
 	f.fail_bind = 1;
+	int regs0 = f.regs;
+	CHECK_EQ(smbd_tokens_get(tt, mem, 100, SMBD_ACCESS_REMOTE_READ, &tok, desc, &channel), 0);
+	CHECK_EQ(f.regs, regs0 + 1);
+	CHECK_EQ(f.last_reg_access, SMBD_ACCESS_REMOTE_READ);
+	CHECK_EQ(channel, SMB2_CHANNEL_RDMA_V1);
+	smbd_tokens_put(tt, tok, on_done, &done);
+	smbd_tokens_run_done(tt);
+	CHECK_EQ(done, 1);
+	/* ... and when that fails too, no token: the I/O goes inline. */
+	f.fail_reg = 1;
 	CHECK_EQ(smbd_tokens_get(tt, mem, 100, SMBD_ACCESS_REMOTE_READ, &tok, desc, &channel),
-	         -EIO);
+	         -ENOMEM);
+	f.fail_reg = 0;
 	f.fail_bind = 0;
+	struct smbd_token_stats st;
+	smbd_tokens_get_stats(tt, &st);
+	CHECK_EQ(st.binds_failed, 2);
+	CHECK_EQ(st.regs_failed, 1);
+	CHECK_EQ(st.tokens_active, 0);
+	done = 0;
 	/* The bind is posted but completes in error: the window is retired. */
 	CHECK_EQ(smbd_tokens_get(tt, mem, 100, SMBD_ACCESS_REMOTE_READ, &tok, desc, &channel), 0);
 	smbd_tokens_wr_done(tt, f.last_wr, false);
@@ -461,6 +488,65 @@ static void test_stress(void)
 	CHECK_EQ(f.regs, f.deregs);
 }
 
+/* No standing exposure: a region is registered with no remote access (the
+ * window-bind right where windows exist; not registered at all without),
+ * and every token carries exactly the one remote access its I/O needs, over
+ * exactly its bytes. */
+static void check_access(bool has_mw)
+{
+	struct fake f = {.next_key = 1};
+	struct smbd_tokens *tt;
+	static uint8_t mem[1 << 16];
+	struct smbd_io_token *tok;
+	uint8_t desc[16];
+	uint32_t channel;
+	int done = 0;
+
+	CHECK_EQ(smbd_tokens_new(&fops, &f, has_mw, 4, &tt), 0);
+	smbd_tokens_set_dialect(tt, 0x0311);
+	f.last_reg_access = -1;
+	CHECK_EQ(smbd_tokens_region_add(tt, mem, sizeof(mem)), 0);
+	if (has_mw) {
+		CHECK_EQ(f.regs, 1);
+		CHECK_EQ(f.last_reg_access, SMBD_ACCESS_MW_BIND);
+		CHECK_EQ(f.last_reg_len, sizeof(mem));
+		CHECK(smbd_tokens_region_mr(tt, mem) != NULL);
+	} else {
+		CHECK_EQ(f.regs, 0); /* nothing registered for the connection's life */
+		CHECK(smbd_tokens_region_mr(tt, mem) == NULL);
+		CHECK(smbd_tokens_region_covers(tt, mem + 100, 100));
+	}
+	static const int dirs[2] = {SMBD_ACCESS_REMOTE_WRITE, SMBD_ACCESS_REMOTE_READ};
+	for (int i = 0; i < 2; i++) {
+		int regs = f.regs, binds = f.binds;
+		f.last_bind_access = f.last_reg_access = -1;
+		CHECK_EQ(smbd_tokens_get(tt, mem + 4096, 8192, dirs[i], &tok, desc, &channel), 0);
+		if (has_mw) {
+			CHECK_EQ(f.binds, binds + 1);
+			CHECK_EQ(f.regs, regs);
+			CHECK_EQ(f.last_bind_access, dirs[i]);
+			CHECK_EQ(f.last_bind_len, 8192);
+			smbd_tokens_wr_done(tt, f.last_wr, true);
+			smbd_tokens_remote_inv(tt, f.last_bind_rkey);
+		} else {
+			CHECK_EQ(f.regs, regs + 1);
+			CHECK_EQ(f.last_reg_access, dirs[i]);
+			CHECK_EQ(f.last_reg_len, 8192);
+		}
+		smbd_tokens_put(tt, tok, on_done, &done);
+		smbd_tokens_run_done(tt);
+	}
+	CHECK_EQ(done, 2);
+	smbd_tokens_free(tt);
+	CHECK_EQ(f.regs, f.deregs);
+}
+
+static void test_region_has_no_remote_access(void)
+{
+	check_access(true);  /* rxe: windows */
+	check_access(false); /* siw: per-I/O registrations */
+}
+
 int main(void)
 {
 	RUN(test_region_lookup);
@@ -468,6 +554,7 @@ int main(void)
 	RUN(test_mw_local_invalidate);
 	RUN(test_no_mw_fallbacks);
 	RUN(test_bind_failure);
+	RUN(test_region_has_no_remote_access);
 	RUN(test_stress);
 	return check_report();
 }
