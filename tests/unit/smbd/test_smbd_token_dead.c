@@ -16,13 +16,19 @@
  *      (--retry write), which must be refused.  The refusal kills the QP:
  *      we expect the connection to die, put the fresh token, and for a write
  *      retry check that the old token's data never reached the buffer.
+ * --old region makes the retried key the registration cache's own key for the
+ * buffer's region (its lkey: on rxe and siw the rkey an MR with remote access
+ * has), which no descriptor ever carried: the region is registered without
+ * remote access (with windows) or not at all (without: the key is then 0), so
+ * it must be refused like a dead token.
  * --mode remote sets dialect 3.1.1 (channel RDMA_V1_INVALIDATE where the
  * device has memory windows: the peer answers DONE by Send-with-Invalidate),
  * --mode local dialect 3.0 (RDMA_V1: we invalidate at put).  Without
  * windows (siw) every token is a per-I/O registration either way.
  * SMBRDMA_TEST_EXPECT_MW=1|0 makes window support a checked expectation.
  *
- * Usage: test_smbd_token_dead [--mode remote|local] [--retry read|write] ADDR PORT
+ * Usage: test_smbd_token_dead [--mode remote|local] [--retry read|write]
+ *                             [--old token|region] ADDR PORT
  * Exit 0 ok, 1 failure, 77 no RDMA device on this machine (and why, on a
  * line).  Every wait is bounded; the whole run at most 30 s. */
 #include "client/proto/smb2_const.h"
@@ -237,13 +243,13 @@ static void on_alarm(int sig)
 static void print_stats(const char *when, const struct smbd_transport_stats *st)
 {
 	printf("stats %s: mw bound %llu, invalidated remote %llu local %llu, "
-	       "Send-with-Invalidate received %llu, per-I/O MRs %llu, region %llu, "
+	       "Send-with-Invalidate received %llu, per-I/O MRs %llu, failed registrations %llu, "
 	       "rdma read %llu write %llu B, active %u\n",
 	       when, (unsigned long long)st->mw_bound,
 	       (unsigned long long)st->mw_invalidated_remote,
 	       (unsigned long long)st->mw_invalidated_local,
 	       (unsigned long long)st->remote_invalidations, (unsigned long long)st->mr_per_io,
-	       (unsigned long long)st->region_tokens, (unsigned long long)st->rdma_read_bytes,
+	       (unsigned long long)st->regs_failed, (unsigned long long)st->rdma_read_bytes,
 	       (unsigned long long)st->rdma_write_bytes, st->tokens_active);
 }
 
@@ -306,19 +312,24 @@ static int io_round(struct ctx *c, int round, int access, uint8_t *buf, uint32_t
 
 int main(int argc, char **argv)
 {
-	const char *mode = "remote", *retry = "read";
+	const char *mode = "remote", *retry = "read", *oldkind = "token";
 	int ai = 1;
 	for (; ai + 1 < argc && argv[ai][0] == '-'; ai += 2) {
 		if (!strcmp(argv[ai], "--mode"))
 			mode = argv[ai + 1];
 		else if (!strcmp(argv[ai], "--retry"))
 			retry = argv[ai + 1];
+		else if (!strcmp(argv[ai], "--old"))
+			oldkind = argv[ai + 1];
 		else
 			break;
 	}
 	if (argc - ai != 2 || (strcmp(mode, "remote") && strcmp(mode, "local")) ||
-	    (strcmp(retry, "read") && strcmp(retry, "write"))) {
-		fprintf(stderr, "usage: %s [--mode remote|local] [--retry read|write] ADDR PORT\n",
+	    (strcmp(retry, "read") && strcmp(retry, "write")) ||
+	    (strcmp(oldkind, "token") && strcmp(oldkind, "region"))) {
+		fprintf(stderr,
+		        "usage: %s [--mode remote|local] [--retry read|write] [--old token|region] "
+		        "ADDR PORT\n",
 		        argv[0]);
 		return 1;
 	}
@@ -329,6 +340,7 @@ int main(int argc, char **argv)
 	const char *addr = argv[ai];
 	uint16_t port = (uint16_t)atoi(argv[ai + 1]);
 	bool remote = !strcmp(mode, "remote"), retry_rd = !strcmp(retry, "read");
+	bool old_region = !strcmp(oldkind, "region");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGALRM, on_alarm);
 	alarm(CLIENT_TIMEOUT_S);
@@ -409,6 +421,34 @@ int main(int argc, char **argv)
 
 	/* The fresh token, same buffer and access as the one the peer retries. */
 	const uint8_t *old = retry_rd ? d1 : d2;
+	uint8_t dregion[16];
+	if (old_region) {
+		uint32_t lkey = 0, rkey = 0;
+		if ((r = smbd_mr_cache_keys(c.t, pool, &lkey, &rkey))) {
+			printf("FAIL: the region's keys: %s\n", strerror(-r));
+			fails++;
+			goto out;
+		}
+		struct smbd_buffer_desc_v1 rd = {
+		    .offset = (uintptr_t)buf, .token = lkey, .length = IO_LEN};
+		smbd_buffer_desc_v1_encode(&rd, 1, dregion, sizeof(dregion));
+		old = dregion;
+		if (!lkey && !rkey)
+			printf(
+			    "region of %zu B: not registered (no memory windows on this device); "
+			    "the peer retries with key 0\n",
+			    pool_len);
+		else
+			printf(
+			    "region of %zu B: lkey 0x%08x rkey 0x%08x; the peer retries with the "
+			    "lkey, which no descriptor carried\n",
+			    pool_len, lkey, rkey);
+		if (has_mw != (lkey != 0)) {
+			printf("FAIL: the region should be registered exactly when the device has "
+			       "memory windows\n");
+			fails++;
+		}
+	}
 	uint32_t seed_f = retry_rd ? 33 : 44;
 	if (retry_rd)
 		fill(buf, IO_LEN, seed_f);
@@ -425,13 +465,13 @@ int main(int argc, char **argv)
 	uint32_t ok_key = desc_rkey(old), new_key = desc_rkey(df);
 	printf("fresh token over the same buffer: rkey 0x%08x (old 0x%08x%s)\n", new_key, ok_key,
 	       (ok_key >> 8) == (new_key >> 8) ? ": same index, new key byte" : "");
-	if (new_key == ok_key) {
+	if (new_key == ok_key && !old_region) {
 		printf("FAIL: the fresh token reuses the old rkey\n");
 		fails++;
 	}
 	smbd_transport_get_stats(c.t, &st);
 	print_stats("before the retry", &st);
-	bool ok = st.tokens_active == 1 && st.region_tokens == 0 && st.rdma_read_bytes == IO_LEN &&
+	bool ok = st.tokens_active == 1 && st.regs_failed == 0 && st.rdma_read_bytes == IO_LEN &&
 	          st.rdma_write_bytes == IO_LEN;
 	if (has_mw)
 		ok = ok && st.mw_bound == 3 && st.mr_per_io == 0 &&

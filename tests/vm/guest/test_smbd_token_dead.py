@@ -8,7 +8,13 @@ dialect 3.1.1 the peer answers by Send-with-Invalidate, with dialect 3.0 the cli
 locally; siw has per-I/O registrations), gets a fresh token over the same buffer, and asks the
 peer to retry: the fresh token must work and the old one must be refused -- which fails the QP,
 so each case is its own connection. On siw the kernel log shows the client's TERMINATE (invalid
-STag); any new kernel WARNING fails the case. Build first on the host: meson setup build && ninja -C
+STag); any new kernel WARNING fails the case.
+
+The "region" cases retry with the registration cache's own key for the buffer's region instead
+of a used token (--old region): regions are registered without remote access (no standing
+exposure), so that key must be refused too, though no I/O ever named it. On siw a region is not
+registered at all (siw serves RDMA Reads from any valid STag, whatever its access rights), so
+the retry there uses key 0 and the client's line says so. Build first on the host: meson setup build && ninja -C
 build.
 """
 
@@ -32,6 +38,7 @@ PEER = os.path.join(BIN, "token_peer_server")
 
 # (device, mode, retry): on rxe the two invalidation modes, on siw the mode makes no difference
 # (no memory windows: every token is a per-I/O registration), so only the direction varies.
+# Mode "region": dialect 3.1.1 (as "remote"), the retried key being the region's own.
 CASES = [
     ("rxe", "remote", "read"),
     ("rxe", "remote", "write"),
@@ -39,6 +46,10 @@ CASES = [
     ("rxe", "local", "write"),
     ("siw", "remote", "read"),
     ("siw", "remote", "write"),
+    ("rxe", "region", "read"),
+    ("rxe", "region", "write"),
+    ("siw", "region", "read"),
+    ("siw", "region", "write"),
 ]
 
 
@@ -69,7 +80,8 @@ def _run_case(addr, port, mode, retry, expect_mw):
             if line.startswith("listening on"):
                 break
         env = dict(os.environ, SMBRDMA_TEST_EXPECT_MW=expect_mw)
-        client = subprocess.run([CLIENT, "--mode", mode, "--retry", retry, addr, str(port)],
+        args = ["--mode", "remote", "--old", "region"] if mode == "region" else ["--mode", mode]
+        client = subprocess.run([CLIENT, *args, "--retry", retry, addr, str(port)],
                                 capture_output=True, text=True, timeout=60, env=env)
         peer_rc = peer.wait(timeout=40)
     except (queue.Empty, subprocess.TimeoutExpired):
@@ -111,7 +123,12 @@ def test_token_dead_after_io(lab, device, mode, retry):
     assert "refused" in peer_out, peer_out
     assert peer_rc == 0, f"peer exited {peer_rc}"
 
-    if device == "rxe" and mode == "remote":
+    region = mode == "region"
+    if region and device == "rxe":
+        assert "the peer retries with the lkey, which no descriptor carried" in client_out
+    elif region:  # no windows: the region is not registered, there is no key to try
+        assert "not registered (no memory windows on this device)" in client_out
+    if device == "rxe" and mode in ("remote", "region"):
         assert "answered DONE by Send-with-Invalidate" in peer_out
         assert "invalidated remote 2 local 0, Send-with-Invalidate received 2" in client_out
     elif device == "rxe":
@@ -127,7 +144,7 @@ def test_token_dead_after_io(lab, device, mode, retry):
         assert f"siw: got TERMINATE. layer {layer}, type 1, code 0" in kernel, kernel
     if device == "rxe" and retry == "read":
         assert "remote access error" in peer_out  # rxe NAKs the read: IBV_WC_REM_ACCESS_ERR
-    if device == "rxe":
+    if device == "rxe" and not region:
         assert ": same index, new key byte" in client_out  # the same window, rebound
     if retry == "write":
         assert "0 B of the old-token write" in client_out
