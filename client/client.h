@@ -172,6 +172,8 @@ struct smb_channel_stats {
 	uint64_t reconnects;
 	uint64_t failovers; /* requests this channel lost that went to another */
 	uint64_t replays;   /* requests replayed on this channel */
+	uint64_t offload_fallback_inline; /* READ/WRITEs meant for RDMA sent inline: the
+	                                     transport gave no per-I/O token */
 };
 struct smb_client_stats {
 	uint16_t dialect;

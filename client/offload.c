@@ -11,7 +11,20 @@
  *
  * Pool: pool->lock guards the free stack; taken briefly from any thread.
  * Completion order for one I/O: response (loop thread) -> io_token_put ->
- * token done (loop thread) -> caller's callback -> buffer back to the pool.
+ * token done (loop thread) -> caller's callback -> buffer cleared -> back to
+ * the pool.
+ *
+ * Never hand back bytes an I/O did not receive: a server announces how much
+ * it RDMA-Wrote (DataRemaining) but may have written less.  More than was
+ * granted is refused (-EIO); for the rest, the memory it was granted held
+ * zeros: pool buffers are cleared after each use (after the callback, off
+ * the reply's path; the clear of a 1 MiB buffer costs what a memset of
+ * 1 MiB costs, see bench/results), a caller's lent buffer before the grant.
+ *
+ * No token (the transport could neither bind a window nor register the
+ * buffer for this I/O): the I/O goes inline, the channel counts it
+ * (fallback_inline) and says so once in the log.  Nothing weaker than a
+ * per-I/O token is ever offered to the server.
  */
 #include "client/offload.h"
 #include "client/client_int.h"
@@ -92,6 +105,30 @@ static void pool_put(struct smb_offload_pool *p, uint8_t *b)
 	pthread_mutex_unlock(&p->lock);
 }
 
+void smb_offload_stats(struct smb_chan *ch, struct smb_channel_stats *out)
+{
+	out->offload_fallback_inline = __atomic_load_n(&ch->pool.fallback_inline, __ATOMIC_RELAXED);
+}
+
+/* A pool buffer after its I/O: clear what the server or our copy may have
+ * written (the buffer's first len bytes), then free it. */
+static void pool_put_clean(struct smb_offload_pool *p, uint8_t *b, size_t len)
+{
+	memset(b, 0, len);
+	pool_put(p, b);
+}
+
+/* The transport gave no token (err): count it, say so once per channel. */
+static void note_fallback(struct smb_chan *ch, int err)
+{
+	__atomic_add_fetch(&ch->pool.fallback_inline, 1, __ATOMIC_RELAXED);
+	if (!__atomic_exchange_n(&ch->pool.fallback_logged, true, __ATOMIC_RELAXED))
+		smb_warn(
+		    "%s: channel %d: no per-I/O RDMA token (%s): such READ/WRITEs go inline on "
+		    "this channel (smbrdmactl stats: offload_fallback_inline)",
+		    ch->c->host, ch->index, strerror(-err));
+}
+
 bool smb_offload_wanted(const struct smb_chan *ch, size_t len)
 {
 	return ch->pool.mem && len > ch->c->rdma_threshold && len <= ch->pool.bufsize &&
@@ -162,7 +199,7 @@ static void oio_finish(void *arg)
 			o->wcb(o->arg, 0, o->status, o->status == STATUS_SUCCESS ? o->moved : 0);
 	}
 	if (!o->lent)
-		pool_put(&o->ch->pool, o->buf);
+		pool_put_clean(&o->ch->pool, o->buf, o->len);
 	free(o);
 }
 
@@ -221,7 +258,7 @@ static void oio_release_only(void *arg)
 {
 	struct oio *o = arg;
 	if (!o->lent)
-		pool_put(&o->ch->pool, o->buf);
+		pool_put_clean(&o->ch->pool, o->buf, o->len);
 	free(o);
 }
 
@@ -248,14 +285,21 @@ static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 		free(o);
 		return -EAGAIN;
 	}
+	if (o->lent && o->is_read)
+		memset(o->buf, 0, len); /* what a short RDMA Write leaves: zeros */
 	int err = t->ops->io_token_get(t, o->buf, len,
 	                               o->is_read ? SMB_IO_SERVER_WRITES : SMB_IO_SERVER_READS,
 	                               &o->tok, desc, &channel);
 	if (err) {
+		bool dead = err == -ECONNABORTED || err == -ENOTCONN;
+		/* A lent I/O that gets no token is tried again through the pool
+		 * (smb_read_lent/smb_write_lent): counted there. */
+		if (!dead && !o->lent)
+			note_fallback(ch, err);
 		if (!o->lent)
-			pool_put(&ch->pool, o->buf);
+			pool_put(&ch->pool, o->buf); /* untouched: still zeros */
 		free(o);
-		return err;
+		return dead ? err : -EAGAIN;
 	}
 	if (wdata && !o->lent) {
 		memcpy(o->buf, wdata, len);

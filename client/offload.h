@@ -12,7 +12,10 @@
 
 #define SMB_OFFLOAD_MAX_BUFS 64
 
-/* Buffers registered once with the transport; lock guards the free stack. */
+/* Buffers registered once with the transport; lock guards the free stack.
+ * A free buffer is all zeros: each is cleared after its I/O, so a server
+ * that RDMA-Writes less than it announces leaves zeros, never the bytes of
+ * an earlier I/O. */
 struct smb_offload_pool {
 	uint8_t *mem; /* NULL: no offload on this mount */
 	size_t bufsize;
@@ -20,6 +23,10 @@ struct smb_offload_pool {
 	pthread_mutex_t lock;
 	int nfree;
 	int free_stack[SMB_OFFLOAD_MAX_BUFS];
+	/* Atomic.  READ/WRITEs meant for offload that went inline because the
+	 * transport could give no per-I/O token; the first is logged. */
+	uint64_t fallback_inline;
+	bool fallback_logged;
 };
 
 struct smb_chan;
@@ -29,12 +36,19 @@ struct smb_chan;
  * without offload. */
 int smb_offload_setup(struct smb_chan *ch, size_t bufsize);
 void smb_offload_teardown(struct smb_chan *ch);
+/* The channel's offload counters into out (any thread). */
+struct smb_channel_stats;
+void smb_offload_stats(struct smb_chan *ch, struct smb_channel_stats *out);
 /* Should an I/O of len bytes on ch be offloaded?  (A pool exists, len is
  * above the threshold and fits a pool buffer.) */
 bool smb_offload_wanted(const struct smb_chan *ch, size_t len);
 /* Like smb_read()/smb_write() for one offloadable I/O on ch.  -EAGAIN when
- * every pool buffer is busy (the caller then sends it inline); no callback
- * then. */
+ * every pool buffer is busy, or when the transport gives no per-I/O token
+ * (a failed registration or bind: counted in fallback_inline, logged once per
+ * channel): the caller then sends it inline, and no callback comes from
+ * here.  A read's data handed to cb is exactly what the server was granted
+ * and announced (DataLength or DataRemaining, at most len: more is -EIO),
+ * from a buffer that held zeros before the server wrote into it. */
 int smb_offload_read(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, size_t len,
                      smb_read_cb cb, void *arg);
 int smb_offload_write(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
@@ -46,7 +60,9 @@ int smb_offload_write(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 int smb_offload_write_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
                            const void *data, size_t len, smb_write_cb cb, void *arg);
 /* The same for a read into buf: the server RDMA-Writes straight into it; cb
- * gets data == buf (or another buffer, if the read had to go another way). */
+ * gets data == buf (or another buffer, if the read had to go another way).
+ * buf is zeroed before the server is granted it (what a server that writes
+ * less than it announces leaves behind). */
 int smb_offload_read_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, void *buf,
                           size_t len, smb_read_cb cb, void *arg);
 /* Register with ch's transport every caller region it does not have yet
