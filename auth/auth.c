@@ -296,15 +296,6 @@ static int step_challenge(struct smb_auth *a, const uint8_t *in, size_t inlen)
 	return SMB_AUTH_CONTINUE;
 }
 
-static bool ct_equal(const uint8_t *x, const uint8_t *y, size_t n)
-{
-	uint8_t d = 0;
-
-	for (size_t i = 0; i < n; i++)
-		d |= x[i] ^ y[i];
-	return d == 0;
-}
-
 /* AUTH_SENT: the server's last word, with its mechListMIC when it sends one. */
 static int step_final(struct smb_auth *a, const uint8_t *in, size_t inlen)
 {
@@ -332,7 +323,7 @@ static int step_final(struct smb_auth *a, const uint8_t *in, size_t inlen)
 			                 a->mech_types, a->mech_types_len, mic);
 			if (rc)
 				return fail(a, rc, "computing the server's mechListMIC");
-			if (r.mech_list_mic_len != 16 || !ct_equal(mic, r.mech_list_mic, 16))
+			if (r.mech_list_mic_len != 16 || !smb_ct_equal(mic, r.mech_list_mic, 16))
 				return fail(a, -EACCES, "server's mechListMIC does not verify");
 		}
 	}

@@ -36,6 +36,10 @@ struct ev_loop;
 
 enum { SMB_SEC_NTLMSSP = 0, SMB_SEC_KRB5 = 1 };
 
+/* The lowest dialect offered unless smb_client_opts.min_dialect says
+ * otherwise: 3.0, the first with a signed check of the negotiation. */
+#define SMB_CLIENT_MIN_DIALECT SMB2_DIALECT_0300
+
 struct smb_client_opts {
 	const char *host; /* name or address: the server's name in the UNC, in
 	                     Kerberos and in messages */
@@ -46,8 +50,15 @@ struct smb_client_opts {
 	const char *user;
 	const char *password;
 	const char *domain;          /* NULL = "" */
-	uint16_t min_dialect;        /* 0 = 0x0202 */
+	uint16_t min_dialect;        /* 0 = SMB_CLIENT_MIN_DIALECT (3.0): SMB 2.0.2 and 2.1
+	                                have no protection against a downgrade by the
+	                                path and are offered only when asked for */
 	uint16_t max_dialect;        /* 0 = 0x0311 */
+	bool guest;                  /* a guest or anonymous session is what the caller
+	                                wants (`guest`, sec=none).  Otherwise a server that
+	                                answers SESSION_SETUP with IS_GUEST or IS_NULL is
+	                                refused when credentials were given: it proved no
+	                                knowledge of the password (see smb_client_connect) */
 	bool require_signing;        /* sign even if the server does not demand it (`sign`) */
 	bool require_encryption;     /* `seal`: encrypt everything; fail the mount when the
 	                                server cannot encrypt */

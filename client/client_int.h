@@ -155,6 +155,10 @@ struct smb_req *smb_chan_req(struct smb_chan *ch, void *talloc_parent);
 /* Submit on req->conn and wait (not on the loop thread).  Returns req->err. */
 int smb_client_submit_sync(struct smb_client *c, struct smb_req *req);
 
+/* A deep copy of o (opts.c), a talloc child of ctx: every string is its
+ * own, the password is wiped when the copy is freed.  NULL: no memory. */
+struct smb_client_opts *smb_client_opts_dup(void *ctx, const struct smb_client_opts *o);
+
 /* Channel set-up (session.c), used for channel 0 by smb_client_connect()
  * and for further channels by multichannel/.  Not on the loop thread. */
 int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct smb_client_opts *o,

@@ -518,7 +518,7 @@ int smb_verify_pdu(const struct smb_signing *s, const uint8_t *pdu, size_t len)
 	memcpy(m + SMB2_HDR_SIGNATURE_OFF, saved, 16);
 	if (err)
 		return err;
-	return memcmp(saved, calc, 16) == 0 ? 0 : -EIO;
+	return smb_ct_equal(saved, calc, 16) ? 0 : -EIO;
 }
 
 static void resend_later(void *arg)
@@ -583,6 +583,97 @@ void smb_conn_abort(struct smb_conn *c, const char *why)
 	conn_fatal(c, why);
 }
 
+/* How far a received PDU may be believed before it changes anything.
+ *
+ * On a sealed session only what arrived encrypted (the AEAD tag proves the
+ * sender holds the session's key) is believed.  On a signed session a PDU
+ * that carries a signature is believed once it verifies.  [MS-SMB2]
+ * 3.2.5.1.3 exempts two kinds from signing, and servers leave them
+ * unsigned: interim (STATUS_PENDING) responses and oplock/lease break
+ * notifications.  Those are UNVERIFIABLE: they may only do what anyone in
+ * the network path could do anyway by delaying or dropping packets - mark
+ * a request async (for CANCEL), restart its wait once, take cached state
+ * away (break handlers only ever lower it), give back at most the credits
+ * the request asked for (an interim answer carries the request's grant);
+ * a break grants none.  FORGED ones (unencrypted on a sealed session, a
+ * signature that does not verify) change nothing.  Before a
+ * session has keys (NEGOTIATE, SESSION_SETUP) there is nothing to check
+ * against and everything is TRUSTED; the handshake proves itself
+ * (session.c). */
+enum rx_trust { RX_TRUSTED, RX_UNVERIFIABLE, RX_FORGED };
+
+static bool conn_sealed(const struct smb_conn *c)
+{
+	return c->crypt && __atomic_load_n(&c->crypt->active, __ATOMIC_ACQUIRE);
+}
+
+static bool conn_signs(const struct smb_conn *c)
+{
+	return c->signing && c->signing->active && c->signing->have_key;
+}
+
+/* An interim response or a break: not tied to a signed request. */
+static enum rx_trust rx_trust_unsolicited(struct smb_conn *c, bool sealed, bool req_signed,
+                                          const struct smb2_hdr *h, const uint8_t *pdu, size_t len,
+                                          const char *what)
+{
+	if (conn_sealed(c)) {
+		if (sealed)
+			return RX_TRUSTED;
+		smb_warn("%s: unencrypted %s (%s) on an encrypted session ignored", c->peer, what,
+		         smb2_command_str(h->command));
+		return RX_FORGED;
+	}
+	if (!req_signed || sealed)
+		return RX_TRUSTED;
+	if (!(h->flags & SMB2_FLAGS_SIGNED))
+		return RX_UNVERIFIABLE;
+	if (smb_verify_pdu(c->signing, pdu, len) < 0) {
+		smb_warn("%s: bad signature on %s (%s); ignored", c->peer, what,
+		         smb2_command_str(h->command));
+		return RX_FORGED;
+	}
+	return RX_TRUSTED;
+}
+
+static void credits_add_locked(struct smb_conn *c, unsigned n)
+{
+	if (c->credits + n <= CONN_CREDIT_MAX)
+		c->credits += n;
+	else
+		c->credits = CONN_CREDIT_MAX;
+}
+
+/* A final response: true if it may be believed; else says why and the
+ * request fails with EIO. */
+static bool rx_final_ok(struct smb_conn *c, bool sealed, const struct smb_req *req,
+                        const struct smb2_hdr *h, const uint8_t *pdu, size_t len)
+{
+	const char *cmd = smb2_command_str(h->command);
+	unsigned long long mid = (unsigned long long)h->message_id;
+	if (req->sealed && !sealed) {
+		smb_err("%s: %s response (MessageId %llu) came unencrypted on an encrypted "
+		        "session; failing the request with EIO",
+		        c->peer, cmd, mid);
+		return false;
+	}
+	if (!req_signed(c, req) || sealed || req->no_verify)
+		return true;
+	if (!(h->flags & SMB2_FLAGS_SIGNED)) {
+		smb_err("%s: %s response (MessageId %llu) is not signed on a signed session; "
+		        "failing the request with EIO",
+		        c->peer, cmd, mid);
+		return false;
+	}
+	if (smb_verify_pdu(c->signing, pdu, len) < 0) {
+		smb_err("%s: bad signature on %s response (MessageId %llu); failing the request "
+		        "with EIO",
+		        c->peer, cmd, mid);
+		return false;
+	}
+	return true;
+}
+
 static void conn_recv(void *arg, uint8_t *msg, size_t len)
 {
 	struct smb_conn *c = arg;
@@ -613,13 +704,17 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 			smb_warn("%s: ignoring a message without the response flag", c->peer);
 			continue;
 		}
-		pthread_mutex_lock(&c->lock);
-		if (c->credits + h.credits <= CONN_CREDIT_MAX)
-			c->credits += h.credits;
-		else
-			c->credits = CONN_CREDIT_MAX;
 		if (h.message_id == UINT64_MAX && h.command == SMB2_OPLOCK_BREAK) {
-			pthread_mutex_unlock(&c->lock);
+			enum rx_trust t =
+			    rx_trust_unsolicited(c, sealed, conn_signs(c), &h, pdu_bytes,
+			                         (size_t)plen, "break notification");
+			if (t == RX_FORGED)
+				continue;
+			if (t == RX_TRUSTED) {
+				pthread_mutex_lock(&c->lock);
+				credits_add_locked(c, h.credits);
+				pthread_mutex_unlock(&c->lock);
+			}
 			if (c->on_break)
 				c->on_break(c->on_dead_arg, pdu_bytes, (size_t)plen);
 			else
@@ -635,6 +730,7 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 			         "async flag; taken as an interim response",
 			         c->peer, smb2_command_str(h.command),
 			         (unsigned long long)h.message_id);
+		pthread_mutex_lock(&c->lock);
 		struct smb_pdu *p = pending_find(c, h.message_id, !interim);
 		if (p && p->command != h.command) {
 			/* put it back: a response for another command is a server bug */
@@ -642,54 +738,67 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 				pending_insert(c, p);
 				c->outstanding += pdu_credits(p);
 			}
-			p = NULL;
 			pthread_mutex_unlock(&c->lock);
 			smb_err(
 			    "%s: response MessageId %llu has command %s, expected another; ignored",
 			    c->peer, (unsigned long long)h.message_id, smb2_command_str(h.command));
 			continue;
 		}
-		if (p && interim) {
-			/* The first interim answer restarts the wait once; more of
-			 * them must not keep a request waiting forever. */
-			if (!p->async)
-				p->req->deadline_ms =
-				    c->timeout_ms ? ev_now_ms() + c->timeout_ms : 0;
-			p->async = true;
-			p->async_id = h.async_id;
-		}
-		pthread_mutex_unlock(&c->lock);
 		if (!p) {
+			pthread_mutex_unlock(&c->lock);
+			/* Late (its request timed out) or stray: its credits are the
+			 * server's, if it can show it is the server. */
+			enum rx_trust t = rx_trust_unsolicited(c, sealed, conn_signs(c), &h,
+			                                       pdu_bytes, (size_t)plen, "response");
+			if (t == RX_TRUSTED) {
+				pthread_mutex_lock(&c->lock);
+				credits_add_locked(c, h.credits);
+				pthread_mutex_unlock(&c->lock);
+			}
 			smb_warn("%s: response to unknown MessageId %llu (%s) ignored", c->peer,
 			         (unsigned long long)h.message_id, smb2_command_str(h.command));
 			continue;
 		}
-		if (interim)
-			continue;
-
 		struct smb_req *req = p->req;
-		const struct smb_signing *s = c->signing;
-		bool was_signed = req_signed(c, req);
-		if (req->sealed && !sealed) {
-			smb_err("%s: %s response (MessageId %llu) came unencrypted on an "
-			        "encrypted session; failing the request with EIO",
-			        c->peer, smb2_command_str(h.command),
-			        (unsigned long long)h.message_id);
-			req->err = -EIO;
-		} else if (was_signed && !sealed && !req->no_verify) {
-			if (!(h.flags & SMB2_FLAGS_SIGNED)) {
-				smb_err("%s: %s response (MessageId %llu) is not signed on a "
-				        "signed session; failing the request with EIO",
-				        c->peer, smb2_command_str(h.command),
-				        (unsigned long long)h.message_id);
-				req->err = -EIO;
-			} else if (smb_verify_pdu(s, pdu_bytes, (size_t)plen) < 0) {
-				smb_err("%s: bad signature on %s response (MessageId %llu); "
-				        "failing the request with EIO",
-				        c->peer, smb2_command_str(h.command),
-				        (unsigned long long)h.message_id);
-				req->err = -EIO;
+		if (interim) {
+			/* Still pending, so still ours: verify outside the lock. */
+			bool signed_req = req_signed(c, req) && !req->no_verify;
+			pthread_mutex_unlock(&c->lock);
+			enum rx_trust t = rx_trust_unsolicited(c, sealed, signed_req, &h, pdu_bytes,
+			                                       (size_t)plen, "interim response");
+			if (t == RX_FORGED)
+				continue;
+			pthread_mutex_lock(&c->lock);
+			if (pending_find(c, h.message_id, false) == p) {
+				/* The first interim answer restarts the wait once; more
+				 * of them must not keep a request waiting forever. */
+				if (!p->async) {
+					p->req->deadline_ms =
+					    c->timeout_ms ? ev_now_ms() + c->timeout_ms : 0;
+					/* The interim answer carries the grant for this
+					 * request (Samba's final one then grants none);
+					 * unverified, it may give back no more than we
+					 * asked for. */
+					unsigned grant = h.credits;
+					unsigned asked = smb_le16(p->buf + SMB2_HDR_CREDITS_OFF);
+					if (t == RX_UNVERIFIABLE && grant > asked)
+						grant = asked;
+					credits_add_locked(c, grant);
+				}
+				p->async = true;
+				p->async_id = h.async_id;
 			}
+			pthread_mutex_unlock(&c->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&c->lock);
+
+		if (!rx_final_ok(c, sealed, req, &h, pdu_bytes, (size_t)plen)) {
+			req->err = -EIO;
+		} else {
+			pthread_mutex_lock(&c->lock);
+			credits_add_locked(c, h.credits);
+			pthread_mutex_unlock(&c->lock);
 		}
 		p->have_rsp = true;
 		p->rsp_hdr = h;

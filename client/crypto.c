@@ -144,6 +144,11 @@ struct ossl_lib_ctx_st *smb_crypto_libctx(void)
 	return smb_crypto_init() == 0 ? crypto.libctx : NULL;
 }
 
+int smb_ct_equal(const void *a, const void *b, size_t n)
+{
+	return CRYPTO_memcmp(a, b, n) == 0;
+}
+
 int smb_random_bytes(void *buf, size_t len)
 {
 	int rc = smb_crypto_init();

@@ -20,6 +20,10 @@ struct ossl_lib_ctx_st *smb_crypto_libctx(void);
 
 int smb_random_bytes(void *buf, size_t len);
 
+/* 1 when the n bytes at a and b are equal, else 0, in a time that does not
+ * depend on where they differ: for every MAC, signature or tag compared. */
+int smb_ct_equal(const void *a, const void *b, size_t n);
+
 /* Hashes / MACs over a scatter list. */
 int smb_md4(const void *data, size_t len, uint8_t out[16]);
 int smb_md5(const struct iovec *iov, int iovcnt, uint8_t out[16]);

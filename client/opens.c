@@ -305,9 +305,10 @@ static void break_ack_done(struct smb_req *req)
 	smb_req_put(req);
 }
 
-/* The handle the server knows as cur: its level goes to level; returns
- * the level it held (LEVEL_NONE if unknown) and sets *orig to the caller's
- * FileId of it. */
+/* The handle the server knows as cur: its level goes down to level (a
+ * break never raises one: an unsigned break may come from anyone in the
+ * path, conn.c); returns the level it held (LEVEL_NONE if unknown) and
+ * sets *orig to the caller's FileId of it. */
 static uint8_t oplock_lowered(struct smb_opens *o, struct smb2_fileid cur, uint8_t level,
                               struct smb2_fileid *orig)
 {
@@ -321,7 +322,8 @@ static uint8_t oplock_lowered(struct smb_opens *o, struct smb2_fileid cur, uint8
 			;
 	if (r) {
 		old = r->oplock;
-		r->oplock = level;
+		if (level < old)
+			r->oplock = level;
 		*orig = r->orig;
 	}
 	pthread_rwlock_unlock(&o->lock);

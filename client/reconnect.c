@@ -25,11 +25,10 @@
 #include "client/client_int.h"
 #include "common/evloop.h"
 #include "common/log.h"
-#include "common/secret.h"
 
 struct smb_reconn {
 	struct smb_client *c;
-	struct smb_client_opts opts; /* strings owned by this struct */
+	struct smb_client_opts *opts; /* our own copy (smb_client_opts_dup) */
 	pthread_t thread;
 	bool thread_started;
 	int wake_fd;
@@ -74,7 +73,7 @@ static int open_negotiated(struct smb_reconn *r, void *mem, struct smb_chan **ou
 		discard(r, ch);
 		return -ECANCELED;
 	}
-	err = smb_chan_negotiate(c, ch, &r->opts, blob, blob_len, mem, why, whylen);
+	err = smb_chan_negotiate(c, ch, r->opts, blob, blob_len, mem, why, whylen);
 	if (err) {
 		discard(r, ch);
 		return err;
@@ -98,7 +97,7 @@ static int attempt(struct smb_reconn *r, char *why, size_t whylen)
 	if (!err && c->mc) {
 		/* The session may have outlived its connections (a network cut). */
 		char bwhy[256] = "";
-		bound = smb_chan_session_setup(c, ch, &r->opts, true, blob, blob_len, mem, bwhy,
+		bound = smb_chan_session_setup(c, ch, r->opts, true, blob, blob_len, mem, bwhy,
 		                               sizeof(bwhy)) == 0;
 		if (!bound) {
 			smb_debug("%s: binding to the old session failed (%s); a new session",
@@ -117,8 +116,8 @@ static int attempt(struct smb_reconn *r, char *why, size_t whylen)
 		 * names the old one as PreviousSessionId ([MS-SMB2] 3.2.4.2.3). */
 		c->previous_session_id = old;
 		c->session_id = 0;
-		err = smb_chan_session_setup(c, ch, &r->opts, false, blob, blob_len, mem, why,
-		                             whylen);
+		err =
+		    smb_chan_session_setup(c, ch, r->opts, false, blob, blob_len, mem, why, whylen);
 		c->previous_session_id = 0;
 		if (err && !c->session_id)
 			c->session_id = old;
@@ -211,15 +210,10 @@ int smb_reconn_start(struct smb_client *c, const struct smb_client_opts *o)
 	if (!r)
 		return -ENOMEM;
 	r->c = c;
-	r->opts = *o;
-	r->opts.host = talloc_strdup(r, o->host ? o->host : "");
-	r->opts.share = talloc_strdup(r, o->share ? o->share : "");
-	r->opts.user = talloc_strdup(r, o->user ? o->user : "");
-	r->opts.password = talloc_strdup(r, o->password ? o->password : "");
-	r->opts.domain = talloc_strdup(r, o->domain ? o->domain : "");
-	r->opts.keytab = o->keytab ? talloc_strdup(r, o->keytab) : NULL;
-	r->opts.addr = o->addr ? talloc_strdup(r, o->addr) : NULL;
-	r->opts.mc_interfaces = NULL;
+	r->opts = smb_client_opts_dup(r, o);
+	if (!r->opts)
+		return -ENOMEM;
+	r->opts->mc_interfaces = NULL; /* channel 0 goes where the mount went */
 	r->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 15000;
 	pthread_mutex_init(&r->lock, NULL);
 	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -264,6 +258,4 @@ void smb_reconn_stop(struct smb_client *c)
 	if (r->wake_fd >= 0)
 		close(r->wake_fd);
 	r->wake_fd = -1;
-	if (r->opts.password)
-		smb_wipe((char *)r->opts.password, strlen(r->opts.password));
 }

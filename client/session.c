@@ -120,7 +120,7 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 	bool primary = ch->index == 0;
 	bool sign = o->require_signing;
 	struct smb2_negotiate_req nr = {0};
-	uint16_t lo = o->min_dialect ? o->min_dialect : SMB2_DIALECT_0202;
+	uint16_t lo = o->min_dialect ? o->min_dialect : SMB_CLIENT_MIN_DIALECT;
 	uint16_t hi = o->max_dialect ? o->max_dialect : SMB2_DIALECT_0311;
 	for (size_t i = 0; i < sizeof(all_dialects) / sizeof(all_dialects[0]); i++)
 		if (all_dialects[i] >= lo && all_dialects[i] <= hi)
@@ -129,6 +129,13 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 		set_err(errbuf, errlen, "no SMB dialect in the requested range");
 		return -EINVAL;
 	}
+	/* 2.0.2 and 2.1 have neither the preauth hash nor VALIDATE_NEGOTIATE:
+	 * whoever sits in the path can strip signing from the NEGOTIATE, or
+	 * the newer dialects, unseen.  They are offered only when asked. */
+	if (primary && lo < SMB2_DIALECT_0300)
+		smb_warn("%s: offering SMB %s (vers=): its negotiation is not protected "
+		         "against tampering by the network path",
+		         c->host, smb2_dialect_str(lo));
 	nr.security_mode =
 	    SMB2_NEGOTIATE_SIGNING_ENABLED | (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0);
 	nr.capabilities =
@@ -486,6 +493,17 @@ static int bind_channel_key(struct smb_client *c, struct smb_chan *ch, const uin
 	return -EIO;
 }
 
+/* A guest or anonymous session is acceptable only when that is what was
+ * asked for, or when there is nothing to prove: no user, no password, no
+ * Kerberos. */
+static bool guest_wanted(const struct smb_client_opts *o)
+{
+	if (o->guest)
+		return true;
+	return o->sec != SMB_SEC_KRB5 && (!o->user || !o->user[0]) &&
+	       (!o->password || !o->password[0]);
+}
+
 int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
                            const struct smb_client_opts *o, bool binding, const uint8_t *blob,
                            size_t blob_len, void *mem, char *errbuf, size_t errlen)
@@ -660,6 +678,24 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 		}
 		bool guest =
 		    ssr.session_flags & (SMB2_SESSION_FLAG_IS_GUEST | SMB2_SESSION_FLAG_IS_NULL);
+		if (guest && !binding && !guest_wanted(o)) {
+			/* No key: nothing after this (the signed TREE_CONNECT, the
+			 * VALIDATE_NEGOTIATE) could tell the real server from anyone
+			 * who took our NTLM response and waved us through. */
+			set_err(
+			    errbuf, errlen,
+			    "logon failure: %s accepted user '%s%s%s' only as %s, which proves "
+			    "nothing about the server (wrong password, or a server mapping bad "
+			    "logons to guest, or an impostor); refused because credentials were "
+			    "given (-o guest asks for a guest session)",
+			    c->host, creds.domain[0] ? creds.domain : "",
+			    creds.domain[0] ? "\\" : "", who,
+			    ssr.session_flags & SMB2_SESSION_FLAG_IS_NULL ? "an anonymous session"
+			                                                  : "a guest");
+			smb_req_put(req);
+			smb_auth_free(auth);
+			return -EACCES;
+		}
 		uint8_t skey[64], key16[16] = {0};
 		size_t skey_len = sizeof(skey);
 		err = smb_auth_session_key(auth, skey, &skey_len);
@@ -713,20 +749,27 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 		smb_wipe(key16, sizeof(key16));
 		bool must_sign =
 		    sign || (c->server_security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
-		if (!err && !guest && (must_sign || (p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
-			if (!(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) &&
-			    c->dialect >= SMB2_DIALECT_0300) {
-				set_err(errbuf, errlen,
-				        "%s did not sign the final SESSION_SETUP response",
-				        c->host);
-				err = -EIO;
+		/* [MS-SMB2] 3.3.5.5.3: on 3.x a server signs the final response of
+		 * a non-guest session with the key both sides derived; that
+		 * signature is its proof that it knows the password (or holds the
+		 * service key), whether or not signing is required afterwards. */
+		bool prove = c->dialect >= SMB2_DIALECT_0300;
+		if (!err && !guest &&
+		    (prove || must_sign || (p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
+			if (!(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) && prove) {
+				set_err(
+				    errbuf, errlen,
+				    "%s did not sign the final SESSION_SETUP response, so it has "
+				    "not proved that it knows the password: refused",
+				    c->host);
+				err = -EACCES;
 			} else if ((p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) &&
 			           smb_verify_pdu(&c->signing, p->rsp, p->rsp_len) < 0) {
 				set_err(errbuf, errlen,
 				        "the final SESSION_SETUP response from %s has a bad "
 				        "signature (wrong password, or tampering)",
 				        c->host);
-				err = -EIO;
+				err = -EACCES;
 			}
 		}
 		if (!err && must_sign) {

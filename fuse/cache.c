@@ -129,7 +129,8 @@ void smbfs_on_break(void *arg, struct smb2_fileid fid, uint8_t level)
 	for (struct smbfs_file *f = fs->handles; f; f = f->next) {
 		if (f->fid.persistent != fid.persistent || f->fid.volatile_ != fid.volatile_)
 			continue;
-		f->oplock = level;
+		if (level < f->oplock) /* breaks only lower (see client/opens.c) */
+			f->oplock = level;
 		if (level == SMB2_OPLOCK_LEVEL_NONE) {
 			f->lease = SMB2_LEASE_NONE; /* after a reconnect: nothing is known */
 			if (!fs->keep_cache)

@@ -374,6 +374,9 @@ static int parse_args(int argc, char **argv, struct mount_args *a)
 			        strerror(-rc));
 		return -1;
 	}
+	/* -f: the log is stderr already (run() says it there) */
+	if (a->opts.warning[0] && !a->foreground)
+		fprintf(stderr, PROG ": warning: %s\n", a->opts.warning);
 #if !HAVE_KRB5
 	if (a->opts.sec == SMB_MOUNT_SEC_KRB5) {
 		fprintf(stderr, "mount error: sec=krb5: this " PROG " was built without Kerberos "
@@ -603,6 +606,7 @@ static int run(struct mount_args *a)
 	copts.domain = a->opts.domain;
 	copts.min_dialect = a->opts.min_dialect;
 	copts.max_dialect = a->opts.max_dialect;
+	copts.guest = a->opts.guest || a->opts.sec == SMB_MOUNT_SEC_NONE;
 	copts.require_signing = smb_mount_opts_signing(&a->opts);
 	copts.require_encryption = a->opts.seal;
 	copts.sec = a->opts.sec == SMB_MOUNT_SEC_KRB5 ? SMB_SEC_KRB5 : SMB_SEC_NTLMSSP;
@@ -640,9 +644,11 @@ static int run(struct mount_args *a)
 	smb_info("connecting to %s %s as '%s'%s%s, dialects 0x%04x-0x%04x", a->source, ports,
 	         copts.user ? copts.user : "", copts.domain ? " domain " : "",
 	         copts.domain ? copts.domain : "",
-	         copts.min_dialect ? copts.min_dialect : SMB2_DIALECT_0202,
+	         copts.min_dialect ? copts.min_dialect : SMB_CLIENT_MIN_DIALECT,
 	         copts.max_dialect ? copts.max_dialect : SMB2_DIALECT_0311);
 	smb_debug("mount options: %s", a->optlog[0] ? a->optlog : "(none)");
+	if (a->opts.warning[0])
+		smb_warn("%s", a->opts.warning);
 	smb_debug("%s: cache=%s, %s, %s, rsize %u, wsize %u (0: as negotiated)%s%s", a->source,
 	          smb_mount_cache_str(a->opts.cache), a->opts.hard ? "hard" : "soft",
 	          a->opts.noperm ? "noperm" : "perm", a->opts.rsize, a->opts.wsize,

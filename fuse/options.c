@@ -691,6 +691,14 @@ int smb_creds_file_parse(struct smb_mount_opts *o, const char *path, char *err, 
 		return rc;
 	}
 	setvbuf(f, iobuf, _IOFBF, sizeof(iobuf));
+	/* As ssh does for private keys: say so when others can read it. */
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)))
+		snprintf(o->warning, sizeof(o->warning),
+		         "credentials file %s is readable by %s (mode %04o): anyone who can read "
+		         "it has the password; chmod 600 %s",
+		         path, (st.st_mode & S_IROTH) ? "everyone" : "its group",
+		         (unsigned)(st.st_mode & 07777), path);
 	for (;;) {
 		errno = 0;
 		if (!fgets(line, sizeof(line), f)) {

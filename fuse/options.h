@@ -66,6 +66,9 @@ struct smb_mount_opts {
 	/* Where the password came from, for log lines ("password=", "PASSWD",
 	 * "the terminal", ...); NULL while there is none.  Static strings. */
 	const char *password_from;
+	/* A warning for the user once parsing is done ("credentials file X is
+	 * readable by others ..."); "" when none.  mount.smbrdma prints it. */
+	char warning[384];
 	enum smb_mount_sec sec;
 	bool sec_given;       /* sec= was given (keytab= implies krb5 otherwise) */
 	bool sec_integrity;   /* sec=ntlmsspi / krb5i: signing is required */
@@ -74,7 +77,7 @@ struct smb_mount_opts {
 	bool guest;           /* `guest`: no password, never prompt */
 	char *keytab;         /* keytab=: absolute once smb_mount_opts_finish() ran */
 	uint16_t port;        /* 0: not given */
-	uint16_t min_dialect; /* 0: engine default (lowest it speaks) */
+	uint16_t min_dialect; /* 0: engine default (SMB 3.0: 2.x only when named) */
 	uint16_t max_dialect; /* 0: engine default (highest) */
 	uid_t uid;
 	gid_t gid;

@@ -157,6 +157,7 @@ int smbrdma_connect(const struct smbrdma_params *caller, struct smbrdma **out, c
 	    .domain = p.domain,
 	    .min_dialect = p.min_dialect,
 	    .max_dialect = p.max_dialect,
+	    .guest = p.flags & SMBRDMA_F_GUEST,
 	    .require_signing = p.flags & SMBRDMA_F_SIGN,
 	    .require_encryption = p.flags & SMBRDMA_F_SEAL,
 	    .sec = p.sec == SMBRDMA_SEC_KRB5 ? SMB_SEC_KRB5 : SMB_SEC_NTLMSSP,

@@ -57,6 +57,9 @@ enum {
 	SMBRDMA_F_MULTICHANNEL = 1u << 1, /* bind channels to every server interface */
 	SMBRDMA_F_SIGN = 1u << 2,         /* require signing */
 	SMBRDMA_F_SEAL = 1u << 3,         /* require encryption */
+	SMBRDMA_F_GUEST = 1u << 4,        /* a guest session is acceptable; without it a
+	                                     server that logs a user with a password on
+	                                     as guest is refused (no key: unverifiable) */
 };
 
 /* Connection parameters.  Set with smbrdma_params_init(), then fill in what
@@ -76,7 +79,7 @@ struct smbrdma_params {
 	unsigned max_channels;   /* with SMBRDMA_F_MULTICHANNEL; 0: 2; at most 32 */
 	unsigned rdma_threshold; /* bytes; READ/WRITE above go by RDMA; 0: 4096 */
 	unsigned timeout_ms;     /* per request; 0: 60000 */
-	uint16_t min_dialect;    /* e.g. 0x0300; 0: 0x0202 */
+	uint16_t min_dialect;    /* e.g. 0x0210; 0: 0x0300 (2.x only when asked) */
 	uint16_t max_dialect;    /* 0: 0x0311 */
 	const char *interfaces;  /* "eth1:eth2": local interfaces for extra channels */
 };

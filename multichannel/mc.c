@@ -5,7 +5,6 @@
 #include "client/proto/smb2_const.h"
 #include "common/evloop.h"
 #include "common/log.h"
-#include "common/secret.h"
 #include "multichannel/sched.h"
 
 #include <arpa/inet.h>
@@ -30,7 +29,7 @@
 
 struct smb_mc {
 	struct smb_client *c;
-	struct smb_client_opts opts; /* strings owned by this struct (talloc) */
+	struct smb_client_opts *opts; /* our own copy (smb_client_opts_dup) */
 	unsigned max_channels;
 	unsigned rdma_per_iface; /* rdma_channels=: SMB Direct channels per RDMA interface */
 	bool addr_only;          /* no multichannel: extra channels only to channel 0's address */
@@ -47,12 +46,24 @@ struct smb_mc {
 	bool stop, kick; /* atomic */
 };
 
-/* FSCTL_QUERY_NETWORK_INTERFACE_INFO on a live channel.  Not on the loop. */
+/* FSCTL_QUERY_NETWORK_INTERFACE_INFO on a live channel.  Not on the loop.
+ *
+ * The list decides where this client connects and authenticates next, so
+ * it is believed only from the server itself: the request is signed even
+ * when signing is not required (the server then signs its answer, [MS-SMB2]
+ * 3.3.4.1.1) and conn.c fails an answer that is unsigned or does not verify;
+ * on a sealed session the answer must come encrypted. */
 static int query_ifaces(struct smb_client *c, struct smb2_netif *out, size_t max, size_t *n)
 {
+	if (!c->signing.have_key && !smb_client_sealed(c)) {
+		smb_warn("%s: no session key to verify the interface list with; one channel",
+		         c->host);
+		return -EPERM;
+	}
 	struct smb_req *req = smb_client_req(c, NULL);
 	if (!req)
 		return -ENOMEM;
+	req->force_sign = true;
 	struct smb2_ioctl_req r = {
 	    .ctl_code = FSCTL_QUERY_NETWORK_INTERFACE_INFO,
 	    .fileid = {UINT64_MAX, UINT64_MAX},
@@ -138,9 +149,38 @@ static bool have_channel(struct smb_client *c, const struct sockaddr_storage *ss
 	return count_channels(c, ss, rdma) > 0;
 }
 
-static bool usable_addr(const struct smb2_netif *f)
+static bool netif_loopback(const struct smb2_netif *f)
+{
+	static const uint8_t lo6[16] = {[15] = 1};
+	if (f->family == AF_INET)
+		return f->addr[0] == 127;
+	return f->family == AF_INET6 && !memcmp(f->addr, lo6, 16);
+}
+
+static bool sockaddr_loopback(const struct sockaddr_storage *ss)
+{
+	static const uint8_t lo6[16] = {[15] = 1};
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	return ss->ss_family == AF_INET6 &&
+	       !memcmp(&((const struct sockaddr_in6 *)ss)->sin6_addr, lo6, 16);
+}
+
+/* Channel 0 went to loopback: the server runs on this machine. */
+static bool mount_on_loopback(struct smb_client *c)
+{
+	struct smb_transport_info ti;
+	c->chans[0]->conn->transport->ops->info(c->chans[0]->conn->transport, &ti);
+	return sockaddr_loopback(&ti.remote);
+}
+
+static bool usable_addr(const struct smb2_netif *f, bool loopback_ok)
 {
 	static const uint8_t zero[16];
+	/* A server on another machine has no business sending us to this
+	 * one's own services. */
+	if (netif_loopback(f) && !loopback_ok)
+		return false;
 	if (f->family == AF_INET)
 		return memcmp(f->addr, zero, 4) && (f->addr[0] & 0xf0) != 0xe0;
 	/* Link-local IPv6 needs our interface's scope, which the list cannot
@@ -149,6 +189,16 @@ static bool usable_addr(const struct smb2_netif *f)
 		return memcmp(f->addr, zero, 16) && f->addr[0] != 0xff &&
 		       !(f->addr[0] == 0xfe && (f->addr[1] & 0xc0) == 0x80);
 	return false;
+}
+
+/* SMB Direct carries SMB in the clear: a mount that came over QUIC (TLS)
+ * moves to it only if the session itself is sealed. */
+static bool rdma_allowed(struct smb_mc *mc)
+{
+	struct smb_client *c = mc->c;
+	if (mc->opts->no_rdma_channels)
+		return false;
+	return strcmp(c->stream_kind, "quic") != 0 || smb_client_sealed(c);
 }
 
 /* Has a live channel to the server interface with this IfIndex? */
@@ -167,7 +217,7 @@ static bool have_iface(struct smb_client *c, uint32_t if_index)
  * connected UDP socket: nothing is sent.) */
 static bool route_allowed(struct smb_mc *mc, const struct sockaddr_storage *ss, socklen_t sl)
 {
-	const char *list = mc->opts.mc_interfaces;
+	const char *list = mc->opts->mc_interfaces;
 	if (!list || !*list)
 		return true;
 	struct sockaddr_storage probe = *ss, local;
@@ -223,7 +273,7 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 	inet_ntop(f->family, f->addr, host, sizeof(host));
 	if (!route_allowed(mc, &ss, sl)) {
 		smb_debug("%s: %s is not reached through interfaces=%s; no channel", c->host, host,
-		          mc->opts.mc_interfaces);
+		          mc->opts->mc_interfaces);
 		return -ENETUNREACH;
 	}
 	snprintf(peer, sizeof(peer), "%s %s channel", host, kind);
@@ -234,15 +284,15 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 	size_t blob_len = 0;
 	int rc = mem ? smb_chan_open(
 	                   c, kind, (struct sockaddr *)&ss, sl, peer,
-	                   mc->opts.connect_timeout_ms ? mc->opts.connect_timeout_ms : 15000, &ch)
+	                   mc->opts->connect_timeout_ms ? mc->opts->connect_timeout_ms : 15000, &ch)
 	             : -ENOMEM;
 	if (!rc) {
 		ch->link_speed = f->link_speed;
 		ch->if_index = f->if_index;
-		rc = smb_chan_negotiate(c, ch, &mc->opts, &blob, &blob_len, mem, err, sizeof(err));
+		rc = smb_chan_negotiate(c, ch, mc->opts, &blob, &blob_len, mem, err, sizeof(err));
 	}
 	if (!rc)
-		rc = smb_chan_session_setup(c, ch, &mc->opts, true, blob, blob_len, mem, err,
+		rc = smb_chan_session_setup(c, ch, mc->opts, true, blob, blob_len, mem, err,
 		                            sizeof(err));
 	if (!rc) {
 		ch->conn->echo_ms = mc->echo_ms;
@@ -332,10 +382,11 @@ static void mc_pass(struct smb_mc *mc)
 	/* Drop what no channel can go to: unspecified (ksmbd lists interfaces
 	 * without an address as 0.0.0.0), multicast and link-local IPv6. */
 	size_t kept = 0;
+	bool loopback_ok = mount_on_loopback(c);
 	for (size_t i = 0; i < n; i++) {
 		char a[INET6_ADDRSTRLEN] = "?";
 		inet_ntop(ifs[i].family, ifs[i].addr, a, sizeof(a));
-		bool usable = usable_addr(&ifs[i]);
+		bool usable = usable_addr(&ifs[i], loopback_ok);
 		smb_debug("%s: server interface %u %s%s%s, %llu Mb/s%s", c->host, ifs[i].if_index,
 		          a, ifs[i].capability & SMB2_NETIF_CAP_RDMA ? " RDMA" : "",
 		          ifs[i].capability & SMB2_NETIF_CAP_RSS ? " RSS" : "",
@@ -384,14 +435,14 @@ static void mc_pass(struct smb_mc *mc)
 		struct sockaddr_storage ss;
 		socklen_t sl;
 		netif_sockaddr(f, 0, &ss, &sl);
-		bool rdma = (f->capability & SMB2_NETIF_CAP_RDMA) && !mc->opts.no_rdma_channels;
+		bool rdma = (f->capability & SMB2_NETIF_CAP_RDMA) && rdma_allowed(mc);
 		if (rdma && !have_channel(c, &ss, true) && bind_one(mc, f, true) == 0)
 			continue;
 		if (!have_channel(c, &ss, false) && !have_channel(c, &ss, true))
 			bind_one(mc, f, false);
 	}
 	/* Then each RDMA interface up to rdma_channels= SMB Direct channels. */
-	for (size_t i = 0; i < n && mc->rdma_per_iface > 1 && !mc->opts.no_rdma_channels; i++)
+	for (size_t i = 0; i < n && mc->rdma_per_iface > 1 && rdma_allowed(mc); i++)
 		if (ifs[i].capability & SMB2_NETIF_CAP_RDMA &&
 		    (ifs[i].family == AF_INET || ifs[i].family == AF_INET6))
 			fill_rdma_iface(mc, &ifs[i]);
@@ -406,7 +457,7 @@ static void mc_pass(struct smb_mc *mc)
 		if (!(f->capability & SMB2_NETIF_CAP_RSS) ||
 		    (f->family != AF_INET && f->family != AF_INET6))
 			continue;
-		bool rdma = (f->capability & SMB2_NETIF_CAP_RDMA) && !mc->opts.no_rdma_channels;
+		bool rdma = (f->capability & SMB2_NETIF_CAP_RDMA) && rdma_allowed(mc);
 		if (bind_one(mc, f, rdma) < 0 && (!rdma || bind_one(mc, f, false) < 0))
 			break;
 	}
@@ -546,13 +597,9 @@ int smb_mc_start(struct smb_client *c, const struct smb_client_opts *o)
 	if (!mc)
 		return -ENOMEM;
 	mc->c = c;
-	mc->opts = *o;
-	mc->opts.host = talloc_strdup(mc, o->host ? o->host : "");
-	mc->opts.share = talloc_strdup(mc, o->share ? o->share : "");
-	mc->opts.user = talloc_strdup(mc, o->user ? o->user : "");
-	mc->opts.password = talloc_strdup(mc, o->password ? o->password : "");
-	mc->opts.domain = talloc_strdup(mc, o->domain ? o->domain : "");
-	mc->opts.mc_interfaces = o->mc_interfaces ? talloc_strdup(mc, o->mc_interfaces) : NULL;
+	mc->opts = smb_client_opts_dup(mc, o);
+	if (!mc->opts)
+		return -ENOMEM;
 	mc->rdma_per_iface = o->rdma_channels ? o->rdma_channels : 1;
 	mc->addr_only = !o->multichannel;
 	if (mc->addr_only)
@@ -602,8 +649,6 @@ void smb_mc_stop(struct smb_client *c)
 	if (mc->nl_fd >= 0)
 		close(mc->nl_fd);
 	mc->nl_fd = -1;
-	if (mc->opts.password)
-		smb_wipe((char *)mc->opts.password, strlen(mc->opts.password));
 	/* mc and its eventfd stay until the client is freed: a channel dying
 	 * on the loop thread meanwhile may still wake it. */
 }

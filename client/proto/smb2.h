@@ -128,6 +128,7 @@ ssize_t smb2_hdr_encode(uint8_t *buf, size_t cap, const struct smb2_hdr *h);
 int smb2_hdr_decode(const uint8_t *buf, size_t len, struct smb2_hdr *h);
 /* Offset of Signature inside the header (48) and of NextCommand (20). */
 #define SMB2_HDR_SIGNATURE_OFF   48
+#define SMB2_HDR_CREDITS_OFF     14 /* CreditRequest / CreditResponse */
 #define SMB2_HDR_NEXTCOMMAND_OFF 20
 #define SMB2_HDR_FLAGS_OFF       16
 

@@ -132,6 +132,26 @@ def test_credentials_file(samba_factory, mounts, clean_env, tmp_path):
     m = mounts(srv, None, None, options=[f"credentials={creds}", "debug"])
     check_route(srv, m, pw, "credentials file")
     assert f"as '{srv.user}' domain SMBRDMA" in m.log_text()
+    assert "is readable by" not in m.log_text()  # mode 600: nothing to say
+
+
+@pytest.mark.parametrize("mode,who", [(0o644, "everyone"), (0o640, "its group")])
+def test_credentials_file_readable_by_others(samba_factory, mounts, clean_env, tmp_path, mode,
+                                             who):
+    """As ssh does for a private key: a credentials file others can read
+    is used, with a warning that names it, its mode and the fix."""
+    pw = unique_password()
+    srv = samba_factory(password=pw)
+    creds = tmp_path / "creds"
+    creds.write_text(f"username={srv.user}\npassword={pw}\n")
+    creds.chmod(mode)
+    m = mounts(srv, None, None, options=[f"credentials={creds}", "debug"])
+    check_route(srv, m, pw, "credentials file")
+    text = m.log_text()
+    assert f"warning: credentials file {creds} is readable by {who} (mode {mode:04o})" in text, \
+        text[-2000:]
+    assert text.count("is readable by") == 1, text[-2000:]
+    assert f"chmod 600 {creds}" in text
 
 
 def test_credentials_file_missing(tmp_path, clean_env):

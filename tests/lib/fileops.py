@@ -46,8 +46,8 @@ def read_fd(fd):
         out += b
 
 
-def lease_stats(m):
-    """The lease counters of mount m (smbrdmactl stats --json)."""
+def ctl_stats(m):
+    """smbrdmactl stats --json of mount m, parsed."""
     import json
     if os.environ.get("SMBRDMA_BUILD") == "installed":
         ctl = "/sbin/smbrdmactl"
@@ -56,7 +56,12 @@ def lease_stats(m):
     r = subprocess.run([ctl, "stats", m.path, "--json"], capture_output=True, text=True,
                        timeout=30 * timeout_scale())
     assert r.returncode == 0, f"smbrdmactl stats failed: {r.stderr}"
-    s = json.loads(r.stdout)
+    return json.loads(r.stdout)
+
+
+def lease_stats(m):
+    """The lease counters of mount m (smbrdmactl stats --json)."""
+    s = ctl_stats(m)
     return {k: s[k] for k in ("leases_granted", "lease_breaks", "lease_break_acks")}
 
 

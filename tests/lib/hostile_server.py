@@ -103,6 +103,7 @@ DIALECTS = (0x0202, 0x0210, 0x0300, 0x0302, 0x0311)
 NEG_SIGNING_ENABLED = 0x1
 NEG_SIGNING_REQUIRED = 0x2
 CAP_LARGE_MTU = 0x4
+CAP_MULTI_CHANNEL = 0x8
 
 SESSION_FLAG_IS_GUEST = 0x1
 SESSION_FLAG_IS_NULL = 0x2
@@ -114,6 +115,9 @@ SIGNING_AES_CMAC = 1
 
 FSCTL_VALIDATE_NEGOTIATE_INFO = 0x00140204
 FSCTL_QUERY_NETWORK_INTERFACE_INFO = 0x001401FC
+
+BREAK_MESSAGE_ID = 0xFFFFFFFFFFFFFFFF
+LEASE_BREAK_ACK_REQUIRED = 0x1
 
 FILE_SUPERSEDE, FILE_OPEN, FILE_CREATE, FILE_OPEN_IF, FILE_OVERWRITE, FILE_OVERWRITE_IF = range(6)
 FILE_DIRECTORY_FILE = 0x1
@@ -560,17 +564,20 @@ def drop():
     return _Simple("drop", pdu=lambda conn, req, rsps: [])
 
 
-def pending(final_after=None, repeat=None):
+def pending(final_after=None, repeat=None, credits=None, sign=False, corrupt=False):
     """An interim STATUS_PENDING (async) response; the final one never
     comes (final_after=None) or comes final_after seconds later.  repeat:
     send the interim response again every `repeat` seconds (for as long as
-    the connection lives)."""
+    the connection lives).  credits: what the interim answer grants (None:
+    1); sign: sign it (servers do not, [MS-SMB2] 3.3.4.1.1), corrupt: with a
+    bad signature."""
     def f(conn, req, rsps):
         out = []
         for r in rsps:
             aid = conn.server._next_async_id()
             interim = Rsp(r.command, STATUS_PENDING, r.message_id, error_body(),
-                          session_id=r.session_id, async_id=aid, place="before", sign=False)
+                          session_id=r.session_id, async_id=aid, place="before",
+                          sign=sign or corrupt, corrupt_signature=corrupt, credits=credits)
             out.append(interim)
             if repeat:
                 again = dataclasses.replace(interim, place="after")
@@ -585,6 +592,26 @@ def pending(final_after=None, repeat=None):
         return out
     name = "pending" if final_after is None else f"pending({final_after})"
     return _Simple(name + (f" every {repeat}s" if repeat else ""), pdu=f)
+
+
+def lease_break(key=None, current=0x7, new=0x0, flags=LEASE_BREAK_ACK_REQUIRED, credits=0,
+                sign=False, corrupt=False):
+    """Before the answer, a lease break notification ([MS-SMB2] 2.2.23.2)
+    for lease key `key` (16 bytes; None: a random one) from `current` to
+    `new` (R=1, H=2, W=4), granting `credits`; unsigned unless sign (a
+    server signs none, [MS-SMB2] 3.2.5.1.3), or with a bad signature."""
+    def f(conn, req, rsps):
+        k = key if key is not None else os.urandom(16)
+        body = struct.pack("<HHI16sIIIII", 44, 1, flags, k, current, new, 0, 0, 0)
+        note = Rsp(SMB2_OPLOCK_BREAK, STATUS_SUCCESS, BREAK_MESSAGE_ID, body,
+                   session_id=0, place="before", credits=credits, sign=sign or corrupt,
+                   corrupt_signature=corrupt)
+        if sign or corrupt:
+            note.session_id = req.session_id  # the key to sign with; sent as 0
+            note.patches.append(lambda pdu: struct.pack_into("<Q", pdu, 40, 0))
+        return [note] + rsps
+    return _Simple("lease_break" + (" (signed)" if sign else "")
+                   + (" (bad signature)" if corrupt else ""), pdu=f)
 
 
 def sync_pending():
@@ -1060,7 +1087,7 @@ class Conn:
         sec = spnego_neg_token_init() if srv.send_neg_token_init else b""
         mode = NEG_SIGNING_ENABLED | (NEG_SIGNING_REQUIRED if srv.require_signing else 0)
         fixed = struct.pack("<HHHH16sIIIIQQHHI", 65, mode, dialect, 0, srv.guid,
-                            CAP_LARGE_MTU if dialect >= 0x0210 else 0,
+                            self.server_caps(),
                             srv.max_transact, srv.max_read, srv.max_write, nt_now(),
                             0, HDR + 64, len(sec), 0)
         body = bytearray(fixed + sec)
@@ -1137,19 +1164,29 @@ class Conn:
         if not user and len(nt) == 0:
             sess.guest = True
             session_flags = SESSION_FLAG_IS_NULL if srv.null_sessions else SESSION_FLAG_IS_GUEST
+        elif srv.impostor:
+            # knows no password: waves every user through as itself,
+            # with no key (so it can sign nothing)
+            pass
         elif srv.password is not None and user.lower() == srv.user.lower() and len(nt) > 16:
             nthash = md4(utf16(srv.password))
             owf = hmac_md5(nthash, utf16(user.upper() + domain))
             proof = hmac_md5(owf, sess.challenge + nt[16:])
-            if proof != nt[:16]:
+            if proof != nt[:16] and srv.bad_password_guest:
+                sess.guest = True
+                session_flags = SESSION_FLAG_IS_GUEST
+            elif proof != nt[:16]:
                 return self._ss_fail(req, sess, STATUS_LOGON_FAILURE, "wrong password")
-            sess.key = hmac_md5(owf, proof)
+            else:
+                sess.key = hmac_md5(owf, proof)
         elif srv.guest_ok:
             sess.guest = True
             session_flags = SESSION_FLAG_IS_GUEST
         else:
             return self._ss_fail(req, sess, STATUS_LOGON_FAILURE, f"unknown user {user!r}")
         sess.state = "valid"
+        if srv.session_flags is not None:
+            session_flags = srv.session_flags
         if sess.key is not None:
             if self.dialect == 0x0311:
                 sess.signing_key = kdf(sess.key, b"SMBSigningKey\x00", sess.preauth)
@@ -1335,12 +1372,22 @@ class Conn:
         code = struct.unpack_from("<I", req.body, 4)[0]
         if code == FSCTL_VALIDATE_NEGOTIATE_INFO:
             mode = NEG_SIGNING_ENABLED | (NEG_SIGNING_REQUIRED if srv.require_signing else 0)
-            out = struct.pack("<I16sHH", CAP_LARGE_MTU if self.dialect >= 0x0210 else 0,
-                              srv.guid, mode, self.dialect)
+            out = struct.pack("<I16sHH", self.server_caps(), srv.guid, mode, self.dialect)
+            body = struct.pack("<HHIQQIIIIII", 49, 0, code, RELATED_FID[0], RELATED_FID[1],
+                               HDR + 48, 0, HDR + 48, len(out), 0, 0) + out
+            return self.rsp(req, STATUS_SUCCESS, body)
+        if code == FSCTL_QUERY_NETWORK_INTERFACE_INFO and srv.interfaces is not None:
+            out = encode_interfaces(srv.interfaces)
             body = struct.pack("<HHIQQIIIIII", 49, 0, code, RELATED_FID[0], RELATED_FID[1],
                                HDR + 48, 0, HDR + 48, len(out), 0, 0) + out
             return self.rsp(req, STATUS_SUCCESS, body)
         return self.rsp(req, STATUS_NOT_SUPPORTED)
+
+    def server_caps(self):
+        caps = CAP_LARGE_MTU if self.dialect >= 0x0210 else 0
+        if self.server.interfaces is not None and self.dialect >= 0x0300:
+            caps |= CAP_MULTI_CHANNEL
+        return caps
 
     def query_info(self, req, ctx):
         srv = self.server
@@ -1516,6 +1563,17 @@ def encode_create_contexts(contexts):
     return bytes(out)
 
 
+def encode_interfaces(ifaces):
+    """NETWORK_INTERFACE_INFO entries ([MS-SMB2] 2.2.32.5), IPv4 only."""
+    out = bytearray()
+    for i, (addr, speed) in enumerate(ifaces):
+        sa = struct.pack("<HH4s", 2, 0, socket.inet_aton(addr)) + bytes(120)
+        last = i == len(ifaces) - 1
+        out += struct.pack("<IIII", 0 if last else 152, i + 1, 0, 0) + struct.pack("<Q", speed)
+        out += sa
+    return bytes(out)
+
+
 def dirent_id_both(name, node):
     """[MS-FSCC] 2.4.17 FileIdBothDirectoryInformation, NextEntryOffset 0."""
     nm = utf16(name)
@@ -1540,7 +1598,18 @@ class HostileServer:
       dialects: those the server may choose (the highest offered wins);
       signing_alg: for 3.1.1 (AES-CMAC or HMAC-SHA256);
       durable: grant durable v2 handles asked for under a batch oplock;
-      files: {path: bytes} of the share (directories made as needed)."""
+      files: {path: bytes} of the share (directories made as needed).
+    Attributes to set before a mount (issue 18's impostors):
+      impostor: accept any user's AUTHENTICATE without checking it, as a
+        plain user session with no key (a server that does not know the
+        password: it cannot sign);
+      bad_password_guest: a wrong password for `user` gives a guest session
+        (Samba's `map to guest = Bad Password`);
+      session_flags: SessionFlags of every final SESSION_SETUP answer
+        (e.g. SESSION_FLAG_IS_GUEST after a password that verified);
+      interfaces: [(ipv4, link_speed_bps)] answered to
+        FSCTL_QUERY_NETWORK_INTERFACE_INFO (and MULTI_CHANNEL offered);
+        None: the FSCTL is not supported."""
 
     def __init__(self, share="share", user="hostile", password="hostile-pw", guest_ok=True,
                  require_signing=False, dialects=DIALECTS, signing_alg=SIGNING_AES_CMAC,
@@ -1552,6 +1621,10 @@ class HostileServer:
         self.password = password
         self.guest_ok = guest_ok
         self.null_sessions = False
+        self.impostor = False
+        self.bad_password_guest = False
+        self.session_flags = None
+        self.interfaces = None
         self.require_signing = require_signing
         self.dialects = tuple(dialects)
         self.signing_alg = signing_alg

@@ -509,6 +509,121 @@ static void test_no_taker_fails_the_request(void)
 	smb_conn_close(a);
 }
 
+/* ---- issue 18: nothing unverified changes state ------------------------------------ */
+
+static int breaks_seen;
+static void count_break(void *arg, const uint8_t *pdu, size_t len)
+{
+	breaks_seen++;
+}
+
+static unsigned conn_credits(struct smb_conn *c)
+{
+	usleep(30000); /* let the loop thread take what was delivered */
+	pthread_mutex_lock(&c->lock);
+	unsigned n = c->credits;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+static size_t make_break(uint8_t *m, uint16_t credits, uint32_t flags)
+{
+	return make_rsp(m, SMB2_OPLOCK_BREAK, UINT64_MAX, 0, credits, flags, 0, 0);
+}
+
+static void sign_rsp(const struct smb_signing *s, uint8_t *m, size_t l, bool corrupt)
+{
+	struct iovec iov = {m, l};
+	smb_sign_pdu(s->alg, s->key, &iov, 1, m + 48);
+	if (corrupt)
+		m[50] ^= 1;
+}
+
+/* Sealed session: a break, an interim or a final answer that came in the
+ * clear changes nothing (no callback, no credits, no async id). */
+static void test_sealed_session_ignores_cleartext(void)
+{
+	struct smb_conn *c = open_conn(0);
+	struct smb_crypt k = {.active = true,
+	                      .have_key = true,
+	                      .cipher = SMB2_ENCRYPTION_AES128_GCM,
+	                      .session_id = 1};
+	c->crypt = &k;
+	c->on_break = count_break;
+	breaks_seen = 0;
+	uint8_t m[128];
+	unsigned before = conn_credits(c);
+	deliver(loop, m, make_break(m, 500, 0));
+	CHECK_EQ(conn_credits(c), before);
+	CHECK_EQ(breaks_seen, 0);
+
+	struct result r;
+	result_init(&r);
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r, 1)), 0); /* MessageId 0, sealed */
+	before = conn_credits(c);
+	deliver(loop, m,
+	        make_rsp(m, SMB2_ECHO, 0, STATUS_PENDING, 500, SMB2_FLAGS_ASYNC_COMMAND, 0, 9));
+	CHECK_EQ(conn_credits(c), before);
+	CHECK_EQ(r.calls, 0);
+	deliver(loop, m, make_rsp(m, SMB2_ECHO, 0, 0, 500, 0, 0, 0));
+	CHECK(wait_calls(&r, 1, 2000));
+	CHECK_EQ(r.err, -EIO);
+	CHECK_EQ(conn_credits(c), before);
+	c->crypt = NULL;
+	smb_conn_close(c);
+}
+
+/* Signed session: a break or an interim answer whose signature fails is
+ * ignored; an unsigned one (exempt from signing, [MS-SMB2] 3.2.5.1.3)
+ * is honoured, but its credits go no further than the request asked. */
+static void test_signed_session_unverified_grants(void)
+{
+	struct smb_conn *c = open_conn(0);
+	struct smb_signing s = {.active = true, .have_key = true, .alg = SMB2_SIGNING_HMAC_SHA256};
+	memset(s.key, 0x42, 16);
+	c->signing = &s;
+	c->on_break = count_break;
+	breaks_seen = 0;
+	uint8_t m[128];
+	unsigned before = conn_credits(c);
+	size_t l = make_break(m, 500, SMB2_FLAGS_SIGNED);
+	sign_rsp(&s, m, l, true);
+	deliver(loop, m, l);
+	CHECK_EQ(conn_credits(c), before);
+	CHECK_EQ(breaks_seen, 0); /* forged: never reaches the lease code */
+	deliver(loop, m, make_break(m, 500, 0));
+	CHECK_EQ(conn_credits(c), before); /* unsigned: acted on, no credits */
+	CHECK_EQ(breaks_seen, 1);
+	l = make_break(m, 7, SMB2_FLAGS_SIGNED);
+	sign_rsp(&s, m, l, false);
+	deliver(loop, m, l);
+	CHECK_EQ(conn_credits(c), before + 7); /* verified: believed */
+	CHECK_EQ(breaks_seen, 2);
+
+	struct result r;
+	result_init(&r);
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r, 1)), 0);
+	uint64_t mid = the_fake->sent[sent_count() - 1].message_id;
+	unsigned asked = the_fake->sent[sent_count() - 1].credits;
+	before = conn_credits(c);
+	l = make_rsp(m, SMB2_ECHO, mid, STATUS_PENDING, 500,
+	             SMB2_FLAGS_ASYNC_COMMAND | SMB2_FLAGS_SIGNED, 0, 9);
+	sign_rsp(&s, m, l, true);
+	deliver(loop, m, l);
+	CHECK_EQ(conn_credits(c), before); /* bad signature: nothing */
+	deliver(loop, m,
+	        make_rsp(m, SMB2_ECHO, mid, STATUS_PENDING, 500, SMB2_FLAGS_ASYNC_COMMAND, 0, 9));
+	CHECK_EQ(conn_credits(c), before + asked); /* unsigned: no more than asked */
+	CHECK_EQ(r.calls, 0);
+	l = make_rsp(m, SMB2_ECHO, mid, 0, 0, SMB2_FLAGS_SIGNED, 0, 0);
+	sign_rsp(&s, m, l, false);
+	deliver(loop, m, l);
+	CHECK(wait_calls(&r, 1, 2000));
+	CHECK_EQ(r.err, 0);
+	c->signing = NULL;
+	smb_conn_close(c);
+}
+
 int main(void)
 {
 	smb_log_init("test_conn", false, LOG_ERR);
@@ -522,6 +637,8 @@ int main(void)
 	RUN(test_malformed_message);
 	RUN(test_replay_on_other_channel);
 	RUN(test_no_taker_fails_the_request);
+	RUN(test_sealed_session_ignores_cleartext);
+	RUN(test_signed_session_unverified_grants);
 	ev_loop_free(loop);
 	return check_report();
 }
