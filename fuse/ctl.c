@@ -270,6 +270,7 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 			json_ku64(o, &f, "mw_bound", ch->mw_bound);
 			json_ku64(o, &f, "mw_invalidated_remote", ch->mw_invalidated_remote);
 			json_ku64(o, &f, "mw_invalidated_local", ch->mw_invalidated_local);
+			json_ku64(o, &f, "offload_fallback_inline", ch->offload_fallback_inline);
 		}
 		json_ku64(o, &f, "reconnects", ch->reconnects);
 		json_ku64(o, &f, "failovers", ch->failovers);
@@ -281,7 +282,7 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 
 /* ---- the human form: aligned columns ------------------------------------------ */
 
-#define TABLE_MAX_COLS 17
+#define TABLE_MAX_COLS 18
 
 struct table {
 	int ncols, nrows;
@@ -384,6 +385,7 @@ static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 		table_col(&t, "MW_BOUND", true);
 		table_col(&t, "MW_INV_REMOTE", true);
 		table_col(&t, "MW_INV_LOCAL", true);
+		table_col(&t, "INLINE_FALLBACK", true);
 	}
 	table_col(&t, "RECONNECTS", true);
 	table_col(&t, "FAILOVERS", true);
@@ -414,6 +416,7 @@ static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 			CELL("%" PRIu64, ch->mw_bound);
 			CELL("%" PRIu64, ch->mw_invalidated_remote);
 			CELL("%" PRIu64, ch->mw_invalidated_local);
+			CELL("%" PRIu64, ch->offload_fallback_inline);
 		}
 		CELL("%" PRIu64, ch->reconnects);
 		CELL("%" PRIu64, ch->failovers);
