@@ -1415,15 +1415,25 @@ int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_loc
 /* ---- QUERY_DIRECTORY ---------------------------------------------------------------- */
 
 /* An entry's name in UTF-8 (on mem), or NULL (logged) to skip the entry. */
-static char *dirent_name(struct smb_client *c, void *mem, const uint8_t *name16, uint32_t len)
+/* NULL (and *bad counted) for a name that is not valid UTF-16 or holds a
+ * NUL: one log line per reply says how many (dirent_names_skipped), not one
+ * per entry, so a hostile listing cannot flood the log. */
+static char *dirent_name(void *mem, const uint8_t *name16, uint32_t len, size_t *bad)
 {
 	size_t cap = (size_t)len * 2 + 1;
 	char *name = talloc_size(mem, cap);
 	if (!name || smb_utf16le_to_utf8(name16, len, name, cap) < 0) {
-		smb_warn("%s: skipping a directory entry whose name is not valid UTF-16", c->host);
+		(*bad)++;
 		return NULL;
 	}
 	return name;
+}
+
+static void dirent_names_skipped(struct smb_client *c, size_t bad)
+{
+	if (bad)
+		smb_warn("%s: skipping %zu directory %s whose name is not valid UTF-16", c->host,
+		         bad, bad == 1 ? "entry" : "entries");
 }
 
 /* Hand the caller the k entries of one reply (ents NULL: out of memory). */
@@ -1454,7 +1464,7 @@ static void readdir_posix(struct smb_req *req, const struct smb2_query_directory
 	struct smb2_posix_info pi;
 	const uint8_t *name16;
 	uint32_t off = 0, name16_len;
-	size_t n = 0, k = 0;
+	size_t n = 0, k = 0, bad = 0;
 	int rc;
 	while ((rc = smb2_posix_dirent_next(qr->buffer, qr->buffer_len, &off, &pi, &name16,
 	                                    &name16_len)) == 1)
@@ -1468,13 +1478,14 @@ static void readdir_posix(struct smb_req *req, const struct smb2_query_directory
 	while (ents && k < n &&
 	       smb2_posix_dirent_next(qr->buffer, qr->buffer_len, &off, &pi, &name16,
 	                              &name16_len) == 1) {
-		char *name = dirent_name(op->c, ents, name16, name16_len);
+		char *name = dirent_name(ents, name16, name16_len, &bad);
 		if (!name)
 			continue;
 		ents[k].name = name;
 		posix_to_attr(&pi, &ents[k].attr);
 		k++;
 	}
+	dirent_names_skipped(op->c, bad);
 	readdir_reply(req, ents, k);
 }
 
@@ -1517,12 +1528,12 @@ static void readdir_done(struct smb_req *req)
 		return;
 	}
 	struct smb_dirent *ents = talloc_zero_array(req, struct smb_dirent, n ? n : 1);
-	size_t k = 0;
+	size_t k = 0, bad = 0;
 	off = 0;
 	while (ents && k < n &&
 	       smb2_dirent_next(FileIdBothDirectoryInformation, qr.buffer, qr.buffer_len, &off,
 	                        &e) == 1) {
-		char *name = dirent_name(op->c, ents, e.name16, e.name16_len);
+		char *name = dirent_name(ents, e.name16, e.name16_len, &bad);
 		if (!name)
 			continue;
 		struct smb_attr *a = &ents[k].attr;
@@ -1537,6 +1548,7 @@ static void readdir_done(struct smb_req *req)
 		a->file_attributes = e.file_attributes;
 		k++;
 	}
+	dirent_names_skipped(op->c, bad);
 	readdir_reply(req, ents, k);
 }
 
