@@ -22,13 +22,16 @@
  * the process: one per (keytab, principal), so a reconnect reuses the TGT
  * (and GSS renews it from the keytab when it runs out) instead of sending a
  * new AS-REQ each time or piling up caches, and no ccache file is written.
+ * Once smb_auth_krb5_keep() (auth/krb5.h) has copied the cache or the
+ * keytab's keys into memory, those copies stand in for the files.
  *
- * Nothing here logs or stores keys or tickets other than the session key,
- * which the destructor wipes.
+ * Nothing here logs keys or tickets, or stores any other than the session
+ * key, which the destructor wipes, and the copies smb_auth_krb5_keep() made.
  */
 #include "config.h"
 
 #include "auth/auth.h"
+#include "auth/krb5.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -45,11 +48,14 @@ static void set_errbuf(char *errbuf, size_t errlen, const char *text)
 #if HAVE_KRB5
 
 #include <ctype.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <gssapi/gssapi.h>
 #include <gssapi/gssapi_ext.h>
 #include <gssapi/gssapi_krb5.h>
+#include <krb5.h>
 #include <talloc.h>
 
 #include "common/log.h"
@@ -188,9 +194,230 @@ static char *keytab_ccache_name(void *mem, const char *keytab, const char *princ
 	                       (unsigned long long)h);
 }
 
+/* ---- credentials kept in memory (auth/krb5.h) ----------------------------------
+ *
+ * Each kind is published once, whole, through an atomic pointer and never
+ * changes or goes afterwards, so readers take no lock.  The krb5 context and
+ * the handles stay open: MIT frees a MEMORY keytab with its last handle.
+ */
+struct krb5_kept {
+	krb5_context ctx;
+	char *principal; /* the principal asked for as client_principal() spells it;
+	                    NULL: the default one */
+	char *keytab;    /* the keytab= it stands for; NULL for a cache */
+	char *name;      /* "MEMORY:..." of the copy */
+	krb5_keytab kt;
+	krb5_ccache cc;
+};
+
+static struct krb5_kept *kept_keytab, *kept_cache; /* atomic, set once */
+
+static bool same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* The copy standing in for keytab (NULL: for the caller's cache) when asked
+ * for principal, or NULL to use the files. */
+static const struct krb5_kept *kept_for(const char *keytab, const char *principal)
+{
+	const struct krb5_kept *kp =
+	    __atomic_load_n(keytab ? &kept_keytab : &kept_cache, __ATOMIC_ACQUIRE);
+
+	if (kp && same_str(kp->principal, principal) && same_str(kp->keytab, keytab))
+		return kp;
+	return NULL;
+}
+
+static void kept_free(struct krb5_kept *kp)
+{
+	if (!kp)
+		return;
+	if (kp->ctx) {
+		if (kp->kt)
+			krb5_kt_close(kp->ctx, kp->kt);
+		if (kp->cc)
+			krb5_cc_destroy(kp->ctx, kp->cc);
+		krb5_free_context(kp->ctx);
+	}
+	free(kp->principal);
+	free(kp->keytab);
+	free(kp->name);
+	free(kp);
+}
+
+/* "what: <krb5's text for ret>" into errbuf; returns -ENOKEY for the codes
+ * that mean "nothing there", else -EACCES. */
+static int kept_fail(krb5_context ctx, krb5_error_code ret, char *errbuf, size_t errlen,
+                     const char *what)
+{
+	const char *text = krb5_get_error_message(ctx, ret);
+
+	snprintf(errbuf, errlen, "sec=krb5: %s: %s", what, text);
+	krb5_free_error_message(ctx, text);
+	switch (ret) {
+	case KRB5_CC_NOTFOUND:
+	case KRB5_FCC_NOFILE:
+	case KRB5_KT_NOTFOUND:
+	case KRB5_KT_END:
+	case ENOENT:
+		return -ENOKEY;
+	case ENOMEM:
+		return -ENOMEM;
+	default:
+		return -EACCES;
+	}
+}
+
+/* The keys of kp->principal (or of the keytab's first entry) from keytab
+ * into the MEMORY keytab kp->name. */
+static int keep_keytab(struct krb5_kept *kp, const char *keytab, char *errbuf, size_t errlen)
+{
+	krb5_keytab src = NULL;
+	krb5_kt_cursor cur;
+	krb5_keytab_entry e;
+	krb5_principal want = NULL;
+	krb5_error_code ret;
+	int copied = 0, rc = 0;
+	char what[PATH_MAX + 64];
+
+	snprintf(what, sizeof(what), "keeping the keys of keytab %s", keytab);
+	ret = krb5_kt_resolve(kp->ctx, keytab, &src);
+	if (!ret && kp->principal)
+		ret = krb5_parse_name(kp->ctx, kp->principal, &want);
+	if (!ret)
+		ret = krb5_kt_resolve(kp->ctx, kp->name, &kp->kt);
+	if (!ret)
+		ret = krb5_kt_start_seq_get(kp->ctx, src, &cur);
+	if (ret) {
+		rc = kept_fail(kp->ctx, ret, errbuf, errlen, what);
+		goto out;
+	}
+	while (rc == 0 && (ret = krb5_kt_next_entry(kp->ctx, src, &e, &cur)) == 0) {
+		if (!want)
+			ret = krb5_copy_principal(kp->ctx, e.principal, &want);
+		if (!ret && krb5_principal_compare(kp->ctx, e.principal, want)) {
+			ret = krb5_kt_add_entry(kp->ctx, kp->kt, &e);
+			copied += ret == 0;
+		}
+		if (ret)
+			rc = kept_fail(kp->ctx, ret, errbuf, errlen, what);
+		krb5_free_keytab_entry_contents(kp->ctx, &e); /* wipes the key */
+	}
+	krb5_kt_end_seq_get(kp->ctx, src, &cur);
+	if (rc == 0 && !copied) {
+		snprintf(errbuf, errlen, "sec=krb5: keytab %s holds no key for %s", keytab,
+		         kp->principal ? kp->principal : "any principal");
+		rc = -ENOKEY;
+	}
+out:
+	if (want)
+		krb5_free_principal(kp->ctx, want);
+	if (src)
+		krb5_kt_close(kp->ctx, src);
+	return rc;
+}
+
+/* The cache GSS would pick for kp->principal (the default one when NULL),
+ * copied whole into the MEMORY cache kp->name. */
+static int keep_cache(struct krb5_kept *kp, char *errbuf, size_t errlen)
+{
+	krb5_ccache src = NULL;
+	krb5_principal want = NULL, owner = NULL;
+	krb5_error_code ret;
+	int rc = 0;
+
+	if (kp->principal) {
+		ret = krb5_parse_name(kp->ctx, kp->principal, &want);
+		if (!ret)
+			ret = krb5_cc_cache_match(kp->ctx, want, &src);
+	} else {
+		ret = krb5_cc_default(kp->ctx, &src);
+	}
+	if (!ret)
+		ret = krb5_cc_get_principal(kp->ctx, src, &owner);
+	if (!ret)
+		ret = krb5_cc_resolve(kp->ctx, kp->name, &kp->cc);
+	if (!ret)
+		ret = krb5_cc_initialize(kp->ctx, kp->cc, owner);
+	if (!ret)
+		ret = krb5_cc_copy_creds(kp->ctx, src, kp->cc);
+	if (ret)
+		rc = kept_fail(kp->ctx, ret, errbuf, errlen, "keeping the credential cache");
+	if (owner)
+		krb5_free_principal(kp->ctx, owner);
+	if (want)
+		krb5_free_principal(kp->ctx, want);
+	if (src)
+		krb5_cc_close(kp->ctx, src);
+	return rc;
+}
+
+int smb_auth_krb5_keep(const struct smb_auth_krb5_opts *o, char *errbuf, size_t errlen)
+{
+	static unsigned long serial; /* atomic: one name per copy */
+	const char *keytab = o && o->keytab && o->keytab[0] ? o->keytab : NULL;
+	char dummy[1], *principal = NULL;
+	struct krb5_kept *kp, *none = NULL;
+	krb5_error_code ret;
+	int rc;
+
+	if (!errbuf || !errlen) {
+		errbuf = dummy;
+		errlen = sizeof(dummy);
+	}
+	errbuf[0] = '\0';
+	if (!o)
+		return -EINVAL;
+	kp = calloc(1, sizeof(*kp));
+	if (!kp)
+		return -ENOMEM;
+	if (o->user && o->user[0]) {
+		principal = client_principal(NULL, o);
+		kp->principal = principal ? strdup(principal) : NULL;
+		talloc_free(principal);
+		if (!kp->principal) {
+			kept_free(kp);
+			return -ENOMEM;
+		}
+	}
+	if (keytab && !(kp->keytab = strdup(keytab))) {
+		kept_free(kp);
+		return -ENOMEM;
+	}
+	if (asprintf(&kp->name, "MEMORY:smbrdma-kept-%s-%ld-%lu", keytab ? "kt" : "cc",
+	             (long)getpid(), __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED)) < 0) {
+		kp->name = NULL;
+		kept_free(kp);
+		return -ENOMEM;
+	}
+	ret = krb5_init_context(&kp->ctx);
+	if (ret) {
+		kp->ctx = NULL;
+		snprintf(errbuf, errlen, "sec=krb5: cannot start Kerberos: %s", strerror(ret));
+		kept_free(kp);
+		return -EACCES;
+	}
+	rc = keytab ? keep_keytab(kp, keytab, errbuf, errlen) : keep_cache(kp, errbuf, errlen);
+	if (rc == 0 && !__atomic_compare_exchange_n(keytab ? &kept_keytab : &kept_cache, &none, kp,
+	                                            false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		snprintf(errbuf, errlen, "sec=krb5: the %s is kept already",
+		         keytab ? "keytab" : "credential cache");
+		rc = -EALREADY;
+	}
+	if (rc) {
+		kept_free(kp);
+		return rc;
+	}
+	smb_debug("auth: Kerberos %s of %s kept in memory (%s)",
+	          keytab ? "keys" : "credential cache",
+	          kp->principal ? kp->principal : "the default principal", kp->name);
+	return 0;
+}
+
 /* Initiator credentials for `mechs`: from the keytab into the MEMORY cache
- * `ccname`, or (keytab NULL) from the caller's cache; an expired cache
- * yields GSS_S_CREDENTIALS_EXPIRED. */
+ * `ccname`, or (keytab NULL) from the cache `ccname` (NULL: the caller's);
+ * an expired cache yields GSS_S_CREDENTIALS_EXPIRED. */
 static OM_uint32 acquire(gss_name_t client, gss_OID_set mechs, const char *keytab,
                          const char *ccname, gss_cred_id_t *cred, OM_uint32 *minor)
 {
@@ -205,8 +432,15 @@ static OM_uint32 acquire(gss_name_t client, gss_OID_set mechs, const char *keyta
 		return gss_acquire_cred_from(minor, client, GSS_C_INDEFINITE, mechs, GSS_C_INITIATE,
 		                             &store, cred, NULL, NULL);
 	}
-	major = gss_acquire_cred(minor, client, GSS_C_INDEFINITE, mechs, GSS_C_INITIATE, cred, NULL,
-	                         &lifetime);
+	if (ccname) {
+		gss_key_value_element_desc el = {"ccache", ccname};
+		gss_key_value_set_desc store = {1, &el};
+		major = gss_acquire_cred_from(minor, client, GSS_C_INDEFINITE, mechs,
+		                              GSS_C_INITIATE, &store, cred, NULL, &lifetime);
+	} else {
+		major = gss_acquire_cred(minor, client, GSS_C_INDEFINITE, mechs, GSS_C_INITIATE,
+		                         cred, NULL, &lifetime);
+	}
 	/* A cache whose tickets have all run out. */
 	if (!GSS_ERROR(major) && lifetime == 0) {
 		OM_uint32 rminor;
@@ -256,21 +490,30 @@ static int krb5_mech_setup(struct krb5_mech *k, const struct smb_auth_krb5_opts 
 		}
 	}
 
-	if (o->keytab && o->keytab[0]) {
-		ccname = keytab_ccache_name(k, o->keytab, principal);
+	/* The files, or the copies smb_auth_krb5_keep() made of them. */
+	const char *keytab = o->keytab && o->keytab[0] ? o->keytab : NULL;
+	const struct krb5_kept *kept = kept_for(keytab, principal);
+	const char *use_keytab = keytab, *use_cc = NULL;
+	if (keytab) {
+		ccname = keytab_ccache_name(k, keytab, principal);
 		if (!ccname) {
 			rc = -ENOMEM;
 			goto out;
 		}
+		use_cc = ccname;
+		if (kept)
+			use_keytab = kept->name;
+	} else if (kept) {
+		use_cc = kept->name;
 	}
-	major = acquire(client, &spnego_set, o->keytab, ccname, &k->cred, &minor);
+	major = acquire(client, &spnego_set, use_keytab, use_cc, &k->cred, &minor);
 	if (GSS_ERROR(major)) {
 		/* SPNEGO's own text ("SPNEGO cannot find mechanisms to negotiate")
 		 * hides why: ask Kerberos alone for the cause. */
 		gss_cred_id_t probe = GSS_C_NO_CREDENTIAL;
 		OM_uint32 kmajor, kminor, rminor;
 
-		kmajor = acquire(client, &krb5_set, o->keytab, ccname, &probe, &kminor);
+		kmajor = acquire(client, &krb5_set, use_keytab, use_cc, &probe, &kminor);
 		if (GSS_ERROR(kmajor)) {
 			major = kmajor;
 			minor = kminor;
@@ -281,12 +524,19 @@ static int krb5_mech_setup(struct krb5_mech *k, const struct smb_auth_krb5_opts 
 	if (GSS_ERROR(major)) {
 		gss_text(major, minor, text, sizeof(text));
 		rc = gss_errno(major);
-		if (o->keytab && o->keytab[0])
+		if (keytab)
 			snprintf(
 			    errbuf, errlen,
 			    "sec=krb5: no Kerberos credentials for %s from keytab %s (klist -k "
 			    "lists what it holds): %s",
-			    principal ? principal : "its first principal", o->keytab, text);
+			    principal ? principal : "its first principal", keytab, text);
+		else if (rc == -EKEYEXPIRED && kept)
+			snprintf(
+			    errbuf, errlen,
+			    "sec=krb5: the Kerberos ticket%s%s kept since the mount has expired "
+			    "(a mount does not see a later kinit: mount again, or mount with "
+			    "keytab=): %s",
+			    principal ? " of " : "", principal ? principal : "", text);
 		else if (rc == -EKEYEXPIRED)
 			snprintf(errbuf, errlen,
 			         "sec=krb5: the Kerberos ticket%s%s has expired (run kinit again, "
@@ -309,9 +559,10 @@ static int krb5_mech_setup(struct krb5_mech *k, const struct smb_auth_krb5_opts 
 		rc = -EACCES;
 		goto out;
 	}
-	smb_debug("auth: Kerberos credentials for %s (%s), target %s",
+	smb_debug("auth: Kerberos credentials for %s (%s%s), target %s",
 	          principal ? principal : "the default principal",
-	          ccname ? "keytab" : "credential cache", k->target_text);
+	          keytab ? "keytab" : "credential cache", kept ? ", the copy kept in memory" : "",
+	          k->target_text);
 out:
 	if (client != GSS_C_NO_NAME)
 		gss_release_name(&minor, &client);
@@ -494,6 +745,13 @@ int smb_auth_krb5_new(void *talloc_parent, const struct smb_auth_krb5_opts *o,
 }
 
 #else /* !HAVE_KRB5 */
+
+int smb_auth_krb5_keep(const struct smb_auth_krb5_opts *o, char *errbuf, size_t errlen)
+{
+	(void)o;
+	set_errbuf(errbuf, errlen, "sec=krb5: this build has no Kerberos support");
+	return -EOPNOTSUPP;
+}
 
 int smb_auth_krb5_new(void *talloc_parent, const struct smb_auth_krb5_opts *o,
                       struct smb_auth **out, char *errbuf, size_t errlen)

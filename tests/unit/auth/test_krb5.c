@@ -25,6 +25,7 @@
 #include <talloc.h>
 
 #include "auth/auth.h"
+#include "auth/krb5.h"
 #include "tests/unit/check.h"
 
 krb5_error_code krb5_encrypt_tkt_part(krb5_context, const krb5_keyblock *, krb5_ticket *);
@@ -361,6 +362,62 @@ static void test_no_server_name(void)
 	CHECK(err[0] != '\0');
 }
 
+/* smb_auth_krb5_keep() of the cache: with the file gone (as a daemon that
+ * gave up root no longer reads it), the copy still authenticates. */
+static void test_keep_cache(void)
+{
+	gss_ctx_id_t sctx = GSS_C_NO_CONTEXT;
+	gss_buffer_desc srv_tok = GSS_C_EMPTY_BUFFER;
+	const uint8_t *out;
+	size_t outlen;
+	struct smb_auth *a;
+	OM_uint32 minor;
+	char err[512];
+
+	make_ccache(3600, true);
+	CHECK_EQ(smb_auth_krb5_keep(&opts, err, sizeof(err)), 0);
+	CHECK_EQ(smb_auth_krb5_keep(&opts, err, sizeof(err)), -EALREADY);
+	CHECK_EQ(unlink(path_cc + 5), 0);
+	CHECK_EQ(smb_auth_krb5_new(NULL, &opts, &a, err, sizeof(err)), 0);
+	if (!a) {
+		fprintf(stderr, "  %s\n", err);
+		return;
+	}
+	CHECK_EQ(smb_auth_step(a, NULL, 0, &out, &outlen), SMB_AUTH_CONTINUE);
+	CHECK_EQ(accept_leg(&sctx, out, outlen, &srv_tok), GSS_S_COMPLETE);
+	CHECK_EQ(smb_auth_step(a, srv_tok.value, srv_tok.length, &out, &outlen), SMB_AUTH_DONE);
+	gss_release_buffer(&minor, &srv_tok);
+	gss_delete_sec_context(&minor, &sctx, GSS_C_NO_BUFFER);
+	smb_auth_free(a);
+}
+
+/* And of a keytab: only the principal's keys, still there with the file
+ * gone.  With no TGT cached GSS asks the KDC for one at once, and there is
+ * no KDC here: that it tries proves it found the key. */
+static void test_keep_keytab(void)
+{
+	struct smb_auth_krb5_opts o = {
+	    .server_name = SERVER, .user = USER "@" REALM, .keytab = path_user_kt};
+	struct smb_auth_krb5_opts carol = {
+	    .server_name = SERVER, .user = "carol@" REALM, .keytab = path_user_kt};
+	struct smb_auth *a;
+	char err[512];
+
+	/* test_keytab_without_the_user left USER's key there, and no other */
+	CHECK_EQ(smb_auth_krb5_keep(&carol, err, sizeof(err)), -ENOKEY);
+	CHECK(strstr(err, "carol@" REALM) != NULL);
+	fprintf(stderr, "  message: %s\n", err);
+	CHECK_EQ(smb_auth_krb5_keep(&o, err, sizeof(err)), 0);
+	CHECK_EQ(unlink(path_user_kt), 0);
+	CHECK_EQ(smb_auth_krb5_new(NULL, &o, &a, err, sizeof(err)), -ENOKEY);
+	CHECK(strstr(err, "Cannot contact any KDC") != NULL);
+	fprintf(stderr, "  message: %s\n", err);
+	/* another principal is not served from the copy: the file is gone */
+	CHECK_EQ(smb_auth_krb5_new(NULL, &carol, &a, err, sizeof(err)), -ENOKEY);
+	CHECK(strstr(err, "Cannot contact any KDC") == NULL);
+	fprintf(stderr, "  message: %s\n", err);
+}
+
 int main(void)
 {
 	setup();
@@ -371,6 +428,9 @@ int main(void)
 	RUN(test_handshake);
 	RUN(test_server_garbage_is_sticky);
 	RUN(test_no_server_name);
+	/* last: a kept copy stays for the rest of the process */
+	RUN(test_keep_cache);
+	RUN(test_keep_keytab);
 	teardown();
 	return check_report();
 }
