@@ -33,7 +33,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <talloc.h>
 
 #define POOL_BUFS 32
@@ -44,16 +43,11 @@ int smb_offload_setup(struct smb_chan *ch, size_t bufsize)
 	struct smb_transport *t = ch->conn->transport;
 	int nbuf = POOL_BUFS, err = -ENOMEM;
 
-	/* Some providers (siw) count registered memory against RLIMIT_MEMLOCK
-	 * even for root: lift it where we may (the daemon runs as root). */
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < bufsize * POOL_BUFS * 2) {
-		rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
-		if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
-			smb_debug("offload: cannot raise RLIMIT_MEMLOCK: %s", strerror(errno));
-	}
-	/* And if registration is still refused, try a smaller pool. */
+	/* Registration counts against RLIMIT_MEMLOCK (soft-iWARP even for
+	 * root), which is the process owner's to set, not the engine's: a
+	 * library must not change its caller's limits.  mount.smbrdma bounds
+	 * it before it connects (fuse/privs.c).  If registration is refused,
+	 * try a smaller pool. */
 	for (; nbuf >= 4; nbuf /= 2) {
 		size_t total = bufsize * (size_t)nbuf;
 		if (posix_memalign((void **)&p->mem, 4096, total))

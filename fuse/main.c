@@ -13,12 +13,17 @@
  *      so the child does everything below and the parent only waits on a
  *      pipe for "ok" or an error message, prints "mount error: ..." and exits
  *      0 or 1;
- *   3. connect (with SIGINT/SIGTERM/SIGHUP blocked, so that the engine's
- *      thread inherits a mask that leaves them to this thread);
- *   4. fuse_session_new + fuse_session_mount, then report "ok";
+ *   3. with SIGINT/SIGTERM/SIGHUP blocked (so that the engine's thread
+ *      inherits a mask that leaves them to this thread), and before any
+ *      thread starts: smb_privs_begin() (fuse/privs.h) forks the
+ *      privileged monitor and seals what execve() could regain; then
+ *      connect;
+ *   4. fuse_session_new + fuse_session_mount, answer INIT, start the
+ *      control socket, smb_privs_drop() to the daemon's user, report "ok";
  *   5. run the multi-threaded loop until unmount or a signal;
  *   6. smb_client_destroy() (pending requests fail and are answered while
- *      the session still exists), unmount, destroy the session.
+ *      the session still exists), unmount (through the monitor once root
+ *      is gone), destroy the session, let the monitor go.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,10 +42,13 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "auth/auth.h" /* struct smb_auth_krb5_opts, for smb_privs_drop() */
 #include "common/evloop.h"
 #include "common/log.h"
+#include "common/secret.h"
 #include "fuse/ctl.h" /* smbrdmactl: control socket */
 #include "fuse/options.h"
+#include "fuse/privs.h"
 #include "fuse/reqbuf.h"
 #include "fuse/smbfs.h"
 #include "fuse/unc.h"
@@ -55,6 +63,8 @@ struct mount_args {
 	char source[512];  /* //host/share as given, for messages and fsname */
 	char optlog[1024]; /* the -o strings with their secrets as "***", for the log */
 	char *mountpoint;  /* absolute */
+	char **argv;       /* main()'s, for the monitor's title (privs.h) */
+	int argc;
 	bool foreground;
 	bool fuse_debug;
 	bool verbose;
@@ -561,6 +571,53 @@ static int fuse_pump_wait(struct fuse_pump *p, const sigset_t *sigs)
 	}
 }
 
+/* The kernel's INIT, read and answered here before the pump starts: the
+ * reply settles the bdi's read-ahead, which smbfs_post_init() then raises
+ * through sysfs while the daemon may still write there. */
+static int serve_init(struct fuse_session *se, struct smbfs *fs)
+{
+	uint8_t *mem = reqbuf_current(fs->reqbufs);
+	ssize_t res;
+
+	do
+		res = read(fuse_session_fd(se), mem, REQBUF_SIZE);
+	while (res < 0 && errno == EINTR);
+	if (res < 0)
+		return -errno;
+	if (res < FUSE_IN_HEADER_SIZE)
+		return -EIO;
+	struct fuse_buf fb = {.size = (size_t)res, .mem = mem};
+	fuse_session_process_buf(se, &fb);
+	reqbuf_advance(fs->reqbufs);
+	if (fuse_session_exited(se))
+		return -EPROTO;
+	smbfs_post_init(fs);
+	return 0;
+}
+
+/* ---- privileges (fuse/privs.h) ------------------------------------------------ */
+
+/* The most SMB Direct channels the mount may hold at once (RLIMIT_MEMLOCK
+ * is sized by it): multichannel may bind RDMA interfaces even without
+ * `rdma`. */
+static unsigned rdma_channels_max(const struct smb_client_opts *o)
+{
+	if (o->multichannel)
+		return o->max_channels ? o->max_channels : 2;
+	if (o->rdma)
+		return o->rdma_channels ? o->rdma_channels : 1;
+	return 0;
+}
+
+/* In the monitor: it never needs the password. */
+static void forget_password(void *arg)
+{
+	struct mount_args *a = arg;
+
+	if (a->opts.password)
+		smb_wipe(a->opts.password, strlen(a->opts.password));
+}
+
 /* ---- the mount itself -------------------------------------------------------- */
 
 /* Say once whether ownership and modes come from the server (SMB3 POSIX
@@ -590,6 +647,8 @@ static int run(struct mount_args *a)
 	struct smb_client_opts copts = {0};
 	struct fuse_session *se = NULL;
 	struct smb_ctl *ctl = NULL; /* smbrdmactl: control socket */
+	struct smb_privs *privs = NULL;
+	struct fuse_pump pump = {0};
 	char errbuf[512] = "", fsname[1100], mntopts[1600];
 	sigset_t block, old;
 	int rc, ret = 1;
@@ -667,6 +726,21 @@ static int run(struct mount_args *a)
 	sigaddset(&block, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 
+	struct smb_privs_opts popts = {
+	    .user = NULL,
+	    .mountpoint = a->mountpoint,
+	    .rdma_channels = rdma_channels_max(&copts),
+	    .foreground = a->foreground,
+	    .argv = a->argv,
+	    .argc = a->argc,
+	    .forget = forget_password,
+	    .forget_arg = a,
+	};
+	rc = smb_privs_begin(&popts, &privs, errbuf, sizeof(errbuf));
+	if (rc < 0) {
+		report("could not mount %s: %s", a->source, errbuf);
+		goto out;
+	}
 	rc = smb_client_connect(&copts, &fs.client, errbuf, sizeof(errbuf));
 	if (rc < 0) {
 		report("could not mount %s: %s", a->source, errbuf[0] ? errbuf : strerror(-rc));
@@ -753,19 +827,33 @@ static int run(struct mount_args *a)
 	/* Read-ahead is raised after INIT (see smbfs_post_init()). */
 	if (geteuid() == 0)
 		find_readahead_knob(a->mountpoint, fs.readahead_knob, sizeof(fs.readahead_knob));
+	rc = serve_init(se, &fs);
+	if (rc < 0) {
+		report("could not mount %s on %s: FUSE INIT: %s", a->source, a->mountpoint,
+		       strerror(-rc));
+		goto unmount;
+	}
 	/* smbrdmactl: start the control socket before the first FUSE request
 	 * is served; without it the mount still works. */
 	struct smb_ctl_mount ctl_mount = {a->unc.host,     copts.port,   copts.transport,
 	                                  copts.quic_port, a->unc.share, a->mountpoint};
 	if (smb_ctl_start(fs.client, &ctl_mount, &ctl, errbuf, sizeof(errbuf)) < 0)
 		smb_warn("%s: no control socket for smbrdmactl: %s", a->source, errbuf);
+	/* Everything that needed root is done: give it up before the first
+	 * request is served, or serve nothing. */
+	struct smb_auth_krb5_opts kopts = {a->unc.host, copts.user, copts.domain, copts.keytab};
+	rc = smb_privs_drop(privs, copts.sec == SMB_SEC_KRB5 ? &kopts : NULL, errbuf,
+	                    sizeof(errbuf));
+	if (rc < 0) {
+		report("could not mount %s: giving up root: %s", a->source, errbuf);
+		goto unmount;
+	}
 	smb_log(LOG_NOTICE, "mounted %s on %s", a->source, a->mountpoint);
 	report("ok");
 	if (!a->foreground)
 		detach_stdio();
 	/* Signals stay blocked: fuse_pump_wait() takes them synchronously. */
 
-	struct fuse_pump pump = {0};
 	rc = fuse_pump_start(&pump, se, fs.reqbufs, smb_client_loop(fs.client));
 	if (rc == 0)
 		rc = fuse_pump_wait(&pump, &block);
@@ -776,6 +864,7 @@ static int run(struct mount_args *a)
 	else if (rc > 0)
 		smb_log(LOG_NOTICE, "%s: %s, unmounting", a->source, strsignal(rc));
 
+unmount:
 	/* Stop reading requests, then fail what is still pending while the
 	 * session can take replies. */
 	ev_call(smb_client_loop(fs.client), fuse_pump_stop_cb, &pump);
@@ -788,6 +877,12 @@ static int run(struct mount_args *a)
 	smbfs_wait_notifiers(&fs);
 	smbfs_free_handles(&fs);
 	smbfs_plocks_free(&fs);
+	/* The monitor unmounts (it is there once root is to go); libfuse then
+	 * finds the mount gone and only closes /dev/fuse. */
+	rc = smb_privs_unmount(privs);
+	if (rc < 0 && (rc != -ENOTCONN || smb_privs_dropped(privs)))
+		smb_err("%s: the privileged helper did not unmount %s (%s): umount it by hand",
+		        a->source, a->mountpoint, strerror(-rc));
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	smb_log(LOG_NOTICE, "unmounted %s from %s", a->source, a->mountpoint);
@@ -802,6 +897,7 @@ out:
 	pthread_mutex_destroy(&fs.ack_lock);
 	smb_inode_table_free(fs.inodes);
 	reqbuf_pool_free(fs.reqbufs);
+	smb_privs_end(privs);
 	return ret;
 }
 
@@ -821,6 +917,8 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &args) < 0)
 		goto out;
+	args.argv = argv;
+	args.argc = argc;
 
 	if (!args.foreground) {
 		if (pipe2(pipefd, O_CLOEXEC) < 0) {
