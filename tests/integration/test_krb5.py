@@ -12,7 +12,11 @@ client gets the DC's krb5.conf (KRB5_CONFIG) and its own credential cache.
     that names Kerberos and kinit, and leaves no mount or daemon behind;
   - keytab=: no credential cache at all, the keys come from the keytab and
     no ccache file is written;
-  - a UNC naming the server by address has no SPN: the mount fails clearly.
+  - a UNC naming the server by address has no SPN: the mount fails clearly;
+  - the daemon gives up root after the mount (issue 18), so the root-only
+    cache or keytab is out of its reach: a reconnect (smbrdmactl reconnect)
+    still authenticates by Kerberos, from the copy kept in its memory, with
+    the cache file even deleted.
 """
 
 import os
@@ -23,6 +27,7 @@ import pytest
 
 from lib.addc import ADDCMount, run_dc_mount_command
 from lib.mount import is_mounted, pids_for_mountpoint
+from test_smbrdmactl import ctl_json
 
 MODES = [pytest.param(False, id="daemonizing"), pytest.param(True, id="foreground")]
 
@@ -197,3 +202,42 @@ def test_sealed_with_the_whole_session_key(addc, krb_mount, tmp_path):
     mine = [s for s in st.get("sessions", {}).values() if s.get("uid") == addc.uid]
     assert mine and all(s["encryption"]["cipher"] == "AES-256-GCM" and
                         s["encryption"]["degree"] == "full" for s in mine), mine
+
+
+@pytest.mark.parametrize("source", ["ccache", "keytab"])
+def test_reconnect_after_dropping_root(addc, krb_mount, tmp_path, source):
+    """The reconnect's credentials come from the copies (the debug log says
+    so); for a cache the file is even deleted first. (That the kept keys get
+    a new TGT once the cached one runs out is test_krb5.c's: this KDC issues
+    no TGT short-lived enough to wait for here.)"""
+    cc = tmp_path / "ccache"
+    env = addc.client_env(str(cc))
+    if source == "ccache":
+        addc.kinit(str(cc))
+        m = krb_mount(env, ["debug"])
+        secret = str(cc)
+    else:
+        m = krb_mount(env, [f"keytab={addc.keytab}", "debug"], user=addc.user)
+        secret = addc.keytab
+    _write_read(m, "before.bin", os.urandom(20_000))
+    pids = pids_for_mountpoint(m.path)
+    assert len(pids) == 1, pids
+    with open(f"/proc/{pids[0]}/status") as f:
+        uid = next(ln.split()[1] for ln in f if ln.startswith("Uid:"))
+    assert uid != "0", "the daemon still runs as root"
+    st = os.stat(secret)
+    assert st.st_uid == 0 and st.st_mode & 0o077 == 0, \
+        f"{secret} is readable by others (mode {st.st_mode:o}): the test proves nothing"
+    if source == "ccache":
+        os.unlink(cc)  # not even root's copy is left
+    before = addc.authorizations()
+    log_before = len(m.log_text())
+    out = ctl_json("reconnect", m.path)
+    assert out["channels_dropped"] == 1, out
+    data = os.urandom(100_000)
+    _write_read(m, "after-reconnect.bin", data)
+    _server_side_is_krbuser(addc, "after-reconnect.bin", data, before)
+    log = m.log_text()[log_before:]
+    assert "reconnected" in log, log[-3000:]
+    kind = "keytab" if source == "keytab" else "credential cache"
+    assert f"({kind}, the copy kept in memory)" in log, log[-3000:]

@@ -1,0 +1,223 @@
+"""Issue 18, least privilege: once the mount is live, mount.smbrdma runs as
+an unprivileged user with no capabilities, cannot regain any through
+execve(), and is not dumpable; a privileged helper it forked before any
+thread started keeps uid 0 and CAP_SYS_ADMIN alone, to unmount.
+
+What /proc/<daemon>/status and /proc/<helper>/status say after the mount,
+for a foreground and a daemonizing mount, and that a reconnect
+(`smbrdmactl reconnect`: new connection, new session) and file I/O still
+work as that user. The helper unmounts when the daemon ends on a signal
+and when it dies without a word (SIGKILL), and removes the control socket
+file the daemon can no longer remove; it never outlives the daemon.
+"""
+
+import os
+import pwd
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from lib.mount import SmbrdmaMount, fuse_abort, is_mounted, mount_entry, timeout_scale, unmount
+from test_credentials import daemon_pid
+from test_reconnect import DURABLE, _reconnects
+from test_smbrdmactl import ctl_json
+
+CAP_SYS_ADMIN = 21
+MODES = [pytest.param(True, id="foreground"), pytest.param(False, id="daemonizing")]
+
+
+def daemon_user():
+    """The system user smbrdma if it exists, else nobody (privs.h)."""
+    for name in ("smbrdma", "nobody"):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            pass
+    pytest.fail("neither smbrdma nor nobody exists on this machine")
+
+
+def proc_status(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def socket_file(m):
+    return f"/run/smbrdma/{mount_entry(m.path)['dev']}.sock"
+
+
+def wait_until(cond, what, secs=15):
+    deadline = time.monotonic() + secs * timeout_scale()
+    while not cond():
+        assert time.monotonic() < deadline, f"{what} after {secs * timeout_scale():.0f}s"
+        time.sleep(0.1)
+
+
+def check_unprivileged(pid):
+    """Every thread: the daemon's user, no capability, no_new_privs; the
+    process not dumpable (/proc/PID then belongs to root)."""
+    user = daemon_user()
+    ids = f"{user.pw_uid}\t{user.pw_uid}\t{user.pw_uid}\t{user.pw_uid}"
+    gids = f"{user.pw_gid}\t{user.pw_gid}\t{user.pw_gid}\t{user.pw_gid}"
+    tids = os.listdir(f"/proc/{pid}/task")
+    assert len(tids) > 1, "the daemon has one thread: the engine's loop is missing"
+    for tid in tids:
+        st = proc_status(f"{pid}/task/{tid}")
+        what = f"daemon {pid} thread {tid}"
+        assert st["Uid"] == ids, f"{what}: Uid {st['Uid']!r}, want {user.pw_name}'s {ids!r}"
+        assert st["Gid"] == gids, f"{what}: Gid {st['Gid']!r}, want {gids!r}"
+        assert "0" not in st["Groups"].split(), f"{what}: in group 0: {st['Groups']!r}"
+        for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+            assert int(st[cap], 16) == 0, f"{what}: {cap} {st[cap]}"
+        assert st["NoNewPrivs"] == "1", f"{what}: NoNewPrivs {st['NoNewPrivs']}"
+    # Not dumpable: the kernel hands its /proc/PID files to root, and its
+    # own user may not read its environment (nor its memory, nor ptrace it).
+    assert os.stat(f"/proc/{pid}/status").st_uid == 0, "the daemon is dumpable"
+    r = subprocess.run(["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
+                        "--clear-groups", "cat", f"/proc/{pid}/environ"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "Permission denied" in r.stderr, \
+        f"{user.pw_name} reads the daemon's environ: {r.returncode} {r.stderr!r}"
+
+
+def helper_of(pid, mountpoint):
+    """The daemon's one child: the privileged helper, uid 0 with
+    CAP_SYS_ADMIN alone, sealed and not dumpable, and without the mount
+    point on its command line (pgrep -f finds the daemon alone)."""
+    kids = children(pid)
+    assert len(kids) == 1, f"daemon {pid} has children {kids}, want one helper"
+    helper = kids[0]
+    st = proc_status(helper)
+    assert st["Uid"].split()[0] == "0", st["Uid"]
+    assert int(st["CapEff"], 16) == 1 << CAP_SYS_ADMIN, f"helper CapEff {st['CapEff']}"
+    assert int(st["CapPrm"], 16) == 1 << CAP_SYS_ADMIN, f"helper CapPrm {st['CapPrm']}"
+    assert int(st["CapBnd"], 16) == 0, f"helper CapBnd {st['CapBnd']}"
+    assert st["NoNewPrivs"] == "1"
+    title = cmdline(helper)
+    assert mountpoint not in title and "password" not in title, title
+    assert title.startswith("mount.smbrdma [priv]"), title
+    return helper
+
+
+def check_io(srv, m, name, data):
+    with open(os.path.join(m.path, name), "wb") as f:
+        f.write(data)
+    with open(os.path.join(m.path, name), "rb") as f:
+        assert f.read() == data
+    with open(os.path.join(srv.share_path, name), "rb") as f:
+        assert f.read() == data
+
+
+@pytest.mark.parametrize("foreground", MODES)
+def test_daemon_unprivileged_after_mount(samba_factory, mount_factory, foreground):
+    srv = samba_factory(extra_global=DURABLE)
+    m = mount_factory(srv, foreground=foreground, extra_args=["-v"])
+    os.listdir(m.path)  # served: the drop came before the first request
+    pid = daemon_pid(m)
+    check_unprivileged(pid)
+    helper_of(pid, m.path)
+    assert os.stat(socket_file(m)).st_uid == 0
+    check_io(srv, m, "before.bin", os.urandom(300_000))
+
+    # A new connection and session, made by the unprivileged daemon, with
+    # a file held open across it.
+    fd = os.open(os.path.join(m.path, "held.txt"), os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        os.pwrite(fd, b"one", 0)
+        out = ctl_json("reconnect", m.path)
+        assert out["channels_dropped"] == 1, out
+        os.pwrite(fd, b"two", 3)
+        assert os.pread(fd, 6, 0) == b"onetwo"
+    finally:
+        os.close(fd)
+    assert _reconnects(m) == 1
+    check_io(srv, m, "after.bin", os.urandom(300_000))
+    check_unprivileged(pid)
+    if foreground:
+        assert "serving as user" in m.log_text(), m.log_text()[-3000:]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_helper_unmounts_when_the_daemon_ends(samba, fuse_required, sig):
+    """The daemon ends without being unmounted: cleanly on SIGTERM (it asks
+    the helper), or killed (the helper sees its socket close). Either way
+    the mount and the socket file go, and so does the helper."""
+    m = SmbrdmaMount(srv_unc(samba), samba.user, samba.password).start()
+    try:
+        os.listdir(m.path)
+        pid = m.proc.pid
+        helper = helper_of(pid, m.path)
+        sock = socket_file(m)
+        assert os.path.exists(sock)
+        os.kill(pid, sig)
+        rc = m.proc.wait(timeout=20 * timeout_scale())
+        assert rc == (0 if sig == signal.SIGTERM else -sig), f"exit status {rc}"
+        if sig == signal.SIGTERM:  # the daemon waited for the helper
+            assert not is_mounted(m.path), "SIGTERM left the mount"
+            assert not os.path.exists(f"/proc/{helper}") or \
+                proc_status(helper).get("State", "").startswith("Z"), "helper still runs"
+        wait_until(lambda: not is_mounted(m.path), "the mount is still there")
+        wait_until(lambda: not os.path.exists(sock), f"{sock} is still there")
+        wait_until(lambda: not os.path.exists(f"/proc/{helper}") or
+                   proc_status(helper).get("State", "").startswith("Z"),
+                   f"helper {helper} still runs")
+        log = m.log_text()
+        assert not re.search(r"AddressSanitizer|LeakSanitizer|runtime error:", log), log
+    finally:
+        if is_mounted(m.path):
+            fuse_abort(m.path)
+            unmount(m.path)
+        m.stop(check=False)  # the daemon's end was this test's doing
+
+
+def srv_unc(srv):
+    return f"//{srv.host}:{srv.port}/{srv.share}"
+
+
+def shadow_tool(argv):
+    """useradd/userdel, retried while another process holds /etc/passwd's
+    lock (exit status 10: tests elsewhere on the machine add users too)."""
+    for _ in range(50):
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode != 10:
+            break
+        time.sleep(0.2)
+    assert r.returncode == 0, f"{' '.join(argv)}: {r.returncode} {r.stderr}"
+
+
+def test_dedicated_user_is_preferred(samba, mount_factory):
+    """With a system user smbrdma the daemon runs as that user, not nobody."""
+    made = False
+    try:
+        pwd.getpwnam("smbrdma")
+    except KeyError:
+        shadow_tool(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                     "--shell", "/usr/sbin/nologin", "--user-group", "smbrdma"])
+        made = True
+    try:
+        m = mount_factory(samba)
+        os.listdir(m.path)
+        st = proc_status(m.proc.pid)
+        want = pwd.getpwnam("smbrdma")
+        assert st["Uid"].split()[0] == str(want.pw_uid), st["Uid"]
+        assert st["Gid"].split()[0] == str(want.pw_gid), st["Gid"]
+        check_io(samba, m, "as-smbrdma.txt", b"served by the smbrdma user\n")
+        m.stop(check=True)
+    finally:
+        if made:
+            shadow_tool(["userdel", "smbrdma"])
