@@ -185,10 +185,14 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 	struct smb_pdu *p = &req->pdu[0];
 	struct smb2_negotiate_rsp rsp;
 	if (p->rsp_hdr.status != STATUS_SUCCESS) {
-		set_err(errbuf, errlen, "%s refused every dialect offered (%s..%s): %s", c->host,
+		set_err(errbuf, errlen, "%s refused every dialect offered (%s..%s): %s%s", c->host,
 		        smb2_dialect_str(nr.dialects[0]),
 		        smb2_dialect_str(nr.dialects[nr.dialect_count - 1]),
-		        smb2_status_str(p->rsp_hdr.status));
+		        smb2_status_str(p->rsp_hdr.status),
+		        o->min_dialect
+		            ? ""
+		            : "; SMB 2.0 and 2.1, which cannot be encrypted nor protect "
+		              "the negotiation, are offered only with vers=2.0 or vers=2.1");
 		smb_req_put(req);
 		return -EPROTONOSUPPORT;
 	}
@@ -753,7 +757,7 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 		 * a non-guest session with the key both sides derived; that
 		 * signature is its proof that it knows the password (or holds the
 		 * service key), whether or not signing is required afterwards. */
-		bool prove = c->dialect >= SMB2_DIALECT_0300;
+		bool prove = c->dialect >= SMB2_DIALECT_0300 && !guest_wanted(o);
 		if (!err && !guest &&
 		    (prove || must_sign || (p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
 			if (!(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) && prove) {

@@ -42,8 +42,9 @@ struct smb_mc {
 	 * every channel down there is no channel to ask on. */
 	struct smb2_netif cache[MC_MAX_IFACES];
 	size_t ncache;
-	int nl_fd;       /* NETLINK_ROUTE, link changes; -1 if unavailable */
-	bool stop, kick; /* atomic */
+	int nl_fd;         /* NETLINK_ROUTE, link changes; -1 if unavailable */
+	bool stop, kick;   /* atomic */
+	bool said_no_rdma; /* this thread: rdma_allowed() said why, once */
 };
 
 /* FSCTL_QUERY_NETWORK_INTERFACE_INFO on a live channel.  Not on the loop.
@@ -198,7 +199,15 @@ static bool rdma_allowed(struct smb_mc *mc)
 	struct smb_client *c = mc->c;
 	if (mc->opts->no_rdma_channels)
 		return false;
-	return strcmp(c->stream_kind, "quic") != 0 || smb_client_sealed(c);
+	if (strcmp(c->stream_kind, "quic") != 0 || smb_client_sealed(c))
+		return true;
+	if (!mc->said_no_rdma) {
+		mc->said_no_rdma = true;
+		smb_info("%s: no SMB Direct channels: the mount came over QUIC and the session is "
+		         "not sealed (-o seal), so SMB Direct would carry it in the clear",
+		         c->host);
+	}
+	return false;
 }
 
 /* Has a live channel to the server interface with this IfIndex? */

@@ -40,8 +40,9 @@ from lib.hostile_server import (
     DEFAULT_FILES, SESSION_FLAG_IS_GUEST, SESSION_FLAG_IS_NULL, SMB2_IOCTL, SMB2_NEGOTIATE,
     SMB2_OPLOCK_BREAK, SMB2_READ, SMB2_SESSION_SETUP, SMB2_TREE_CONNECT,
     FSCTL_QUERY_NETWORK_INTERFACE_INFO,
-    lease_break, pending, unsigned)
+    NETIF_CAP_RDMA, lease_break, pending, unsigned)
 from lib.mount import SmbrdmaMount, is_mounted, pids_for_mountpoint, run_mount_command
+from lib.quic import QuicRelay, make_certs
 
 from test_hostile import HELLO, OPTS, VICTIM, hostile_factory, scaled  # noqa: F401 (fixture)
 
@@ -312,6 +313,35 @@ def test_interface_list_must_verify(hostile_factory, mount_factory, tamper):
         assert os.listdir(m.path)
     finally:
         lst.close()
+
+
+def test_quic_mount_binds_no_cleartext_rdma(hostile_factory, mount_factory, tmp_path):
+    """A mount that came over QUIC (TLS) does not move to SMB Direct, which
+    carries SMB in the clear, unless the session is sealed: the server's
+    list names an RDMA interface, and no SMB Direct channel is tried."""
+    srv = hostile_factory(dialects=(0x0311,))
+    srv.interfaces = [("127.0.0.2", 40_000_000_000, NETIF_CAP_RDMA)]
+    d = tmp_path / "certs"
+    d.mkdir()
+    certs = make_certs(str(d))
+    relay = QuicRelay(certs.srv_pem, certs.srv_key, ("127.0.0.1", srv.port),
+                      log_path=str(tmp_path / "relay.log")).start()
+    try:
+        m = mount_factory(srv, unc=f"//localhost/{srv.share}",
+                          options=OPTS + ["transport=quic", f"quic_port={relay.port}",
+                                          f"cafile={certs.ca}", "ip=127.0.0.1",
+                                          "multichannel", "debug"])
+        deadline = time.monotonic() + scaled(10)
+        rx = re.compile(r"no SMB Direct channels: the mount came over QUIC")
+        while not rx.search(m.log_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        log = m.log_text()
+        assert rx.search(log), log[-2000:]
+        assert "no SMB Direct channel to" not in log, log[-2000:]
+        assert os.listdir(m.path)
+        m.stop(check=True)
+    finally:
+        relay.stop()
 
 
 # ---- a real Samba ------------------------------------------------------------------

@@ -203,8 +203,10 @@ def test_unreadable_credentials_file(samba, foreground):
         rc, out = _run(argv + _mount_argv(samba.unc, mnt, [f"credentials={path}"],
                                           foreground), cwd)
         _check(rc, out, mnt, [f"credentials file {path}", os.strerror(13)], cwd)
-        # the control: readable, the same unprivileged command gets past it
-        os.chmod(path, 0o644)
+        # the control: readable (its owner's, mode 600: no warning either),
+        # the same unprivileged command gets past it
+        os.chown(path, 65534, 65534)
+        os.chmod(path, 0o600)
         rc, out = _run(argv + _mount_argv(f"//127.0.0.1:{free_port()}/share", mnt,
                                           [f"credentials={path}"], foreground), cwd)
         _check(rc, out, mnt, ["connection refused"], cwd)

@@ -1563,13 +1563,19 @@ def encode_create_contexts(contexts):
     return bytes(out)
 
 
+NETIF_CAP_RSS = 0x1
+NETIF_CAP_RDMA = 0x2
+
+
 def encode_interfaces(ifaces):
-    """NETWORK_INTERFACE_INFO entries ([MS-SMB2] 2.2.32.5), IPv4 only."""
+    """NETWORK_INTERFACE_INFO entries ([MS-SMB2] 2.2.32.5), IPv4 only:
+    (address, link speed in bit/s[, NETIF_CAP_* bits])."""
     out = bytearray()
-    for i, (addr, speed) in enumerate(ifaces):
+    for i, (addr, speed, *caps) in enumerate(ifaces):
         sa = struct.pack("<HH4s", 2, 0, socket.inet_aton(addr)) + bytes(120)
         last = i == len(ifaces) - 1
-        out += struct.pack("<IIII", 0 if last else 152, i + 1, 0, 0) + struct.pack("<Q", speed)
+        out += struct.pack("<IIII", 0 if last else 152, i + 1, caps[0] if caps else 0, 0)
+        out += struct.pack("<Q", speed)
         out += sa
     return bytes(out)
 
@@ -1607,7 +1613,7 @@ class HostileServer:
         (Samba's `map to guest = Bad Password`);
       session_flags: SessionFlags of every final SESSION_SETUP answer
         (e.g. SESSION_FLAG_IS_GUEST after a password that verified);
-      interfaces: [(ipv4, link_speed_bps)] answered to
+      interfaces: [(ipv4, link_speed_bps[, NETIF_CAP_*])] answered to
         FSCTL_QUERY_NETWORK_INTERFACE_INFO (and MULTI_CHANNEL offered);
         None: the FSCTL is not supported."""
 
