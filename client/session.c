@@ -1650,6 +1650,7 @@ void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out)
 		ch->bytes_received = __atomic_load_n(&cn->st_bytes_received, __ATOMIC_RELAXED);
 		ch->failovers = __atomic_load_n(&chn->failovers, __ATOMIC_RELAXED);
 		ch->replays = __atomic_load_n(&chn->replays, __ATOMIC_RELAXED);
+		smb_offload_stats(chn, ch);
 		ch->reconnects = chn->reconnected;
 		struct smb_transport_stats ts;
 		if (cn->transport->ops->get_stats(cn->transport, &ts) == 0) {
