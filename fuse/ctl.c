@@ -715,8 +715,34 @@ static void ctl_free(struct smb_ctl *ctl)
 	free(ctl);
 }
 
-int smb_ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, struct smb_ctl **out,
-                  char *err, size_t errlen)
+int smb_ctl_listen(const char *mountpoint, dev_t *dev, ino_t *ino, char *err, size_t errlen)
+{
+	struct smb_ctl tmp = {.listen_fd = -1};
+	char mdev[32];
+	int rc = smb_mount_dev(mountpoint, mdev, sizeof(mdev));
+
+	if (rc < 0) {
+		snprintf(err, errlen, "%s not found in /proc/self/mountinfo: %s", mountpoint,
+		         strerror(-rc));
+		return rc;
+	}
+	snprintf(tmp.path, sizeof(tmp.path), "%s/%s.sock", SMB_CTL_DIR, mdev);
+	rc = make_dir(err, errlen);
+	if (rc == 0)
+		rc = make_socket(&tmp, err, errlen);
+	if (rc < 0) {
+		if (tmp.listen_fd >= 0)
+			close(tmp.listen_fd);
+		return rc;
+	}
+	*dev = tmp.sock_dev;
+	*ino = tmp.sock_ino;
+	return tmp.listen_fd;
+}
+
+/* listen_fd >= 0: made by smb_ctl_listen() elsewhere; its file is not ours. */
+static int ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, int listen_fd,
+                     struct smb_ctl **out, char *err, size_t errlen)
 {
 	struct smb_ctl *ctl;
 	char dev[32];
@@ -727,11 +753,15 @@ int smb_ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, stru
 	if (rc < 0) {
 		snprintf(err, errlen, "%s not found in /proc/self/mountinfo: %s", m->mountpoint,
 		         strerror(-rc));
+		if (listen_fd >= 0)
+			close(listen_fd);
 		return rc;
 	}
 	ctl = calloc(1, sizeof(*ctl));
 	if (!ctl) {
 		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		if (listen_fd >= 0)
+			close(listen_fd);
 		return -ENOMEM;
 	}
 	ctl->client = client;
@@ -748,9 +778,14 @@ int smb_ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, stru
 	pthread_mutex_init(&ctl->stop_lock, NULL);
 	pthread_cond_init(&ctl->stop_cond, NULL);
 
-	rc = make_dir(err, errlen);
-	if (rc == 0)
-		rc = make_socket(ctl, err, errlen);
+	if (listen_fd >= 0) {
+		ctl->listen_fd = listen_fd;
+		rc = 0;
+	} else {
+		rc = make_dir(err, errlen);
+		if (rc == 0)
+			rc = make_socket(ctl, err, errlen);
+	}
 	if (rc == 0) {
 		rc = ev_fd_add(ctl->loop, ctl->listen_fd, EPOLLIN, listen_event, ctl,
 		               &ctl->listen_evf);
@@ -764,6 +799,18 @@ int smb_ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, stru
 	smb_info("control socket %s", ctl->path);
 	*out = ctl;
 	return 0;
+}
+
+int smb_ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, struct smb_ctl **out,
+                  char *err, size_t errlen)
+{
+	return ctl_start(client, m, -1, out, err, errlen);
+}
+
+int smb_ctl_start_on(struct smb_client *client, const struct smb_ctl_mount *m, int listen_fd,
+                     struct smb_ctl **out, char *err, size_t errlen)
+{
+	return ctl_start(client, m, listen_fd, out, err, errlen);
 }
 
 /* Loop thread: drop the listener and every connection, then wake the

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct smb_client;
 struct smb_ctl;
@@ -44,6 +45,18 @@ int smb_mount_dev(const char *mountpoint, char *out, size_t cap);
 
 int smb_ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, struct smb_ctl **out,
                   char *err, size_t errlen);
+
+/* The socket file alone, for a daemon that can no longer write SMB_CTL_DIR:
+ * its privileged helper (fuse/privs.h) makes it and hands the descriptor
+ * over.  Returns the listening fd (non-blocking, close-on-exec) with the
+ * file's *dev and *ino (to remove only that very file later), or -errno with
+ * a one-line reason in err. */
+int smb_ctl_listen(const char *mountpoint, dev_t *dev, ino_t *ino, char *err, size_t errlen);
+
+/* smb_ctl_start() on a socket from smb_ctl_listen(): listen_fd is taken
+ * over (closed on failure too); its file is left for its maker to remove. */
+int smb_ctl_start_on(struct smb_client *client, const struct smb_ctl_mount *m, int listen_fd,
+                     struct smb_ctl **out, char *err, size_t errlen);
 
 /* Stop serving (waits for the loop thread to drop every connection), remove
  * the socket and free ctl.  Not from the loop thread; NULL is a no-op.  Call

@@ -16,10 +16,9 @@
  *   3. with SIGINT/SIGTERM/SIGHUP blocked (so that the engine's thread
  *      inherits a mask that leaves them to this thread), and before any
  *      thread starts: smb_privs_begin() (fuse/privs.h) forks the
- *      privileged monitor and seals what execve() could regain; then
- *      connect;
- *   4. fuse_session_new + fuse_session_mount, answer INIT, start the
- *      control socket, smb_privs_drop() to the daemon's user, report "ok";
+ *      privileged monitor and becomes the daemon's user; then connect;
+ *   4. fuse_session_new, the mount (by the monitor), answer INIT, raise
+ *      the read-ahead, start the control socket, report "ok";
  *   5. run the multi-threaded loop until unmount or a signal;
  *   6. smb_client_destroy() (pending requests fail and are answered while
  *      the session still exists), unmount (through the monitor once root
@@ -618,6 +617,74 @@ static void forget_password(void *arg)
 		smb_wipe(a->opts.password, strlen(a->opts.password));
 }
 
+/* What the monitor mounts, fixed before it is forked. */
+struct mount_req {
+	char *mntopts; /* libfuse's -o, as the daemon's own session gets it */
+	const char *mountpoint;
+};
+
+/* In the monitor (privs.h), on the daemon's request: libfuse mounts as
+ * root, as it would in the daemon; the daemon gets the descriptor and
+ * hands libfuse "/dev/fd/N". */
+static int mount_in_monitor(void *arg, char *err, size_t errlen)
+{
+	static const struct fuse_lowlevel_ops no_ops;
+	struct mount_req *m = arg;
+	char *fargv[] = {PROG, "-o", m->mntopts, NULL};
+	struct fuse_args fargs = FUSE_ARGS_INIT(3, fargv);
+	struct fuse_session *se;
+	int fd;
+
+	last_fuse_error[0] = '\0';
+	se = fuse_session_new(&fargs, &no_ops, sizeof(no_ops), NULL);
+	fuse_opt_free_args(&fargs);
+	if (!se) {
+		snprintf(err, errlen, "FUSE session: %s",
+		         last_fuse_error[0] ? last_fuse_error : "failed");
+		return -EINVAL;
+	}
+	if (fuse_session_mount(se, m->mountpoint) < 0) {
+		snprintf(err, errlen, "%s",
+		         last_fuse_error[0] ? last_fuse_error : "FUSE mount failed");
+		fuse_session_destroy(se);
+		return -EIO;
+	}
+	fd = fcntl(fuse_session_fd(se), F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		snprintf(err, errlen, "dup of /dev/fuse: %s", strerror(errno));
+	fd = fd < 0 ? -errno : fd;
+	/* Closes its descriptor and leaves the mount: ours now has the only
+	 * other one, and the monitor unmounts when asked. */
+	fuse_session_destroy(se);
+	return fd;
+}
+
+/* Mount: through the monitor when there is one, else here (as root, or
+ * through fusermount3).  0, or -1 with the error reported. */
+static int mount_fs(struct fuse_session *se, struct smb_privs *privs, const struct mount_args *a)
+{
+	char err[512] = "", devfd[32];
+	int fd = smb_privs_mount(privs, err, sizeof(err));
+
+	last_fuse_error[0] = '\0';
+	if (fd == -ENOTCONN && !smb_privs_dropped(privs)) {
+		if (fuse_session_mount(se, a->mountpoint) == 0)
+			return 0;
+		snprintf(err, sizeof(err), "%s",
+		         last_fuse_error[0] ? last_fuse_error : "FUSE mount failed");
+	} else if (fd >= 0) {
+		snprintf(devfd, sizeof(devfd), "/dev/fd/%d", fd);
+		if (fuse_session_mount(se, devfd) == 0)
+			return 0;
+		close(fd);
+		smb_privs_unmount(privs);
+		snprintf(err, sizeof(err), "%s",
+		         last_fuse_error[0] ? last_fuse_error : "FUSE mount failed");
+	}
+	report("could not mount %s on %s: %s", a->source, a->mountpoint, err);
+	return -1;
+}
+
 /* ---- the mount itself -------------------------------------------------------- */
 
 /* Say once whether ownership and modes come from the server (SMB3 POSIX
@@ -720,16 +787,39 @@ static int run(struct mount_args *a)
 	          : a->opts.password_from           ? a->opts.password_from
 	                                            : "nowhere (empty)");
 
+	/* rsize=/wsize= bound the kernel's requests too, not only the
+	 * engine's: an application's read(2) turns into READs of that size. */
+	fs.max_read = a->opts.rsize && a->opts.rsize < SMBFS_MAX_IO ? a->opts.rsize : SMBFS_MAX_IO;
+	fs.max_write = a->opts.wsize && a->opts.wsize < SMBFS_MAX_IO ? a->opts.wsize : SMBFS_MAX_IO;
+	opt_escape(fsname, sizeof(fsname), a->source);
+	/* noperm: no default_permissions, so the kernel checks no mode bits
+	 * and the server alone decides. */
+	/* nosubtype: no subtype= at all, so /proc/mounts says "fuse" (libfuse
+	 * adds none of its own when given fsname=). */
+	snprintf(mntopts, sizeof(mntopts), "fsname=%s%s%s,max_read=%u%s%s%s%s", fsname,
+	         a->opts.nosubtype ? "" : ",subtype=smbrdma",
+	         a->opts.noperm ? "" : ",default_permissions", fs.max_read,
+	         geteuid() == 0 ? ",allow_other" : "", a->opts.ro ? ",ro" : "",
+	         a->opts.kernel_flags[0] ? "," : "", a->opts.kernel_flags);
+
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 
+	/* Root goes here, before any byte from the server (fuse/privs.h). */
+	struct smb_auth_krb5_opts kopts = {a->unc.host, copts.user, copts.domain, copts.keytab};
+	struct mount_req mreq = {mntopts, a->mountpoint};
 	struct smb_privs_opts popts = {
 	    .user = NULL,
 	    .mountpoint = a->mountpoint,
 	    .rdma_channels = rdma_channels_max(&copts),
+	    .krb5 = copts.sec == SMB_SEC_KRB5 ? &kopts : NULL,
+	    .files = {&copts.cafile, &copts.certfile, &copts.keyfile},
+	    .mount = mount_in_monitor,
+	    .mount_arg = &mreq,
+	    .readahead_kb = SMBFS_MAX_IO / 1024,
 	    .foreground = a->foreground,
 	    .argv = a->argv,
 	    .argc = a->argc,
@@ -784,22 +874,8 @@ static int run(struct mount_args *a)
 	fs.keep_cache = a->opts.cache == SMB_MOUNT_CACHE_LOOSE;
 	fs.mfsymlinks = a->opts.mfsymlinks;
 	fs.nobrl = a->opts.nobrl;
-	/* rsize=/wsize= bound the kernel's requests too, not only the
-	 * engine's: an application's read(2) turns into READs of that size. */
-	fs.max_read = a->opts.rsize && a->opts.rsize < SMBFS_MAX_IO ? a->opts.rsize : SMBFS_MAX_IO;
-	fs.max_write = a->opts.wsize && a->opts.wsize < SMBFS_MAX_IO ? a->opts.wsize : SMBFS_MAX_IO;
 	snprintf(fs.source, sizeof(fs.source), "%s", a->source);
 
-	opt_escape(fsname, sizeof(fsname), a->source);
-	/* noperm: no default_permissions, so the kernel checks no mode bits
-	 * and the server alone decides. */
-	/* nosubtype: no subtype= at all, so /proc/mounts says "fuse" (libfuse
-	 * adds none of its own when given fsname=). */
-	snprintf(mntopts, sizeof(mntopts), "fsname=%s%s%s,max_read=%u%s%s%s%s", fsname,
-	         a->opts.nosubtype ? "" : ",subtype=smbrdma",
-	         a->opts.noperm ? "" : ",default_permissions", fs.max_read,
-	         geteuid() == 0 ? ",allow_other" : "", a->opts.ro ? ",ro" : "",
-	         a->opts.kernel_flags[0] ? "," : "", a->opts.kernel_flags);
 	char *fargv[] = {PROG, "-o", mntopts, a->fuse_debug ? "-d" : NULL, NULL};
 	struct fuse_args fargs = FUSE_ARGS_INIT(a->fuse_debug ? 4 : 3, fargv);
 
@@ -818,13 +894,12 @@ static int run(struct mount_args *a)
 		report("could not mount %s: cannot install signal handlers", a->source);
 		goto out;
 	}
-	if (fuse_session_mount(se, a->mountpoint) < 0) {
-		report("could not mount %s on %s: %s", a->source, a->mountpoint,
-		       last_fuse_error[0] ? last_fuse_error : "FUSE mount failed");
+	if (mount_fs(se, privs, a) < 0) {
 		fuse_remove_signal_handlers(se);
 		goto out;
 	}
-	/* Read-ahead is raised after INIT (see smbfs_post_init()). */
+	/* Read-ahead is raised after INIT (smbfs_post_init() here as root,
+	 * else the monitor). */
 	if (geteuid() == 0)
 		find_readahead_knob(a->mountpoint, fs.readahead_knob, sizeof(fs.readahead_knob));
 	rc = serve_init(se, &fs);
@@ -833,21 +908,22 @@ static int run(struct mount_args *a)
 		       strerror(-rc));
 		goto unmount;
 	}
+	if ((rc = smb_privs_readahead(privs)) < 0 && rc != -ENOTCONN)
+		smb_debug("%s: cannot raise the read-ahead: %s", a->source, strerror(-rc));
 	/* smbrdmactl: start the control socket before the first FUSE request
-	 * is served; without it the mount still works. */
+	 * is served; without it the mount still works.  /run/smbrdma is
+	 * root's: the monitor makes the socket file when there is one. */
 	struct smb_ctl_mount ctl_mount = {a->unc.host,     copts.port,   copts.transport,
 	                                  copts.quic_port, a->unc.share, a->mountpoint};
-	if (smb_ctl_start(fs.client, &ctl_mount, &ctl, errbuf, sizeof(errbuf)) < 0)
+	int lfd = smb_privs_ctl_socket(privs, errbuf, sizeof(errbuf));
+	if (lfd >= 0)
+		rc = smb_ctl_start_on(fs.client, &ctl_mount, lfd, &ctl, errbuf, sizeof(errbuf));
+	else if (lfd == -ENOTCONN && !smb_privs_dropped(privs))
+		rc = smb_ctl_start(fs.client, &ctl_mount, &ctl, errbuf, sizeof(errbuf));
+	else
+		rc = lfd;
+	if (rc < 0)
 		smb_warn("%s: no control socket for smbrdmactl: %s", a->source, errbuf);
-	/* Everything that needed root is done: give it up before the first
-	 * request is served, or serve nothing. */
-	struct smb_auth_krb5_opts kopts = {a->unc.host, copts.user, copts.domain, copts.keytab};
-	rc = smb_privs_drop(privs, copts.sec == SMB_SEC_KRB5 ? &kopts : NULL, errbuf,
-	                    sizeof(errbuf));
-	if (rc < 0) {
-		report("could not mount %s: giving up root: %s", a->source, errbuf);
-		goto unmount;
-	}
 	smb_log(LOG_NOTICE, "mounted %s on %s", a->source, a->mountpoint);
 	report("ok");
 	if (!a->foreground)
@@ -877,8 +953,8 @@ unmount:
 	smbfs_wait_notifiers(&fs);
 	smbfs_free_handles(&fs);
 	smbfs_plocks_free(&fs);
-	/* The monitor unmounts (it is there once root is to go); libfuse then
-	 * finds the mount gone and only closes /dev/fuse. */
+	/* The monitor unmounts what it mounted (libfuse, given "/dev/fd/N",
+	 * has no mount point to unmount then). */
 	rc = smb_privs_unmount(privs);
 	if (rc < 0 && (rc != -ENOTCONN || smb_privs_dropped(privs)))
 		smb_err("%s: the privileged helper did not unmount %s (%s): umount it by hand",

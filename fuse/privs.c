@@ -1,11 +1,14 @@
-/* fuse/privs.c — giving up root after the mount, and the monitor that
- * keeps it for the unmount (see privs.h).
+/* fuse/privs.c — giving up root before the first connection, and the
+ * monitor that keeps it for the mount (see privs.h).
  *
  * Everything here is raw prctl(2), capset(2) and set*id(2): no libcap.
- * The monitor talks to the daemon over a SOCK_SEQPACKET pair, one
- * fixed-size struct privs_msg per message, and trusts only the first 'M'
- * (sent while the daemon is still root): after the drop the daemon can ask
- * for nothing but the removal of its own mount.
+ * The monitor talks to the daemon over a SOCK_SEQPACKET pair: one
+ * struct privs_req per request, one struct privs_reply per answer, with a
+ * descriptor attached (SCM_RIGHTS) to a successful mount or control socket.
+ * The daemon is untrusted from the moment it exists as the user: it can
+ * only ask, once each, for what the monitor was set up to do at the fork
+ * (the mount point, the mount options, the read-ahead value are fixed
+ * then), and for the removal of its own mount.
  */
 #include "fuse/privs.h"
 
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -33,15 +37,16 @@
 
 #include "auth/krb5.h"
 #include "common/log.h"
+#include "common/secret.h"
 #include "common/mountinfo.h"
-#include "fuse/ctl.h" /* SMB_CTL_DIR: the monitor removes our socket file */
+#include "fuse/ctl.h" /* smb_ctl_listen(), SMB_CTL_DIR: the monitor makes the socket file */
 
-#define PRIVS_IDENT           "mount.smbrdma"
-#define PRIVS_MONITOR_TITLE   "mount.smbrdma [priv]"
-#define PRIVS_DEFAULT_USER    "smbrdma"
-#define PRIVS_FALLBACK_USER   "nobody"
-#define PRIVS_MAX_GROUPS      64
-#define PRIVS_UNMOUNT_WAIT_MS 20000
+#define PRIVS_IDENT         "mount.smbrdma"
+#define PRIVS_MONITOR_TITLE "mount.smbrdma [priv]"
+#define PRIVS_DEFAULT_USER  "smbrdma"
+#define PRIVS_FALLBACK_USER "nobody"
+#define PRIVS_MAX_GROUPS    64
+#define PRIVS_CALL_WAIT_MS  60000 /* a mount, an unmount: seconds at worst */
 
 /* RLIMIT_MEMLOCK: what one SMB Direct channel can pin.  ibv_reg_mr()
  * counts every registration against the limit (soft-iWARP even for root,
@@ -55,23 +60,34 @@
 /* Below that, what a process gets when nothing raised its limit. */
 #define PRIVS_MEMLOCK_BASE (8ull << 20)
 
-struct privs_msg {
-	char op;                     /* 'M' mounted, 'U' unmount; the reply: 'D' done */
-	unsigned maj, min;           /* 'M': the mount's device */
-	uint64_t sock_dev, sock_ino; /* 'M': the control socket file; sock_ino 0: none */
+enum privs_op {
+	PRIVS_MOUNT = 'M',     /* reply: the /dev/fuse descriptor */
+	PRIVS_READAHEAD = 'R', /* raise the bdi's read-ahead */
+	PRIVS_CTL = 'C',       /* reply: the control socket's listening descriptor */
+	PRIVS_UNMOUNT = 'U',   /* remove the socket file and the mount */
+};
+
+struct privs_req {
+	char op; /* enum privs_op */
+};
+
+struct privs_reply {
+	char op;
+	int err; /* 0 or -errno */
+	char text[256];
 };
 
 struct smb_privs {
-	bool drop;    /* root, and not told to stay root: a monitor runs */
-	bool dropped; /* smb_privs_drop() became the user */
+	bool dropped; /* smb_privs_begin() became the user; a monitor runs */
 	uid_t uid;
 	gid_t gid;
 	gid_t groups[PRIVS_MAX_GROUPS];
 	int ngroups;
 	char user[64];
 	char mountpoint[PATH_MAX];
-	pid_t monitor; /* 0: none (or reaped) */
-	int fd;        /* our end of the monitor's socket; -1: none */
+	pid_t monitor;                      /* 0: none (or reaped) */
+	int fd;                             /* our end of the monitor's socket; -1: none */
+	char kept[SMB_PRIVS_MAX_FILES][32]; /* "/proc/self/fd/N" of the kept files */
 };
 
 /* ---- the user -------------------------------------------------------------------- */
@@ -207,6 +223,40 @@ static bool holds_caps(void)
 	return false;
 }
 
+/* ---- files kept readable -------------------------------------------------------- */
+
+/* A sealed memfd copy of *path; *path becomes "/proc/self/fd/N" (slot),
+ * which opens the copy for this process alone (/proc/PID/fd of a process
+ * that is not dumpable is root's).  A file that cannot be read is left as
+ * it is: the engine then names it in its own error. */
+static void keep_file(const char **path, char slot[32])
+{
+	char buf[65536];
+	ssize_t n = 0;
+	int in = open(*path, O_RDONLY | O_CLOEXEC);
+	int mfd = in < 0 ? -1 : memfd_create("smbrdma-kept", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	while (mfd >= 0 && (n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(mfd, buf, (size_t)n) != n)
+			break;
+	}
+	smb_wipe(buf, sizeof(buf)); /* a private key may have passed through */
+	if (in >= 0)
+		close(in);
+	if (mfd < 0 || n != 0 ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		smb_debug("cannot keep %s in memory: %s", *path, strerror(errno));
+		if (mfd >= 0)
+			close(mfd);
+		return;
+	}
+	smb_debug("%s kept in memory as /proc/self/fd/%d", *path, mfd);
+	snprintf(slot, 32, "/proc/self/fd/%d", mfd); /* open until the process ends */
+	*path = slot;
+}
+
 /* ---- the monitor ----------------------------------------------------------------- */
 
 /* Overwrite the whole argv area (getopt may have reordered the pointers,
@@ -249,28 +299,35 @@ static int monitor_fds(int fd, bool foreground)
 }
 
 struct monitor {
+	const struct smb_privs_opts *o;
 	const char *mountpoint;
-	bool known; /* the first 'M' came */
-	bool cleaned;
-	struct privs_msg m;
+	bool mount_asked, ra_done, ctl_asked;
+	bool mounted; /* our mount exists (maj:min) */
+	unsigned maj, min;
+	bool sock; /* the control socket file we made (dev, ino) */
+	dev_t sock_dev;
+	ino_t sock_ino;
 };
 
-/* Remove our control socket file (only the very file the daemon made) and
- * our mount (only while the mount point still shows our device on top). */
+/* Remove our control socket file (only the very file we made) and our
+ * mount (only while the mount point still shows our device on top). */
 static void monitor_cleanup(struct monitor *mo)
 {
 	char path[PATH_MAX];
 	struct stat st;
 	unsigned maj, min;
 
-	if (!mo->known || mo->cleaned)
+	if (mo->sock) {
+		snprintf(path, sizeof(path), "%s/%u:%u.sock", SMB_CTL_DIR, mo->maj, mo->min);
+		if (lstat(path, &st) == 0 && st.st_dev == mo->sock_dev &&
+		    st.st_ino == mo->sock_ino && unlink(path) < 0)
+			smb_warn("privileged helper: removing %s: %s", path, strerror(errno));
+		mo->sock = false;
+	}
+	if (!mo->mounted)
 		return;
-	mo->cleaned = true;
-	snprintf(path, sizeof(path), "%s/%u:%u.sock", SMB_CTL_DIR, mo->m.maj, mo->m.min);
-	if (mo->m.sock_ino && lstat(path, &st) == 0 && (uint64_t)st.st_dev == mo->m.sock_dev &&
-	    (uint64_t)st.st_ino == mo->m.sock_ino && unlink(path) < 0)
-		smb_warn("privileged helper: removing %s: %s", path, strerror(errno));
-	if (mountinfo_dev(mo->mountpoint, &maj, &min) < 0 || maj != mo->m.maj || min != mo->m.min)
+	mo->mounted = false;
+	if (mountinfo_dev(mo->mountpoint, &maj, &min) < 0 || maj != mo->maj || min != mo->min)
 		return;
 	if (umount2(mo->mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
 		smb_warn("privileged helper: unmounting %s: %s", mo->mountpoint, strerror(errno));
@@ -278,44 +335,138 @@ static void monitor_cleanup(struct monitor *mo)
 		smb_info("privileged helper: unmounted %s", mo->mountpoint);
 }
 
-static _Noreturn void monitor_run(int fd, const struct smb_privs_opts *o, const char *mountpoint)
+/* The requests that come once, after the mount: true when this one may
+ * run now (and is marked done), else false with r->err set. */
+static bool first_after_mount(const struct monitor *mo, bool *done, struct privs_reply *r)
 {
-	struct monitor mo = {.mountpoint = mountpoint};
-	const struct privs_msg done = {.op = 'D'};
+	if (!mo->mounted || *done) {
+		r->err = mo->mounted ? -EALREADY : -ENOENT;
+		return false;
+	}
+	*done = true;
+	return true;
+}
+
+/* Answers one request; *fd (-1: none) goes with the reply. */
+static void monitor_serve(struct monitor *mo, char op, struct privs_reply *r, int *fd)
+{
+	char path[PATH_MAX], kb[16];
+	int kfd, res = 0; /* with made: the descriptor made here, or -errno */
+	bool made = false;
+
+	switch (op) {
+	case PRIVS_MOUNT:
+		if (mo->mount_asked) {
+			r->err = -EALREADY;
+			break;
+		}
+		mo->mount_asked = true;
+		res = mo->o->mount ? mo->o->mount(mo->o->mount_arg, r->text, sizeof(r->text))
+		                   : -EOPNOTSUPP;
+		made = true;
+		if (res >= 0 && (r->err = mountinfo_dev(mo->mountpoint, &mo->maj, &mo->min)) < 0) {
+			/* cannot tell our mount later: take it down now */
+			umount2(mo->mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW);
+			close(res);
+			res = r->err;
+		}
+		mo->mounted = res >= 0;
+		break;
+	case PRIVS_READAHEAD:
+		if (!first_after_mount(mo, &mo->ra_done, r))
+			break;
+		snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", mo->maj,
+		         mo->min);
+		snprintf(kb, sizeof(kb), "%u", mo->o->readahead_kb);
+		kfd = open(path, O_WRONLY | O_CLOEXEC);
+		if (kfd < 0 || write(kfd, kb, strlen(kb)) != (ssize_t)strlen(kb))
+			r->err = -errno;
+		if (kfd >= 0)
+			close(kfd);
+		break;
+	case PRIVS_CTL:
+		if (!first_after_mount(mo, &mo->ctl_asked, r))
+			break;
+		res = smb_ctl_listen(mo->mountpoint, &mo->sock_dev, &mo->sock_ino, r->text,
+		                     sizeof(r->text));
+		made = true;
+		mo->sock = res >= 0;
+		break;
+	case PRIVS_UNMOUNT:
+		monitor_cleanup(mo);
+		break;
+	default:
+		r->err = -EINVAL;
+	}
+	if (made && res < 0)
+		r->err = res;
+	else if (made)
+		*fd = res;
+	if (r->err && !r->text[0])
+		snprintf(r->text, sizeof(r->text), "%s", strerror(-r->err));
+}
+
+static void monitor_reply(int sock, const struct privs_reply *r, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {(void *)r, sizeof(*r)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		msg.msg_control = u.buf;
+		msg.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	while (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+static _Noreturn void monitor_run(int sock, const struct smb_privs_opts *o, const char *mountpoint)
+{
+	struct monitor mo = {.o = o, .mountpoint = mountpoint};
+	char err[256];
 
 	retitle(o->argv, o->argc, PRIVS_MONITOR_TITLE);
 	if (o->forget)
 		o->forget(o->forget_arg);
 	closelog();
-	fd = monitor_fds(fd, o->foreground);
-	if (fd < 0)
+	sock = monitor_fds(sock, o->foreground);
+	if (sock < 0)
 		_exit(1);
 	if (!o->foreground)
 		smb_log_init(PRIVS_IDENT, true, smb_log_level());
-	/* umount2() takes CAP_SYS_ADMIN; unlinking in root's /run/smbrdma
-	 * only uid 0.  Nothing else (the bounding set goes first: that takes
-	 * CAP_SETPCAP). */
-	char err[256];
+	/* The FUSE mount and umount2() take CAP_SYS_ADMIN; reaching a mount
+	 * point in someone's private directory, writing sysfs and root's
+	 * /run/smbrdma, the DAC overrides.  Nothing else (the bounding set goes
+	 * first: that takes CAP_SETPCAP). */
 	if (seal_exec(err, sizeof(err)) < 0)
 		smb_warn("privileged helper: %s", err);
-	else if (set_caps(1u << CAP_SYS_ADMIN) < 0)
+	else if (set_caps(1u << CAP_SYS_ADMIN | 1u << CAP_DAC_OVERRIDE |
+	                  1u << CAP_DAC_READ_SEARCH) < 0)
 		smb_warn("privileged helper: capset: %s", strerror(errno));
 	for (;;) {
-		struct privs_msg m;
-		ssize_t n = recv(fd, &m, sizeof(m), 0);
+		struct privs_req q;
+		ssize_t n = recv(sock, &q, sizeof(q), 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break; /* the daemon is gone */
-		if (n != (ssize_t)sizeof(m))
+		if (n != (ssize_t)sizeof(q))
 			continue;
-		if (m.op == 'M' && !mo.known) {
-			mo.m = m;
-			mo.known = true;
-		} else if (m.op == 'U') {
-			monitor_cleanup(&mo);
-			send(fd, &done, sizeof(done), MSG_NOSIGNAL);
-		}
+		struct privs_reply r = {.op = q.op};
+		int fd = -1;
+		monitor_serve(&mo, q.op, &r, &fd);
+		monitor_reply(sock, &r, fd);
+		if (fd >= 0)
+			close(fd);
 	}
 	monitor_cleanup(&mo);
 	_exit(0); /* not exit(): nothing of the daemon's (atexit, LeakSanitizer) runs here */
@@ -323,10 +474,42 @@ static _Noreturn void monitor_run(int fd, const struct smb_privs_opts *o, const 
 
 /* ---- the daemon's side --------------------------------------------------------- */
 
+/* Become p's user: every credential final before any thread exists. */
+static int become_user(struct smb_privs *p, char *err, size_t errlen)
+{
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+	int rc = seal_exec(err, errlen);
+
+	if (rc)
+		return rc;
+	if (setgroups((size_t)p->ngroups, p->groups) < 0 || setresgid(p->gid, p->gid, p->gid) < 0 ||
+	    setresuid(p->uid, p->uid, p->uid) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "becoming user %s (uid %u, gid %u): %s", p->user,
+		         (unsigned)p->uid, (unsigned)p->gid, strerror(errno));
+		return rc;
+	}
+	/* The uid change reset it to fs.suid_dumpable. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+		return rc;
+	}
+	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != p->uid ||
+	    eu != p->uid || su != p->uid || rg != p->gid || eg != p->gid || sg != p->gid ||
+	    holds_caps() || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
+		snprintf(err, errlen, "still privileged after becoming user %s", p->user);
+		return -EPERM;
+	}
+	return 0;
+}
+
 int smb_privs_begin(const struct smb_privs_opts *o, struct smb_privs **out, char *err,
                     size_t errlen)
 {
 	struct smb_privs *p = calloc(1, sizeof(*p));
+	char kerr[512];
 	int sv[2], rc;
 
 	*out = NULL;
@@ -349,8 +532,7 @@ int smb_privs_begin(const struct smb_privs_opts *o, struct smb_privs **out, char
 		*out = p;
 		return 0;
 	}
-	bool keep_root = o->user && (strcmp(o->user, "root") == 0 || strcmp(o->user, "0") == 0);
-	if (keep_root) {
+	if (o->user && (strcmp(o->user, "root") == 0 || strcmp(o->user, "0") == 0)) {
 		smb_info("daemon user root: keeping every privilege (for debugging)");
 		*out = p;
 		return 0;
@@ -384,10 +566,20 @@ int smb_privs_begin(const struct smb_privs_opts *o, struct smb_privs **out, char
 	}
 	close(sv[1]);
 	p->fd = sv[0];
-	p->drop = true;
-	rc = seal_exec(err, errlen);
+	/* What the daemon will read again after it is the user: copies. */
+	if (o->krb5 && (rc = smb_auth_krb5_keep(o->krb5, kerr, sizeof(kerr))) < 0)
+		smb_info("%s (%s); Kerberos will look for credentials as user %s", kerr,
+		         strerror(-rc), p->user);
+	for (int i = 0; i < SMB_PRIVS_MAX_FILES; i++)
+		if (o->files[i] && *o->files[i])
+			keep_file(o->files[i], p->kept[i]);
+	rc = become_user(p, err, errlen);
 	if (rc)
 		goto fail;
+	p->dropped = true;
+	smb_info("running as user %s (uid %u, gid %u) without capabilities; the privileged "
+	         "helper (pid %ld) mounts and unmounts",
+	         p->user, (unsigned)p->uid, (unsigned)p->gid, (long)p->monitor);
 	*out = p;
 	return 0;
 fail:
@@ -395,120 +587,105 @@ fail:
 	return rc;
 }
 
-static int monitor_send(struct smb_privs *p, const struct privs_msg *m)
-{
-	if (p->fd < 0)
-		return -ENOTCONN;
-	for (;;) {
-		ssize_t n = send(p->fd, m, sizeof(*m), MSG_NOSIGNAL);
-		if (n == (ssize_t)sizeof(*m))
-			return 0;
-		if (n < 0 && errno == EINTR)
-			continue;
-		return n < 0 ? -errno : -EIO;
-	}
-}
-
-/* Tell the monitor which mount and socket file are ours. */
-static int monitor_mounted(struct smb_privs *p, char *err, size_t errlen)
-{
-	struct privs_msg m = {.op = 'M'};
-	char path[PATH_MAX];
-	struct stat st;
-	int rc = mountinfo_dev(p->mountpoint, &m.maj, &m.min);
-
-	if (rc < 0) {
-		snprintf(err, errlen, "%s not found in /proc/self/mountinfo: %s", p->mountpoint,
-		         strerror(-rc));
-		return rc;
-	}
-	snprintf(path, sizeof(path), "%s/%u:%u.sock", SMB_CTL_DIR, m.maj, m.min);
-	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
-		m.sock_dev = st.st_dev;
-		m.sock_ino = st.st_ino;
-	}
-	rc = monitor_send(p, &m);
-	if (rc < 0)
-		snprintf(err, errlen, "the privileged helper (pid %ld) is gone: %s",
-		         (long)p->monitor, strerror(-rc));
-	return rc;
-}
-
-int smb_privs_drop(struct smb_privs *p, const struct smb_auth_krb5_opts *krb5, char *err,
-                   size_t errlen)
-{
-	uid_t ru, eu, su;
-	gid_t rg, eg, sg;
-	char kerr[512];
-	int rc;
-
-	if (!p->drop)
-		return 0;
-	rc = monitor_mounted(p, err, errlen);
-	if (rc)
-		return rc;
-	if (krb5 && smb_auth_krb5_keep(krb5, kerr, sizeof(kerr)) < 0)
-		smb_warn("%s; reconnects will fail to authenticate as user %s", kerr, p->user);
-	/* glibc applies each of these to every thread of the process. */
-	if (setgroups((size_t)p->ngroups, p->groups) < 0 || setresgid(p->gid, p->gid, p->gid) < 0 ||
-	    setresuid(p->uid, p->uid, p->uid) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "becoming user %s (uid %u, gid %u): %s", p->user,
-		         (unsigned)p->uid, (unsigned)p->gid, strerror(errno));
-		return rc;
-	}
-	/* The uid change reset it to fs.suid_dumpable. */
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
-		return rc;
-	}
-	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != p->uid ||
-	    eu != p->uid || su != p->uid || rg != p->gid || eg != p->gid || sg != p->gid ||
-	    holds_caps() || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
-		snprintf(err, errlen, "still privileged after becoming user %s", p->user);
-		return -EPERM;
-	}
-	p->dropped = true;
-	smb_info("serving as user %s (uid %u, gid %u) without capabilities; the privileged "
-	         "helper (pid %ld) unmounts",
-	         p->user, (unsigned)p->uid, (unsigned)p->gid, (long)p->monitor);
-	return 0;
-}
-
 bool smb_privs_dropped(const struct smb_privs *p)
 {
 	return p && p->dropped;
 }
 
-int smb_privs_unmount(struct smb_privs *p)
+/* One request, its reply and the descriptor that may come with it (*fd,
+ * -1 if none; fd NULL: none expected). */
+static int monitor_call(struct smb_privs *p, char op, int *fd, char *err, size_t errlen)
 {
-	const struct privs_msg m = {.op = 'U'};
-	struct privs_msg reply;
-	struct pollfd pfd;
-	int rc;
+	const struct privs_req q = {.op = op};
+	struct privs_reply r;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {&r, sizeof(r)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct pollfd pfd = {.fd = p ? p->fd : -1, .events = POLLIN};
+	ssize_t n;
 
+	if (fd)
+		*fd = -1;
 	if (!p || p->fd < 0)
 		return -ENOTCONN;
-	rc = monitor_send(p, &m);
-	if (rc)
-		return rc;
-	pfd = (struct pollfd){.fd = p->fd, .events = POLLIN};
-	for (;;) {
-		int n = poll(&pfd, 1, PRIVS_UNMOUNT_WAIT_MS);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0)
-			return -ETIMEDOUT;
-		if (n < 0)
-			return -errno;
-		ssize_t r = recv(p->fd, &reply, sizeof(reply), 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r == (ssize_t)sizeof(reply) && reply.op == 'D')
-			return 0;
-		return r < 0 ? -errno : -ENOTCONN;
+	do
+		n = send(p->fd, &q, sizeof(q), MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(q))
+		goto gone;
+	do
+		n = poll(&pfd, 1, PRIVS_CALL_WAIT_MS);
+	while (n < 0 && errno == EINTR);
+	if (n == 0) {
+		snprintf(err, errlen, "the privileged helper (pid %ld) did not answer",
+		         (long)p->monitor);
+		return -ETIMEDOUT;
 	}
+	msg.msg_control = u.buf;
+	msg.msg_controllen = sizeof(u.buf);
+	do
+		n = recvmsg(p->fd, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(r) || r.op != op)
+		goto gone;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int got;
+		memcpy(&got, CMSG_DATA(c), sizeof(int));
+		if (fd && *fd < 0)
+			*fd = got;
+		else
+			close(got);
+	}
+	r.text[sizeof(r.text) - 1] = '\0';
+	if (r.err < 0 && fd && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	if (r.err < 0)
+		snprintf(err, errlen, "%s", r.text);
+	else if (fd && *fd < 0)
+		r.err = -EPROTO;
+	return r.err;
+gone:
+	snprintf(err, errlen, "the privileged helper (pid %ld) is gone", (long)p->monitor);
+	return -ENOTCONN;
+}
+
+/* A request answered with a descriptor: the descriptor, or -errno. */
+static int monitor_fd(struct smb_privs *p, char op, char *err, size_t errlen)
+{
+	int fd, rc = monitor_call(p, op, &fd, err, errlen);
+
+	return rc < 0 ? rc : fd;
+}
+
+int smb_privs_mount(struct smb_privs *p, char *err, size_t errlen)
+{
+	return monitor_fd(p, PRIVS_MOUNT, err, errlen);
+}
+
+int smb_privs_ctl_socket(struct smb_privs *p, char *err, size_t errlen)
+{
+	return monitor_fd(p, PRIVS_CTL, err, errlen);
+}
+
+int smb_privs_readahead(struct smb_privs *p)
+{
+	char err[256];
+
+	return monitor_call(p, PRIVS_READAHEAD, NULL, err, sizeof(err));
+}
+
+int smb_privs_unmount(struct smb_privs *p)
+{
+	char err[256];
+
+	return monitor_call(p, PRIVS_UNMOUNT, NULL, err, sizeof(err));
 }
 
 void smb_privs_end(struct smb_privs *p)

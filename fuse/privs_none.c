@@ -1,8 +1,9 @@
 /* fuse/privs_none.c — fuse/privs.h for mount.smbrdma-fake: nothing is
- * dropped.  The fake engine (tests/unit/fuse/fake_client.c) serves a local
- * directory with the rights of whoever runs it, and its test
- * (tests/unit/fuse/mount_test.sh) makes that directory root's; giving up
- * root is tested on the real engine (tests/integration/test_privileges.py).
+ * dropped and there is no monitor, so main.c mounts itself.  The fake
+ * engine (tests/unit/fuse/fake_client.c) serves a local directory with the
+ * rights of whoever runs it, and its test (tests/unit/fuse/mount_test.sh)
+ * makes that directory root's; giving up root is tested on the real engine
+ * (tests/integration/test_privileges.py).
  */
 #include "fuse/privs.h"
 
@@ -27,26 +28,34 @@ int smb_privs_begin(const struct smb_privs_opts *opts, struct smb_privs **out, c
 	return 0;
 }
 
-int smb_privs_drop(struct smb_privs *p, const struct smb_auth_krb5_opts *krb5, char *err,
-                   size_t errlen)
-{
-	(void)p;
-	(void)krb5;
-	(void)err;
-	(void)errlen;
-	return 0;
-}
-
 bool smb_privs_dropped(const struct smb_privs *p)
 {
 	(void)p;
 	return false;
 }
 
-int smb_privs_unmount(struct smb_privs *p)
+int smb_privs_mount(struct smb_privs *p, char *err, size_t errlen)
+{
+	(void)p;
+	(void)err;
+	(void)errlen;
+	return -ENOTCONN;
+}
+
+int smb_privs_readahead(struct smb_privs *p)
 {
 	(void)p;
 	return -ENOTCONN;
+}
+
+int smb_privs_ctl_socket(struct smb_privs *p, char *err, size_t errlen)
+{
+	return smb_privs_mount(p, err, errlen);
+}
+
+int smb_privs_unmount(struct smb_privs *p)
+{
+	return smb_privs_readahead(p);
 }
 
 void smb_privs_end(struct smb_privs *p)
