@@ -1,12 +1,16 @@
-"""Issue 18, least privilege: once the mount is live, mount.smbrdma runs as
-an unprivileged user with no capabilities, cannot regain any through
-execve(), and is not dumpable; a privileged helper it forked before any
-thread started keeps uid 0 and CAP_SYS_ADMIN alone, to unmount.
+"""Issue 18, least privilege: mount.smbrdma becomes an unprivileged user
+with no capabilities before its first connection (no byte from the server
+is parsed as root), cannot regain any through execve(), and is not
+dumpable; a privileged helper it forked first keeps uid 0 with
+CAP_SYS_ADMIN, CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH alone, to mount,
+raise the read-ahead, make the control socket file and unmount.
 
 What /proc/<daemon>/status and /proc/<helper>/status say after the mount,
 for a foreground and a daemonizing mount, and that a reconnect
 (`smbrdmactl reconnect`: new connection, new session) and file I/O still
-work as that user. The helper unmounts when the daemon ends on a signal
+work as that user, over QUIC too (whose CA, certificate and key files,
+root's and in a private directory, the engine reads again for the new
+connection from the copies the daemon kept). The helper unmounts when the daemon ends on a signal
 and when it dies without a word (SIGKILL), and removes the control socket
 file the daemon can no longer remove; it never outlives the daemon.
 """
@@ -22,10 +26,12 @@ import pytest
 
 from lib.mount import SmbrdmaMount, fuse_abort, is_mounted, mount_entry, timeout_scale, unmount
 from test_credentials import daemon_pid
+from test_quic import certs, mount_quic, relay_factory  # noqa: F401 (fixtures)
 from test_reconnect import DURABLE, _reconnects
 from test_smbrdmactl import ctl_json
 
-CAP_SYS_ADMIN = 21
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_SYS_ADMIN = 1, 2, 21
+HELPER_CAPS = 1 << CAP_SYS_ADMIN | 1 << CAP_DAC_OVERRIDE | 1 << CAP_DAC_READ_SEARCH
 MODES = [pytest.param(True, id="foreground"), pytest.param(False, id="daemonizing")]
 
 
@@ -97,15 +103,16 @@ def check_unprivileged(pid):
 
 def helper_of(pid, mountpoint):
     """The daemon's one child: the privileged helper, uid 0 with
-    CAP_SYS_ADMIN alone, sealed and not dumpable, and without the mount
+    HELPER_CAPS alone, sealed and not dumpable, and without the mount
     point on its command line (pgrep -f finds the daemon alone)."""
     kids = children(pid)
     assert len(kids) == 1, f"daemon {pid} has children {kids}, want one helper"
     helper = kids[0]
     st = proc_status(helper)
     assert st["Uid"].split()[0] == "0", st["Uid"]
-    assert int(st["CapEff"], 16) == 1 << CAP_SYS_ADMIN, f"helper CapEff {st['CapEff']}"
-    assert int(st["CapPrm"], 16) == 1 << CAP_SYS_ADMIN, f"helper CapPrm {st['CapPrm']}"
+    assert int(st["CapEff"], 16) == HELPER_CAPS, f"helper CapEff {st['CapEff']}"
+    assert int(st["CapPrm"], 16) == HELPER_CAPS, f"helper CapPrm {st['CapPrm']}"
+    assert os.stat(f"/proc/{helper}/status").st_uid == 0  # not dumpable either
     assert int(st["CapBnd"], 16) == 0, f"helper CapBnd {st['CapBnd']}"
     assert st["NoNewPrivs"] == "1"
     title = cmdline(helper)
@@ -148,8 +155,11 @@ def test_daemon_unprivileged_after_mount(samba_factory, mount_factory, foregroun
     assert _reconnects(m) == 1
     check_io(srv, m, "after.bin", os.urandom(300_000))
     check_unprivileged(pid)
-    if foreground:
-        assert "serving as user" in m.log_text(), m.log_text()[-3000:]
+    if foreground:  # the user before the server's first answer
+        log = m.log_text()
+        ran_as = log.find(f"running as user {daemon_user().pw_name}")
+        negotiated = log.find("negotiated SMB")
+        assert 0 <= ran_as < negotiated, log[-3000:]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
@@ -221,3 +231,16 @@ def test_dedicated_user_is_preferred(samba, mount_factory):
     finally:
         if made:
             shadow_tool(["userdel", "smbrdma"])
+
+
+def test_quic_reconnect_unprivileged(samba, certs, relay_factory, mount_factory):  # noqa: F811
+    relay = relay_factory(certs.srv_pem, certs.srv_key, ("127.0.0.1", samba.port))
+    m = mount_quic(mount_factory, samba, relay, certs, f"certfile={certs.cli_pem}",
+                   f"keyfile={certs.cli_key}")
+    assert os.stat(os.path.dirname(certs.cli_key)).st_uid == 0
+    check_io(samba, m, "quic-before.txt", b"over QUIC\n")
+    check_unprivileged(daemon_pid(m))
+    out = ctl_json("reconnect", m.path)
+    assert out["channels_dropped"] == 1, out
+    check_io(samba, m, "quic-after.txt", b"over QUIC again\n")
+    assert _reconnects(m) == 1
