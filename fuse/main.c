@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "auth/auth.h" /* struct smb_auth_krb5_opts, for smb_privs_drop() */
+#include "auth/auth.h" /* struct smb_auth_krb5_opts, for smb_privs_begin() */
 #include "common/evloop.h"
 #include "common/log.h"
 #include "common/secret.h"
