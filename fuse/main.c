@@ -78,7 +78,7 @@ static void usage(FILE *out)
 	        "              file_mode=, dir_mode=, noperm, ro, rw, actimeo=, cache=,\n"
 	        "              rsize=, wsize=, soft, hard, timeout=, echo_interval=, rdma,\n"
 	        "              rdma_threshold=, rdma_channels=, multichannel, max_channels=,\n"
-	        "              interfaces=, nolease, nosubtype, debug\n"
+	        "              interfaces=, nolease, daemon_user=, nosubtype, debug\n"
 	        "  -f          stay in the foreground, log to stderr\n"
 	        "  -d          foreground with FUSE and engine debug output\n"
 	        "  -s          sloppy: ignore unknown options\n"
@@ -812,7 +812,7 @@ static int run(struct mount_args *a)
 	struct smb_auth_krb5_opts kopts = {a->unc.host, copts.user, copts.domain, copts.keytab};
 	struct mount_req mreq = {mntopts, a->mountpoint};
 	struct smb_privs_opts popts = {
-	    .user = NULL,
+	    .user = a->opts.daemon_user,
 	    .mountpoint = a->mountpoint,
 	    .rdma_channels = rdma_channels_max(&copts),
 	    .krb5 = copts.sec == SMB_SEC_KRB5 ? &kopts : NULL,

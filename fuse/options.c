@@ -45,13 +45,14 @@ void smb_mount_opts_free(struct smb_mount_opts *o)
 	wipe_free(o->password);
 	free(o->domain);
 	free(o->interfaces);
+	free(o->daemon_user);
 	free(o->keytab);
 	free(o->ip);
 	free(o->cafile);
 	free(o->certfile);
 	free(o->keyfile);
 	o->user = o->password = o->domain = o->interfaces = o->keytab = o->ip = NULL;
-	o->cafile = o->certfile = o->keyfile = NULL;
+	o->cafile = o->certfile = o->keyfile = o->daemon_user = NULL;
 	o->password_from = NULL;
 }
 
@@ -542,6 +543,16 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 			BAD_VALUE();
 		free(o->interfaces);
 		if (!(o->interfaces = strdup(value))) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	} else if (strcmp(key, "daemon_user") == 0) {
+		/* A user name or number (fuse/privs.h says what is done with it). */
+		NEEDS_VALUE();
+		if (!*value || strlen(value) > 63)
+			BAD_VALUE();
+		free(o->daemon_user);
+		if (!(o->daemon_user = strdup(value))) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}

@@ -12,7 +12,7 @@
  *   interfaces=  echo_interval=  timeout=  soft hard  cache=  rsize= wsize=
  *   ip= addr=  noperm perm  forceuid noforceuid forcegid noforcegid
  *   nosharesock  mfsymlinks nomfsymlinks  nosubtype  posix noposix (unix nounix)  brl nobrl
- *   nolease
+ *   nolease  daemon_user=
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
  * nofail _netdev user (without '=') users nouser owner group relatime ...,
  * x-* and comment=; nosuid/suid/nodev/dev/noexec/exec/sync/async/dirsync/
@@ -97,6 +97,8 @@ struct smb_mount_opts {
 	unsigned max_channels;    /* 0: the engine's default (2); 1..32 */
 	unsigned rdma_channels;   /* 0: the engine's default (1); 1..8 */
 	char *interfaces;         /* "eth1:eth2" or NULL: local interfaces for channels */
+	char *daemon_user;        /* daemon_user=: who the daemon runs as (fuse/privs.h);
+	                             NULL: smbrdma, else nobody; "root": keep root */
 	unsigned actimeo;         /* seconds */
 	enum smb_mount_cache cache;
 	unsigned rsize, wsize;   /* bytes per READ/WRITE; 0: as negotiated; else a multiple

@@ -105,6 +105,7 @@ COVERAGE = {
     "rdma_threshold": f"{THIS}::test_rdma_and_rdma_threshold",
     "rdma_channels": f"{THIS}::test_rdma_and_rdma_threshold",
     "nolease": f"{THIS}::test_nolease",
+    "daemon_user": "tests/integration/test_privileges.py::test_daemon_user_option",
     "transport": "tests/integration/test_quic.py::test_auto_uses_tcp_when_quic_is_blocked",
     "quic_port": "tests/integration/test_quic.py::test_auto_uses_quic_when_tcp_is_blocked",
     "cafile": "tests/integration/test_quic.py::test_quic_self_signed_certificate_refused",
@@ -137,7 +138,7 @@ SAMPLE = {"username": "u", "user": "u", "password": "p", "pass": "p", "domain": 
           "wsize": "65536", "rdma_threshold": "8192", "rdma_channels": "2", "timeout": "30",
           "echo_interval": "10", "max_channels": "2", "interfaces": "lo", "comment": "x", "transport": "quic",
           "quic_port": "4433", "cafile": "/etc/hostname", "certfile": "/etc/hostname",
-          "keyfile": "/etc/hostname"}
+          "keyfile": "/etc/hostname", "daemon_user": "nobody"}
 
 
 def _macro_bold(line):

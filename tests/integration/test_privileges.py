@@ -244,3 +244,22 @@ def test_quic_reconnect_unprivileged(samba, certs, relay_factory, mount_factory)
     assert out["channels_dropped"] == 1, out
     check_io(samba, m, "quic-after.txt", b"over QUIC again\n")
     assert _reconnects(m) == 1
+
+
+def test_daemon_user_option(samba, mount_factory):
+    """daemon_user= names the user (here by number: nobody's); daemon_user=root
+    keeps root and every capability and forks no helper (debugging)."""
+    nobody = pwd.getpwnam("nobody")
+    m = mount_factory(samba, options=[f"daemon_user={nobody.pw_uid}"])
+    check_io(samba, m, "by-number.txt", b"served by uid %d\n" % nobody.pw_uid)
+    st = proc_status(m.proc.pid)
+    assert st["Uid"].split()[0] == str(nobody.pw_uid), st["Uid"]
+    assert int(st["CapEff"], 16) == 0, st["CapEff"]
+    m.stop(check=True)
+    m = mount_factory(samba, options=["daemon_user=root"])
+    check_io(samba, m, "as-root.txt", b"served by root\n")
+    st = proc_status(m.proc.pid)
+    assert st["Uid"].split()[0] == "0", st["Uid"]
+    assert int(st["CapEff"], 16) != 0, "daemon_user=root dropped the capabilities"
+    assert not children(m.proc.pid), "daemon_user=root forked a helper"
+    m.stop(check=True)

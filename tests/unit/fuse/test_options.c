@@ -184,6 +184,8 @@ static void test_errors(void)
 	    {"actimeo=abc", "actimeo"},
 	    {"actimeo=99999999999", "actimeo"},
 	    {"ro=1", "'ro'"},
+	    {"daemon_user=", "daemon_user"},
+	    {"daemon_user", "needs a value"},
 	};
 	struct smb_mount_opts o;
 	char err[256];
@@ -434,6 +436,30 @@ static void test_creds_file(void)
 	CHECK(o.user == NULL);
 	CHECK_STR(o.domain, "D2");
 	CHECK_STR(o.password, "last-line-no-newline");
+	smb_mount_opts_free(&o);
+}
+
+/* daemon_user= is kept as given (fuse/privs.c resolves it); a credentials
+ * file others can read draws a warning, one of mode 600 none. */
+static void test_daemon_user_and_creds_warning(void)
+{
+	struct smb_mount_opts o;
+	char err[512] = "";
+
+	CHECK_EQ(parse(&o, "daemon_user=nobody,daemon_user=root", false, err, sizeof(err)), 0);
+	CHECK_STR(o.daemon_user, "root");
+	smb_mount_opts_free(&o);
+	CHECK(o.daemon_user == NULL);
+
+	const char *path = write_file("creds-mode", "username=u\npassword=p\n", 0600);
+	CHECK_EQ(parse(&o, "", false, err, sizeof(err)), 0);
+	CHECK_EQ(smb_creds_file_parse(&o, path, err, sizeof(err)), 0);
+	CHECK_STR(o.warning, "");
+	smb_mount_opts_free(&o);
+	CHECK_EQ(chmod(path, 0644), 0);
+	CHECK_EQ(parse(&o, "", false, err, sizeof(err)), 0);
+	CHECK_EQ(smb_creds_file_parse(&o, path, err, sizeof(err)), 0);
+	CHECK(strstr(o.warning, "is readable by everyone (mode 0644)") != NULL);
 	smb_mount_opts_free(&o);
 }
 
@@ -900,6 +926,7 @@ int main(void)
 	RUN(test_sec);
 	RUN(test_sign_seal_guest);
 	RUN(test_creds_file);
+	RUN(test_daemon_user_and_creds_warning);
 	RUN(test_creds_file_errors);
 	RUN(test_username_forms);
 	RUN(test_env);
