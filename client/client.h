@@ -181,8 +181,8 @@ struct smb_channel_stats {
 	uint32_t send_credits, recv_credits; /* transport credits (SMB Direct) */
 	uint64_t mw_bound, mw_invalidated_remote, mw_invalidated_local;
 	uint64_t reconnects;
-	uint64_t failovers; /* requests this channel lost that went to another */
-	uint64_t replays;   /* requests replayed on this channel */
+	uint64_t failovers;               /* requests this channel lost that went to another */
+	uint64_t replays;                 /* requests replayed on this channel */
 	uint64_t offload_fallback_inline; /* READ/WRITEs meant for RDMA sent inline: the
 	                                     transport gave no per-I/O token */
 };

@@ -536,23 +536,14 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		o->multichannel = true;
 	} else if (strcmp(key, "nomultichannel") == 0 && !value) {
 		o->multichannel = false;
-	} else if (strcmp(key, "interfaces") == 0) {
-		/* Local interface names, ':'-separated (',' separates options). */
+	} else if (strcmp(key, "interfaces") == 0 || strcmp(key, "daemon_user") == 0) {
+		/* interfaces=: local interface names, ':'-separated (',' separates
+		 * options); daemon_user=: a user name or number (fuse/privs.h). */
+		bool ifs = key[0] == 'i';
 		NEEDS_VALUE();
-		if (!*value || strlen(value) > 255)
+		if (!*value || strlen(value) > (ifs ? 255u : 63u))
 			BAD_VALUE();
-		free(o->interfaces);
-		if (!(o->interfaces = strdup(value))) {
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-	} else if (strcmp(key, "daemon_user") == 0) {
-		/* A user name or number (fuse/privs.h says what is done with it). */
-		NEEDS_VALUE();
-		if (!*value || strlen(value) > 63)
-			BAD_VALUE();
-		free(o->daemon_user);
-		if (!(o->daemon_user = strdup(value))) {
+		if (set_string(ifs ? &o->interfaces : &o->daemon_user, value, false) < 0) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
