@@ -29,6 +29,22 @@ BIG_MIB = env_int("SMBRDMA_TEST_BIG_MIB", 256)
 SMALL_MIB = env_int("SMBRDMA_TEST_SMALL_MIB", 32)
 
 
+def _version(argv):
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+        return (r.stdout.strip() or r.stderr.strip()).splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "not found"
+
+
+def pytest_report_header(config):
+    """The peers this run talks to (the tests' README keeps the versions the
+    suite was last green on)."""
+    return ["peers: samba " + _version(["/usr/sbin/smbd", "--version"])
+            + ", ngtcp2 " + _version(["pkg-config", "--modversion", "libngtcp2"])
+            + ", kernel " + os.uname().release]
+
+
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

@@ -202,7 +202,7 @@ class SambaADDC:
             raise ADDCError("the AD DC fixture needs root (mount namespaces, samba)")
         missing = missing_packages()
         if missing:
-            raise ADDCError("missing packages for the AD DC: apt-get install "
+            raise ADDCError("missing packages for the AD DC (tools/install-deps installs them): "
                             + " ".join(missing))
         self.ip = self._pick_ip()
         self.dir = tempfile.mkdtemp(prefix="smbrdma-addc-")

@@ -72,7 +72,7 @@ class QuicRelay:
         binary = relay_binary()
         if not os.access(binary, os.X_OK):
             raise RuntimeError(f"{binary} is not built (meson needs ngtcp2 + GnuTLS: "
-                               "apt-get install libngtcp2-crypto-gnutls-dev)")
+                               "tools/install-deps installs ngtcp2 1.11)")
         if self.port is None:
             self.port = free_port()  # free for TCP; the relay's UDP port is as likely free
         argv = self.wrapper + [binary, "--mode", self.mode, "--listen",

@@ -190,7 +190,7 @@ class SambaServer:
         if os.geteuid() != 0:
             raise SambaError("the private Samba needs root (tmpfs mount, useradd, smbd)")
         if not os.access(SMBD, os.X_OK):
-            raise SambaError(f"{SMBD} not found: apt-get install samba")
+            raise SambaError(f"{SMBD} not found: run tools/install-deps")
         self.dir = tempfile.mkdtemp(prefix="smbrdma-samba-")
         os.chmod(self.dir, 0o755)
         for sub in ("private", "lock", "state", "cache", "pid", "ncalrpc",
