@@ -284,11 +284,14 @@ static void quic_advance(struct quic_transport *q, size_t n)
 
 /* Write every packet ngtcp2 has for us now: stream data while flow and
  * congestion control allow it, then ACKs and the rest.  Pacing is accounted
- * every send quantum (ngtcp2 lets a packet go up to 1 ms ahead of its pacing
- * time, more than our millisecond timer can resolve), so one wakeup writes
- * until congestion control or pacing says stop rather than one quantum:
- * stopping at a quantum left the rest to wait for the next ACK or a timer
- * rounded up to 1 ms.  Returns 0 or -errno (fatal). */
+ * every send quantum (update_pkt_tx_time() with the quantum's first
+ * timestamp, then a fresh one), so one wakeup writes until congestion
+ * control or pacing says stop, not just one quantum; a quantum that took
+ * longer to write than its pacing time lets the next go at once.  When
+ * pacing says wait, our millisecond timer (rounded up) brings us back late;
+ * ngtcp2 credits the lateness back (once 1 ms of it has gathered, the next
+ * pacing waits shrink by it), so the average rate holds.  Returns 0 or
+ * -errno (fatal). */
 static int quic_flush(struct quic_transport *q)
 {
 	ngtcp2_path_storage ps;
@@ -384,25 +387,22 @@ static int quic_flush(struct quic_transport *q)
  * gave an error. */
 static bool quic_log_peer_close(struct quic_transport *q)
 {
-	ngtcp2_connection_close_error cc;
-	ngtcp2_conn_get_connection_close_error(q->conn, &cc);
-	if (!cc.error_code)
+	const ngtcp2_ccerr *cc = ngtcp2_conn_get_ccerr(q->conn);
+	if (!cc->error_code)
 		return false;
-	if (cc.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_TRANSPORT &&
-	    cc.error_code >= 0x100 && cc.error_code < 0x200) {
-		const char *name =
-		    gnutls_alert_get_strname((gnutls_alert_description_t)(cc.error_code - 0x100));
+	if (cc->type == NGTCP2_CCERR_TYPE_TRANSPORT && cc->error_code >= NGTCP2_CRYPTO_ERROR &&
+	    cc->error_code < NGTCP2_CRYPTO_ERROR + 0x100) {
+		unsigned alert = (unsigned)(cc->error_code - NGTCP2_CRYPTO_ERROR);
+		const char *name = gnutls_alert_get_strname((gnutls_alert_description_t)alert);
 		smb_err("quic: %s closed the connection with TLS alert '%s'%s", q->server_name,
 		        name ? name : "?",
-		        cc.error_code - 0x100 == GNUTLS_A_CERTIFICATE_REQUIRED
+		        alert == GNUTLS_A_CERTIFICATE_REQUIRED
 		            ? " (it wants a client certificate: certfile=, keyfile=)"
 		            : "");
 	} else {
 		smb_err("quic: %s closed the connection (%s error 0x%llx)", q->server_name,
-		        cc.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_TRANSPORT
-		            ? "transport"
-		            : "application",
-		        (unsigned long long)cc.error_code);
+		        cc->type == NGTCP2_CCERR_TYPE_APPLICATION ? "application" : "transport",
+		        (unsigned long long)cc->error_code);
 	}
 	return true;
 }
@@ -486,13 +486,13 @@ static void quic_complete_list(struct quic_out *o, int err)
 /* Tell the peer we go, when it is still there to hear it. */
 static void quic_close_conn(struct quic_transport *q)
 {
-	if (!q->conn || q->peer_closed || ngtcp2_conn_is_in_closing_period(q->conn) ||
-	    ngtcp2_conn_is_in_draining_period(q->conn))
+	if (!q->conn || q->peer_closed || ngtcp2_conn_in_closing_period(q->conn) ||
+	    ngtcp2_conn_in_draining_period(q->conn))
 		return;
-	ngtcp2_connection_close_error ccerr;
+	ngtcp2_ccerr ccerr;
 	ngtcp2_path_storage ps;
 	ngtcp2_path_storage_zero(&ps);
-	ngtcp2_connection_close_error_set_application_error(&ccerr, 0, NULL, 0);
+	ngtcp2_ccerr_set_application_error(&ccerr, 0, NULL, 0);
 	ngtcp2_ssize n = ngtcp2_conn_write_connection_close(q->conn, &ps.path, NULL, q->pkt,
 	                                                    QUIC_PKT_MAX, &ccerr, quic_now());
 	if (n > 0)
@@ -720,13 +720,12 @@ static int quic_tls_setup(struct quic_transport *q)
 /* The largest UDP payload worth sending to a peer on this host, or 0 for
  * any other peer.  Over loopback the device's MTU (64 KiB by default) is the
  * whole path, so datagrams up to it cannot be fragmented or dropped for
- * size, and ngtcp2 0.12's path MTU discovery stops at 1452 bytes.  Besides
- * the 45-fold fewer packets, it matters to congestion control: ngtcp2 0.12's
- * Cubic never grows the window past 2.89 x max(initial window, delivery rate
- * x min RTT), the initial window is counted in datagrams, and a loopback min
- * RTT of ~10 us holds the window at ~42 KB of 1452-byte datagrams, whatever
- * the real round trip through two busy event loops is (measured: sequential
- * 1 MiB writes at ~60 MiB/s, every flush ending congestion-limited). */
+ * size, while ngtcp2's path MTU discovery only probes Internet sizes (UDP
+ * payloads up to 1452 bytes by default).  45-fold fewer packets: each costs a
+ * QUIC header, header protection, an AEAD call, ACK bookkeeping and a trip
+ * through the stack.  (With ngtcp2 0.12 it also mattered to congestion
+ * control, whose Cubic held the window near 42 KB of small datagrams at
+ * loopback RTTs; 1.11's Cubic has no such bound.) */
 static size_t quic_loopback_payload(struct quic_transport *q)
 {
 	static const uint8_t v4mapped_lo[13] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127};

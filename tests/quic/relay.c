@@ -171,13 +171,13 @@ static void rconn_free(struct rconn *c)
 {
 	if (c->conn) {
 		/* For reading a benchmark: what congestion control ended with. */
-		ngtcp2_conn_stat st;
-		ngtcp2_conn_get_conn_stat(c->conn, &st);
+		ngtcp2_conn_info ci;
+		ngtcp2_conn_get_conn_info(c->conn, &ci);
 		fprintf(stderr,
-		        "relay: conn closed: srtt %.3f ms, min_rtt %.3f ms, cwnd %llu, pto_count "
-		        "%zu, pacing %.1f B/ms\n",
-		        st.smoothed_rtt / 1e6, st.min_rtt / 1e6, (unsigned long long)st.cwnd,
-		        st.pto_count, st.pacing_rate * 1e6);
+		        "relay: conn closed: srtt %.3f ms, min_rtt %.3f ms, cwnd %llu, ssthresh "
+		        "%llu, in flight %llu\n",
+		        ci.smoothed_rtt / 1e6, ci.min_rtt / 1e6, (unsigned long long)ci.cwnd,
+		        (unsigned long long)ci.ssthresh, (unsigned long long)ci.bytes_in_flight);
 	}
 	if (c->tcp_fd >= 0) {
 		epoll_ctl(ep, EPOLL_CTL_DEL, c->tcp_fd, NULL);
@@ -221,19 +221,18 @@ static void send_batch(struct rconn *c, const uint8_t *p, size_t n, size_t seg)
  * handshake becomes its alert), or 0 for a plain close. */
 static void rconn_close_err(struct rconn *c, int liberr)
 {
-	if (c->conn && !ngtcp2_conn_is_in_closing_period(c->conn) &&
-	    !ngtcp2_conn_is_in_draining_period(c->conn)) {
-		ngtcp2_connection_close_error ce;
+	if (c->conn && !ngtcp2_conn_in_closing_period(c->conn) &&
+	    !ngtcp2_conn_in_draining_period(c->conn)) {
+		ngtcp2_ccerr ce;
 		ngtcp2_path_storage ps;
 		ngtcp2_path_storage_zero(&ps);
 		if (liberr == NGTCP2_ERR_CRYPTO)
-			ngtcp2_connection_close_error_set_transport_error_tls_alert(
-			    &ce, ngtcp2_conn_get_tls_alert(c->conn), NULL, 0);
+			ngtcp2_ccerr_set_tls_alert(&ce, ngtcp2_conn_get_tls_alert(c->conn), NULL,
+			                           0);
 		else if (liberr)
-			ngtcp2_connection_close_error_set_transport_error_liberr(&ce, liberr, NULL,
-			                                                         0);
+			ngtcp2_ccerr_set_liberr(&ce, liberr, NULL, 0);
 		else
-			ngtcp2_connection_close_error_set_application_error(&ce, 0, NULL, 0);
+			ngtcp2_ccerr_set_application_error(&ce, 0, NULL, 0);
 		ngtcp2_ssize n = ngtcp2_conn_write_connection_close(c->conn, &ps.path, NULL, txpkt,
 		                                                    sizeof(txpkt), &ce, now_ts());
 		if (n > 0)
@@ -523,6 +522,7 @@ static struct rconn *rconn_new(const ngtcp2_pkt_hd *hd, const struct sockaddr_st
 	tp.initial_max_data = RX_WINDOW;
 	tp.max_idle_timeout = 60 * NGTCP2_SECONDS;
 	tp.original_dcid = hd->dcid;
+	tp.original_dcid_present = 1;
 	tp.stateless_reset_token_present = 1;
 	gnutls_rnd(GNUTLS_RND_RANDOM, tp.stateless_reset_token, sizeof(tp.stateless_reset_token));
 
@@ -594,8 +594,8 @@ static struct rconn *on_datagram(const uint8_t *p, size_t n, const struct sockad
 		if (rv == NGTCP2_ERR_CRYPTO)
 			fprintf(stderr, "relay: TLS handshake failed: %s\n",
 			        gnutls_strerror(ngtcp2_conn_get_tls_error(c->conn)));
-		if (rv == NGTCP2_ERR_DRAINING)
-			rconn_free(c);
+		if (rv == NGTCP2_ERR_DRAINING || rv == NGTCP2_ERR_DROP_CONN)
+			rconn_free(c); /* nothing to send: the peer closed, or ngtcp2 says drop */
 		else
 			rconn_close_err(c, rv);
 		return NULL;
