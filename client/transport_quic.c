@@ -1,11 +1,12 @@
 /* client/transport_quic.c — SMB2 over QUIC on ngtcp2 + GnuTLS (contract in
  * transport_quic.h).
  *
- * Outgoing data: send() puts a quic_out (the txbuf and its 4-byte length
- * prefix) on q->pending under q->lock; the loop thread moves pending onto
- * q->out, where entries stay in stream order until acknowledged.  q->wcur is
- * the first entry with bytes not yet handed to ngtcp2 (stream offset
- * q->written); acked_stream_data_offset() completes entries from the head.
+ * Outgoing data: send() puts a quic_out (the txbuf's pieces, or a copy of a
+ * small message, and its 4-byte length prefix) on q->pending under q->lock;
+ * the loop thread moves pending onto q->out, where entries stay in stream
+ * order until acknowledged.  q->wcur is the first entry with bytes not yet
+ * handed to ngtcp2 (stream offset q->written); acked_stream_data_offset()
+ * frees entries from the head, completing the txbufs not copied.
  *
  *   connect() [caller's thread]: socket, TLS, handshake by poll()
  *      -> registered with the loop: quic_on_event / quic_timer_cb / quic_kick
@@ -50,11 +51,26 @@
 #define QUIC_GSO_BYTES 65000u
 #define QUIC_GSO_SEGS  64u
 
+/* Messages up to this size are copied at send() and their done() called at
+ * once; larger ones (READ/WRITE payloads) go out from the sender's buffers
+ * and are done() when the server has acknowledged their last byte, which
+ * QUIC needs for retransmission.  Why copy at all: ngtcp2 1.x does not put
+ * an ACK in a packet before the ACK delay is up (25 ms), so the server's
+ * answer to a request routinely arrives before its ACK, and a sender that
+ * frees a small request at its answer (the set-up requests of a channel
+ * live in a talloc context the caller frees) would have it freed under us.
+ * A copy of a few hundred bytes costs nothing next to that; 1 MiB would. */
+#define QUIC_COPY_MAX (64u << 10)
+
 struct quic_out {
-	struct smb_txbuf *buf;
+	struct smb_txbuf *buf; /* NULL when copied (done() already called) */
+	struct iovec iov[SMB_TXBUF_MAX_IOV];
+	int iovcnt;
+	size_t len;
 	uint8_t prefix[4];
 	uint64_t start, end; /* stream offsets [start, end) of prefix + message */
 	struct quic_out *next;
+	uint8_t copy[]; /* the message, when copied */
 };
 
 struct quic_transport {
@@ -188,7 +204,8 @@ static int quic_acked_cb(ngtcp2_conn *conn, int64_t stream_id, uint64_t offset, 
 		q->out_head = o->next;
 		if (!q->out_head)
 			q->out_tail = NULL;
-		o->buf->done(o->buf, 0);
+		if (o->buf)
+			o->buf->done(o->buf, 0);
 		free(o);
 	}
 	return 0;
@@ -260,13 +277,13 @@ static int quic_collect(struct quic_transport *q, ngtcp2_vec *v)
 			pos = 4;
 		}
 		uint64_t skip = pos - 4;
-		for (int i = 0; i < o->buf->iovcnt && n < QUIC_MAX_VECS; i++) {
-			size_t l = o->buf->iov[i].iov_len;
+		for (int i = 0; i < o->iovcnt && n < QUIC_MAX_VECS; i++) {
+			size_t l = o->iov[i].iov_len;
 			if (skip >= l) {
 				skip -= l;
 				continue;
 			}
-			v[n].base = (uint8_t *)o->buf->iov[i].iov_base + skip;
+			v[n].base = (uint8_t *)o->iov[i].iov_base + skip;
 			v[n++].len = l - skip;
 			skip = 0;
 		}
@@ -477,7 +494,8 @@ static void quic_complete_list(struct quic_out *o, int err)
 {
 	while (o) {
 		struct quic_out *next = o->next;
-		o->buf->done(o->buf, err);
+		if (o->buf)
+			o->buf->done(o->buf, err);
 		free(o);
 		o = next;
 	}
@@ -600,7 +618,7 @@ static void quic_kick(void *arg)
 		list = o->next;
 		o->next = NULL;
 		o->start = q->queued;
-		o->end = q->queued += 4 + o->buf->len;
+		o->end = q->queued += 4 + o->len;
 		if (q->out_tail)
 			q->out_tail->next = o;
 		else
@@ -628,10 +646,25 @@ static void quic_kick_locked(struct quic_transport *q)
 static int quic_send(struct smb_transport *t, struct smb_txbuf *buf)
 {
 	struct quic_transport *q = to_quic(t);
-	struct quic_out *o = calloc(1, sizeof(*o));
+	bool copied = buf->len <= QUIC_COPY_MAX;
+	struct quic_out *o = calloc(1, sizeof(*o) + (copied ? buf->len : 0));
 	if (!o)
 		return -ENOMEM;
-	o->buf = buf;
+	o->len = buf->len;
+	if (copied) {
+		size_t off = 0;
+		for (int i = 0; i < buf->iovcnt; i++) {
+			memcpy(o->copy + off, buf->iov[i].iov_base, buf->iov[i].iov_len);
+			off += buf->iov[i].iov_len;
+		}
+		o->iov[0].iov_base = o->copy;
+		o->iov[0].iov_len = buf->len;
+		o->iovcnt = 1;
+	} else {
+		o->buf = buf;
+		memcpy(o->iov, buf->iov, sizeof(o->iov));
+		o->iovcnt = buf->iovcnt;
+	}
 	o->prefix[1] = (uint8_t)(buf->len >> 16);
 	o->prefix[2] = (uint8_t)(buf->len >> 8);
 	o->prefix[3] = (uint8_t)buf->len;
@@ -649,6 +682,8 @@ static int quic_send(struct smb_transport *t, struct smb_txbuf *buf)
 	q->pend_tail = o;
 	quic_kick_locked(q);
 	pthread_mutex_unlock(&q->lock);
+	if (copied)
+		buf->done(buf, 0);
 	return 0;
 }
 
