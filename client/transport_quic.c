@@ -33,6 +33,7 @@
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 #include <talloc.h>
@@ -43,9 +44,24 @@
 #define QUIC_KEEPALIVE_MS 5000u
 #define QUIC_PKT_MAX      65536u
 #define QUIC_MAX_VECS     16
-#define QUIC_RX_WINDOW    (32u << 20)
 #define QUIC_SOCKBUF      (8 << 20) /* SO_SNDBUF/SO_RCVBUF asked for */
 #define QUIC_FLUSH_PKTS   1024      /* most packets one flush writes */
+/* Flow control: how much the server may send us before we give credit back.
+ * The load to carry without a window stall is 1 MiB READs (or WRITEs, the
+ * server's window) at 8 in flight: 8 x (1 MiB + 4-byte length prefix + 64-byte
+ * SMB2 header + READ response + 52-byte transform header when sealed), just
+ * over 8 MiB on the stream at once.  ngtcp2 (1.11) announces new credit
+ * (MAX_STREAM_DATA, MAX_DATA) only once a quarter of the window has been
+ * consumed since the last announcement, so the server can count on 3/4 of
+ * it: 3/4 x W >= 8 MiB needs W >= 10.7 MiB.  16 MiB, for the one stream and
+ * the connection alike (one stream carries everything), from the first
+ * packet: no ramp-up.  Beyond that ngtcp2 auto-tunes: a window used up
+ * within 2 RTTs is doubled, up to QUIC_RX_WINDOW_MAX, for deeper queues or
+ * larger I/O (Samba grants 8 MiB READs).  Memory is not what bounds it:
+ * quic_recv_stream_cb() copies data out and gives the credit back at once;
+ * only data arriving out of order waits in ngtcp2, at most a window of it. */
+#define QUIC_RX_WINDOW     (16u << 20)
+#define QUIC_RX_WINDOW_MAX (64u << 20)
 /* One UDP GSO send: at most this many bytes (a super-datagram is bounded by
  * the 16-bit IP/UDP lengths) in at most this many segments. */
 #define QUIC_GSO_BYTES 65000u
@@ -821,8 +837,8 @@ static int quic_conn_setup(struct quic_transport *q, unsigned timeout_ms)
 	ngtcp2_settings_default(&settings);
 	settings.initial_ts = quic_now();
 	settings.handshake_timeout = (ngtcp2_duration)timeout_ms * NGTCP2_MILLISECONDS;
-	settings.max_window = 4 * (uint64_t)QUIC_RX_WINDOW;
-	settings.max_stream_window = 4 * (uint64_t)QUIC_RX_WINDOW;
+	settings.max_window = QUIC_RX_WINDOW_MAX;
+	settings.max_stream_window = QUIC_RX_WINDOW_MAX;
 	size_t lo_payload = quic_loopback_payload(q);
 	if (lo_payload > settings.max_tx_udp_payload_size) {
 		settings.max_tx_udp_payload_size = lo_payload;
@@ -917,16 +933,33 @@ static int quic_handshake(struct quic_transport *q, unsigned timeout_ms)
 }
 
 /* Big socket buffers: a window of datagrams arrives at once, and on a busy
- * host the loop thread may not read for a while.  Beyond net.core.rmem_max
- * only with CAP_NET_ADMIN (the *FORCE options); otherwise what the sysctl
- * allows. */
+ * host the loop thread may not read for a while; what overflows the receive
+ * buffer is lost, and loss is what makes congestion control back off.
+ * Beyond net.core.rmem_max/wmem_max only with CAP_NET_ADMIN (the *FORCE
+ * options), which the daemon has given up by the time it connects: so it
+ * gets what the sysctls allow, and says so once when that is less than
+ * asked (raising them is the administrator's call, never ours). */
 static void quic_set_bufs(int fd)
 {
+	static atomic_bool told;
 	int sz = QUIC_SOCKBUF;
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	/* The kernel reports twice what it grants (the other half is its
+	 * bookkeeping). */
+	int rcv = 0, snd = 0;
+	socklen_t len = sizeof(rcv);
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len) < 0)
+		return;
+	len = sizeof(snd);
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, &len) < 0)
+		return;
+	if ((rcv / 2 < sz || snd / 2 < sz) && !atomic_exchange(&told, true))
+		smb_info("quic: UDP socket buffers %d KiB in, %d KiB out of the %d KiB asked for "
+		         "(net.core.rmem_max, wmem_max); a burst beyond them is lost",
+		         rcv / 2048, snd / 2048, sz / 1024);
 }
 
 static int quic_connect(struct smb_transport *t, const struct sockaddr *addr, socklen_t addrlen,
