@@ -121,6 +121,9 @@ struct smb_client_info {
 	uint32_t max_read, max_write; /* bytes per READ/WRITE request */
 	uint32_t share_type;
 	bool posix; /* the SMB3 POSIX extensions are in use on this mount */
+	/* They were asked for and the server offers them, but not on this
+	 * share (Samba: smb3 unix extensions = no in the share's section). */
+	bool posix_share_off;
 };
 void smb_client_get_info(struct smb_client *c, struct smb_client_info *out);
 
@@ -218,8 +221,12 @@ struct smb_attr {
 	uint32_t mode;     /* S_IFMT type bits | permission bits (07777) */
 	uint32_t uid, gid; /* SMB2_POSIX_ID_NONE (client/proto/smb2_posix.h): a SID
 	                      with no Unix id */
-	uint32_t rdev;     /* device number of a character or block device */
+	uint32_t rdev;     /* device number of a character or block device, as
+	                      SMB_ATTR_RDEV() makes it: the POSIX information's
+	                      DeviceId (ksmbd: the Linux kernel's dev_t) */
 };
+/* The Linux kernel's dev_t: major << 20 | minor (20 bits). */
+#define SMB_ATTR_RDEV(major, minor) ((uint32_t)(major) << 20 | ((uint32_t)(minor)&0xfffffu))
 
 struct smb_fsinfo {
 	uint64_t total_units, avail_units, free_units;
@@ -381,6 +388,12 @@ int smb_put_small(struct smb_client *c, const char *path, const void *data, size
                   smb_status_cb cb, void *arg);
 /* The first max (1..64 KiB) bytes of path: CREATE + READ + CLOSE. */
 int smb_get_small(struct smb_client *c, const char *path, size_t max, smb_buf_cb cb, void *arg);
+/* The reparse point of path itself (a symbolic link, a special file):
+ * CREATE (FILE_OPEN_REPARSE_POINT) + FSCTL_GET_REPARSE_POINT + CLOSE, the
+ * REPARSE_DATA_BUFFER (at most SMB_REPARSE_MAX bytes) to cb; a file that
+ * is none gets STATUS_NOT_A_REPARSE_POINT. */
+#define SMB_REPARSE_MAX 16384
+int smb_get_reparse(struct smb_client *c, const char *path, smb_buf_cb cb, void *arg);
 
 /* One FSCTL on an open handle (IOCTL with SMB2_0_IOCTL_IS_FSCTL): cb gets the
  * output buffer, with status SUCCESS, BUFFER_OVERFLOW (output cut at

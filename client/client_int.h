@@ -103,6 +103,8 @@ struct smb_client {
 	bool no_lease;                /* ask for neither lease nor oplock (nolease) */
 	bool posix;                   /* SMB3 POSIX extensions negotiated (set once, before
 	                                 the mount is used; re-checked on reconnect) */
+	bool posix_share_off;         /* ... but the share does not use them
+	                                 (smb_posix_probe()): posix stays false */
 	unsigned echo_ms;             /* keepalive of a lone channel; 0 = off */
 	uint64_t previous_session_id; /* set by reconnect for its SESSION_SETUP */
 	uint64_t reconnects;          /* atomic */
@@ -194,6 +196,13 @@ bool smb_client_parked(struct smb_client *c);
  * validated.  Not on the loop thread. */
 int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, char *errbuf,
                           size_t errlen);
+
+/* With the SMB3 POSIX extensions negotiated: does the share use them?  A
+ * CREATE of its root with the POSIX context, whose answer must carry one
+ * (Samba answers the context on a share with smb3 unix extensions = yes
+ * only); if not, c->posix goes false for good and posix_share_off true.
+ * On ch, not on the loop thread, before the mount is used. */
+void smb_posix_probe(struct smb_client *c, struct smb_chan *ch, void *mem);
 
 /* Append a CREATE to req (ops.c): the args as smb_open() takes them, the
  * oplock level to ask for, and at most one create context (copied). */

@@ -29,6 +29,17 @@ int smb_req_add_create(struct smb_req *req, const char *path, const struct smb_o
 	return smb_req_add_create_ctxs(req, path, a, oplock, ctx, ctx ? 1 : 0);
 }
 
+/* The mode in a POSIX context: the caller's, else what a create with no
+ * mode of its own makes (an mfsymlink file, say): 0644, 0755 for a
+ * directory, as a umask of 022 leaves 0666 and 0777.  An open that makes
+ * nothing never uses it. */
+static uint32_t posix_create_mode(const struct smb_open_args *a)
+{
+	if (a->set_mode)
+		return a->mode & 07777;
+	return (a->create_options & FILE_DIRECTORY_FILE) ? 0755 : 0644;
+}
+
 int smb_req_add_create_ctxs(struct smb_req *req, const char *path, const struct smb_open_args *a,
                             uint8_t oplock, const struct smb2_create_ctx *ctx, int n)
 {
@@ -50,12 +61,23 @@ int smb_req_add_create_ctxs(struct smb_req *req, const char *path, const struct 
 		cap += 32 + ctx[i].data_len;
 	}
 	cr.context_count = n;
-	/* SMB3 POSIX extensions: the mode of what this create makes */
+	/* SMB3 POSIX extensions: every CREATE carries the POSIX context, with
+	 * the mode of what it makes.  Samba (4.22) answers the POSIX
+	 * information class only on a handle opened with it (smb2_getinfo.c:
+	 * STATUS_INVALID_LEVEL otherwise), and takes the name as a POSIX
+	 * pathname then: '/' separates ('\\' is a character), case matters,
+	 * no symbolic link is followed (smb2_create.c). */
 	uint8_t posix_mode[SMB2_POSIX_CREATE_REQ_LEN];
-	if (a->set_mode && smb_req_client(req)->posix) {
+	if (smb_req_client(req)->posix) {
 		if (cr.context_count >= SMB2_MAX_CREATE_CTX)
 			return -EINVAL;
-		smb2_posix_create_req_encode(posix_mode, a->mode);
+		cr.posix_path = true;
+		/* Nothing here means to follow a symbolic link (the kernel
+		 * resolves them): a stat, unlink or rename of a link is of the
+		 * link (Samba refuses a POSIX open of one without this flag:
+		 * STATUS_STOPPED_ON_SYMLINK). */
+		cr.create_options |= FILE_OPEN_REPARSE_POINT;
+		smb2_posix_create_req_encode(posix_mode, posix_create_mode(a));
 		cr.contexts[cr.context_count++] =
 		    (struct smb2_create_ctx){smb2_posix_ctx_name, posix_mode, sizeof(posix_mode)};
 		cap += 48 + sizeof(posix_mode);
@@ -198,7 +220,15 @@ static uint32_t chain_status(const struct smb_req *req, int upto)
 	return STATUS_SUCCESS;
 }
 
-static void posix_to_attr(const struct smb2_posix_info *pi, struct smb_attr *a)
+/* The Unix ids of ids' owner and group (their Unix SIDs'). */
+static void posix_ids(struct smb_client *c, const struct smb2_posix_ids *ids, struct smb_attr *a)
+{
+	a->uid = ids->uid;
+	a->gid = ids->gid;
+}
+
+static void posix_to_attr(struct smb_client *c, const struct smb2_posix_info *pi,
+                          struct smb_attr *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->file_id = pi->inode;
@@ -211,24 +241,25 @@ static void posix_to_attr(const struct smb2_posix_info *pi, struct smb_attr *a)
 	a->allocation_size = pi->allocation_size;
 	a->nlink = pi->ids.nlink;
 	a->posix = true;
-	a->mode = smb2_posix_file_type(pi->file_attributes, pi->ids.reparse_tag) | pi->ids.mode;
-	a->uid = pi->ids.uid;
-	a->gid = pi->ids.gid;
+	a->mode =
+	    smb2_posix_file_type(pi->file_attributes, pi->ids.reparse_tag, pi->ids.wire_mode) |
+	    pi->ids.mode;
+	posix_ids(c, &pi->ids, a);
 	a->rdev = pi->device_id;
 }
 
 /* A QUERY_INFO response of add_query_attr()'s class. */
-static int decode_attr(const struct smb_pdu *p, bool posix, struct smb_attr *a)
+static int decode_attr(struct smb_client *c, const struct smb_pdu *p, struct smb_attr *a)
 {
 	struct smb2_query_info_rsp q;
 	struct smb2_file_all_info fa;
 	struct smb2_posix_info pi;
 	if (smb2_query_info_rsp_decode(p->rsp, p->rsp_len, &q) < 0)
 		return -EIO;
-	if (posix) {
+	if (c->posix) {
 		if (smb2_posix_info_decode(q.buffer, q.buffer_len, &pi) < 0)
 			return -EIO;
-		posix_to_attr(&pi, a);
+		posix_to_attr(c, &pi, a);
 		return 0;
 	}
 	if (smb2_file_all_info_decode(q.buffer, q.buffer_len, &fa) < 0)
@@ -250,6 +281,39 @@ static void log_malformed(struct smb_client *c, const char *what)
 {
 	smb_err("%s: malformed %s response from the server; failing the call with EIO", c->host,
 	        what);
+}
+
+/* ---- does the share speak POSIX? ------------------------------------------------------ */
+
+void smb_posix_probe(struct smb_client *c, struct smb_chan *ch, void *mem)
+{
+	struct smb_req *req = smb_chan_req(ch, mem);
+	if (!req)
+		return;
+	req->related = true;
+	struct smb_open_args oa = {
+	    .desired_access = FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_OPEN,
+	    .create_options = FILE_DIRECTORY_FILE,
+	};
+	int err = add_create(req, "", &oa);
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	if (!err)
+		err = smb_client_submit_sync(c, req);
+	struct smb2_create_rsp cr;
+	struct smb2_posix_ids ids;
+	/* Not known (no answer, no access to the root): left as negotiated. */
+	if (!err && req->pdu[0].rsp_hdr.status == STATUS_SUCCESS &&
+	    smb2_create_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &cr) == 0 &&
+	    smb2_posix_create_rsp_find(cr.contexts, cr.contexts_len, &ids) == 0) {
+		c->posix = false;
+		c->posix_share_off = true;
+		smb_info("%s: the server offers the SMB3 POSIX extensions, but not on this share "
+		         "(no POSIX context in its answer)",
+		         c->unc);
+	}
+	smb_req_put(req);
 }
 
 /* ---- stat / open / mkdir: CREATE + QUERY_INFO(all) [+ CLOSE] -------------------------- */
@@ -326,7 +390,7 @@ static void attr_chain_done(struct smb_req *req)
 		uint32_t st = chain_status(req, 2);
 		if (st != STATUS_SUCCESS)
 			cb(op->arg, 0, st, NULL);
-		else if (decode_attr(&req->pdu[1], op->c->posix, &a) < 0) {
+		else if (decode_attr(op->c, &req->pdu[1], &a) < 0) {
 			log_malformed(op->c, "QUERY_INFO");
 			cb(op->arg, -EIO, 0, NULL);
 		} else if (!mode_fix(op, NULL, &a))
@@ -423,9 +487,9 @@ static void posix_from_create(struct smb_client *c, const struct smb2_create_rsp
 		return;
 	a->posix = true;
 	a->nlink = ids.nlink;
-	a->mode = smb2_posix_file_type(cr->file_attributes, ids.reparse_tag) | ids.mode;
-	a->uid = ids.uid;
-	a->gid = ids.gid;
+	a->mode =
+	    smb2_posix_file_type(cr->file_attributes, ids.reparse_tag, ids.wire_mode) | ids.mode;
+	posix_ids(c, &ids, a);
 }
 
 static void open_record(struct op *op, const struct smb2_create_rsp *cr)
@@ -482,7 +546,7 @@ static void open_done(struct smb_req *req)
 		posix_from_create(op->c, &cr, &a);
 		open_record(op, &cr);
 		cb(op->arg, 0, STATUS_SUCCESS, cr.fileid, &a);
-	} else if (decode_attr(&req->pdu[1], op->c->posix, &a) < 0) {
+	} else if (decode_attr(op->c, &req->pdu[1], &a) < 0) {
 		log_malformed(op->c, "QUERY_INFO");
 		cb(op->arg, -EIO, 0, none, NULL);
 		smb_close(op->c, cr.fileid, NULL, NULL);
@@ -522,7 +586,13 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 	uint8_t rqls[SMB2_RQLS_V2_LEN], dh2q[SMB2_DH2Q_LEN];
 	bool lease = smb_lease_ctx(c, &oa, rqls, &ctx[nctx]);
 	nctx += lease;
-	if (c->durable) {
+	/* No durable handle under the SMB3 POSIX extensions: a server must
+	 * refuse a durable reconnect that carries the POSIX create context
+	 * ([MS-SMB2] 3.3.5.9.12, Samba 4.22 does), and one without it gives
+	 * back a handle that is no POSIX one (Samba 4.22: QUERY_INFO of the
+	 * POSIX class then fails).  Such opens are opened again by path after
+	 * a reconnect (client/opens.c). */
+	if (c->durable && !c->posix) {
 		/* A durable v2 handle survives a lost connection ([MS-SMB2]
 		 * 3.2.4.3.5); servers grant it under a batch oplock or a
 		 * lease with H. */
@@ -589,13 +659,15 @@ static ssize_t enc_disposition(uint8_t *buf, size_t cap, const void *what)
 
 struct rename_what {
 	bool replace;
+	bool posix; /* the target is a POSIX pathname, as the handle's own */
 	const char *to;
 };
 
 static ssize_t enc_rename(uint8_t *buf, size_t cap, const void *what)
 {
 	const struct rename_what *r = what;
-	return smb2_file_rename_info_encode(buf, cap, r->replace, r->to);
+	return r->posix ? smb2_file_rename_info_encode_posix(buf, cap, r->replace, r->to)
+	                : smb2_file_rename_info_encode(buf, cap, r->replace, r->to);
 }
 
 static ssize_t enc_ea(uint8_t *buf, size_t cap, const void *what)
@@ -645,7 +717,7 @@ int smb_rename(struct smb_client *c, const char *from, const char *to, bool repl
 	    .desired_access = DELETE_ACCESS | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
 	    .create_disposition = FILE_OPEN,
 	};
-	struct rename_what r = {replace, to};
+	struct rename_what r = {replace, c->posix, to};
 	return set_info_chain(c, from, &oa, FileRenameInformation, 24 + 2 * strlen(to) + 8,
 	                      enc_rename, &r, cb, arg);
 }
@@ -675,7 +747,7 @@ static void setattr_done(struct smb_req *req)
 		uint32_t st = chain_status(req, q + 1);
 		if (st != STATUS_SUCCESS)
 			cb(op->arg, 0, st, NULL);
-		else if (decode_attr(&req->pdu[q], op->c->posix, &a) < 0) {
+		else if (decode_attr(op->c, &req->pdu[q], &a) < 0) {
 			log_malformed(op->c, "QUERY_INFO");
 			cb(op->arg, -EIO, 0, NULL);
 		} else
@@ -807,7 +879,7 @@ static void fstat_done(struct smb_req *req)
 		cb(op->arg, req->err, 0, NULL);
 	else if (chain_status(req, 1) != STATUS_SUCCESS)
 		cb(op->arg, 0, chain_status(req, 1), NULL);
-	else if (decode_attr(&req->pdu[0], op->c->posix, &a) < 0) {
+	else if (decode_attr(op->c, &req->pdu[0], &a) < 0) {
 		log_malformed(op->c, "QUERY_INFO");
 		cb(op->arg, -EIO, 0, NULL);
 	} else
@@ -1206,6 +1278,14 @@ static void buf_chain_done(struct smb_req *req)
 		} else {
 			cb(op->arg, 0, STATUS_SUCCESS, q.buffer, q.buffer_len);
 		}
+	} else if (p->command == SMB2_IOCTL) {
+		struct smb2_ioctl_rsp r;
+		if (smb2_ioctl_rsp_decode(p->rsp, p->rsp_len, &r) < 0) {
+			log_malformed(op->c, "IOCTL");
+			cb(op->arg, -EIO, 0, NULL, 0);
+		} else {
+			cb(op->arg, 0, STATUS_SUCCESS, r.output, r.output_len);
+		}
 	} else if (st == STATUS_END_OF_FILE) {
 		cb(op->arg, 0, STATUS_SUCCESS, NULL, 0); /* an empty file */
 	} else {
@@ -1281,7 +1361,7 @@ int smb_link(struct smb_client *c, const char *from, const char *to, smb_status_
 	    .create_options = FILE_NON_DIRECTORY_FILE,
 	};
 	/* FILE_LINK_INFORMATION has FILE_RENAME_INFORMATION's layout. */
-	struct rename_what r = {false, to};
+	struct rename_what r = {false, c->posix, to};
 	return set_info_chain(c, from, &oa, FileLinkInformation, 24 + 2 * strlen(to) + 8,
 	                      enc_rename, &r, cb, arg);
 }
@@ -1339,6 +1419,30 @@ int smb_get_small(struct smb_client *c, const char *path, size_t max, smb_buf_cb
 		uint8_t *body = smb_req_begin_pdu(req, SMB2_READ, 56);
 		err = body ? smb_req_end_pdu(req, smb2_read_req_encode(body, 56, &r)) : -ENOMEM;
 	}
+	if (!err)
+		err = add_close(req, SMB2_FILEID_RELATED);
+	return op_submit(req, err, buf_chain_done);
+}
+
+static int add_ioctl(struct smb_req *req, struct smb2_fileid fid, uint32_t code, const uint8_t *in,
+                     size_t inlen, uint32_t max_out);
+
+int smb_get_reparse(struct smb_client *c, const char *path, smb_buf_cb cb, void *arg)
+{
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	req->related = true;
+	struct smb_open_args oa = {
+	    .desired_access = FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_OPEN,
+	    .create_options = FILE_OPEN_REPARSE_POINT,
+	};
+	int err = add_create(req, path, &oa);
+	if (!err)
+		err = add_ioctl(req, SMB2_FILEID_RELATED, FSCTL_GET_REPARSE_POINT, NULL, 0,
+		                SMB_REPARSE_MAX);
 	if (!err)
 		err = add_close(req, SMB2_FILEID_RELATED);
 	return op_submit(req, err, buf_chain_done);
@@ -1482,7 +1586,7 @@ static void readdir_posix(struct smb_req *req, const struct smb2_query_directory
 		if (!name)
 			continue;
 		ents[k].name = name;
-		posix_to_attr(&pi, &ents[k].attr);
+		posix_to_attr(op->c, &pi, &ents[k].attr);
 		k++;
 	}
 	dirent_names_skipped(op->c, bad);

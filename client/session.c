@@ -229,8 +229,8 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 		c->max_transact = rsp.max_transact_size;
 		/* The server answers the POSIX context only when it will
 		 * speak the extensions on this connection. */
-		c->posix =
-		    nr.posix_extensions && rsp.dialect == SMB2_DIALECT_0311 && rsp.posix_seen;
+		c->posix = nr.posix_extensions && rsp.dialect == SMB2_DIALECT_0311 &&
+		           rsp.posix_seen && !c->posix_share_off;
 	}
 	ch->max_read = rsp.max_read_size;
 	ch->max_write = rsp.max_write_size;
@@ -1534,6 +1534,8 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	err = smb_chan_tree_connect(c, c->chans[0], mem, errbuf, errlen);
 	if (err)
 		goto fail;
+	if (c->posix)
+		smb_posix_probe(c, c->chans[0], mem);
 	/* A durable handle is granted only under a batch oplock or a lease
 	 * with H ([MS-SMB2] 3.3.5.9.10): none without either. */
 	c->no_lease = o->no_lease;
@@ -1694,4 +1696,5 @@ void smb_client_get_info(struct smb_client *c, struct smb_client_info *out)
 	out->max_write = c->max_write;
 	out->share_type = c->share_type;
 	out->posix = c->posix;
+	out->posix_share_off = c->posix_share_off;
 }

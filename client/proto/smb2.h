@@ -273,6 +273,10 @@ struct smb2_create_req {
 	const char *name; /* UTF-8 path relative to the share, '/' separated, "" = root */
 	struct smb2_create_ctx contexts[SMB2_MAX_CREATE_CTX];
 	int context_count;
+	/* SMB3 POSIX pathname: sent with its '/' separators as they are, so a
+	 * '\\' stays a character of a name (a server takes a CREATE with the
+	 * POSIX context so); otherwise '/' becomes '\\'. */
+	bool posix_path;
 };
 ssize_t smb2_create_req_encode(uint8_t *body, size_t cap, const struct smb2_create_req *r);
 
@@ -527,6 +531,10 @@ ssize_t smb2_file_disposition_info_encode(uint8_t *buf, size_t cap, bool delete_
 /* FileRenameInformation type 2 (SMB2): target is UTF-8, relative to the share. */
 ssize_t smb2_file_rename_info_encode(uint8_t *buf, size_t cap, bool replace_if_exists,
                                      const char *target);
+/* The same with the target as an SMB3 POSIX pathname (see smb2_create_req's
+ * posix_path): for a handle opened with the POSIX context. */
+ssize_t smb2_file_rename_info_encode_posix(uint8_t *buf, size_t cap, bool replace_if_exists,
+                                           const char *target);
 
 /* ---- names for log lines --------------------------------------------------- */
 const char *smb2_command_str(uint16_t command);

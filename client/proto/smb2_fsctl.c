@@ -226,6 +226,31 @@ int smb2_symlink_reparse_decode(const uint8_t *buf, size_t len, struct smb2_syml
 	return 0;
 }
 
+int smb2_nfs_reparse_decode(const uint8_t *buf, size_t len, struct smb2_nfs_reparse *out)
+{
+	/* ReparseTag(4) ReparseDataLength(2) Reserved(2), then Type(8) and,
+	 * for a device, Major(4) Minor(4) */
+	struct smb_rd r;
+	smb_rd_init(&r, buf, len);
+	uint32_t tag = smb_rd_u32(&r);
+	uint16_t dlen = smb_rd_u16(&r);
+	smb_rd_skip(&r, 2);
+	if (r.err || dlen > smb_rd_left(&r))
+		return -EBADMSG;
+	if (tag != IO_REPARSE_TAG_NFS)
+		return -EOPNOTSUPP;
+	if (dlen < 8)
+		return -EBADMSG;
+	*out = (struct smb2_nfs_reparse){.type = smb_rd_u64(&r)};
+	if (out->type == NFS_SPECFILE_CHR || out->type == NFS_SPECFILE_BLK) {
+		if (dlen < 16)
+			return -EBADMSG;
+		out->major = smb_rd_u32(&r);
+		out->minor = smb_rd_u32(&r);
+	}
+	return r.err ? -EBADMSG : 0;
+}
+
 ssize_t smb2_symlink_reparse_encode(uint8_t *buf, size_t cap, const char *target, size_t target_len,
                                     bool relative)
 {

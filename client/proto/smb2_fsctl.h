@@ -125,6 +125,23 @@ struct smb2_symlink {
  * reparse buffer.  -EBADMSG if malformed, -EOPNOTSUPP (well formed, another
  * tag). */
 int smb2_symlink_reparse_decode(const uint8_t *buf, size_t len, struct smb2_symlink *out);
+/* An NFS-style special file ([MS-FSCC] 2.1.2.6, IO_REPARSE_TAG_NFS): the
+ * type and, for a device, its numbers.  Samba (4.22) describes the FIFOs,
+ * sockets and device nodes of its share so over the SMB3 POSIX
+ * extensions. */
+#define IO_REPARSE_TAG_NFS 0x80000014u
+#define NFS_SPECFILE_LNK   0x00000000014B4E4Cull
+#define NFS_SPECFILE_CHR   0x0000000000524843ull
+#define NFS_SPECFILE_BLK   0x00000000004B4C42ull
+#define NFS_SPECFILE_FIFO  0x000000004F464946ull
+#define NFS_SPECFILE_SOCK  0x000000004B434F53ull
+struct smb2_nfs_reparse {
+	uint64_t type;
+	uint32_t major, minor; /* CHR and BLK only */
+};
+/* 0, -EBADMSG (malformed, or a device without its numbers), -EOPNOTSUPP
+ * (well formed, another tag). */
+int smb2_nfs_reparse_decode(const uint8_t *buf, size_t len, struct smb2_nfs_reparse *out);
 /* Encode a symlink REPARSE_DATA_BUFFER (FSCTL_SET_REPARSE_POINT input) for a
  * UTF-8 target ('/' becomes '\\'); substitute and print name are the same. */
 ssize_t smb2_symlink_reparse_encode(uint8_t *buf, size_t cap, const char *target, size_t target_len,

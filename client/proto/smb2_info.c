@@ -202,8 +202,8 @@ ssize_t smb2_file_disposition_info_encode(uint8_t *buf, size_t cap, bool delete_
 	return wr_result(&w);
 }
 
-ssize_t smb2_file_rename_info_encode(uint8_t *buf, size_t cap, bool replace_if_exists,
-                                     const char *target)
+static ssize_t rename_info_encode(uint8_t *buf, size_t cap, bool replace_if_exists,
+                                  const char *target, bool posix_path)
 {
 	struct smb_wr w;
 
@@ -222,7 +222,8 @@ ssize_t smb2_file_rename_info_encode(uint8_t *buf, size_t cap, bool replace_if_e
 	if (w.err)
 		return w.err;
 	size_t n = 0;
-	ssize_t rc = smb_utf8_to_utf16le(target, strlen(target), w.p, (size_t)(w.end - w.p), true);
+	ssize_t rc =
+	    smb_utf8_to_utf16le(target, strlen(target), w.p, (size_t)(w.end - w.p), !posix_path);
 	if (rc < 0)
 		return rc;
 	n = (size_t)rc;
@@ -236,4 +237,16 @@ ssize_t smb2_file_rename_info_encode(uint8_t *buf, size_t cap, bool replace_if_e
 	if (!w.err && smb_wr_len(&w) < 24)
 		smb_wr_zero(&w, 24 - smb_wr_len(&w));
 	return wr_result(&w);
+}
+
+ssize_t smb2_file_rename_info_encode(uint8_t *buf, size_t cap, bool replace_if_exists,
+                                     const char *target)
+{
+	return rename_info_encode(buf, cap, replace_if_exists, target, false);
+}
+
+ssize_t smb2_file_rename_info_encode_posix(uint8_t *buf, size_t cap, bool replace_if_exists,
+                                           const char *target)
+{
+	return rename_info_encode(buf, cap, replace_if_exists, target, true);
 }

@@ -549,7 +549,7 @@ ssize_t smb2_create_req_encode(uint8_t *body, size_t cap, const struct smb2_crea
 	smb_wr_u16(&w, 0);
 	smb_wr_u32(&w, 0);
 	smb_wr_u32(&w, 0);
-	size_t nl = wr_utf16(&w, name, true);
+	size_t nl = wr_utf16(&w, name, !q->posix_path);
 	if (w.err)
 		return w.err;
 	if (nl > UINT16_MAX)

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "client/proto/smb2.h"
+#include "client/proto/smb2_fsctl.h"
 
 const char smb2_posix_ctx_name[17] = {SMB2_POSIX_GUID_BYTES, 0};
 
@@ -89,13 +90,12 @@ uint32_t smb2_sid_unix_id(const struct smb2_sid *s, bool group)
 /* Owner then group SID at b; *used gets the bytes of both. */
 static int decode_owner_group(const uint8_t *b, size_t len, struct smb2_posix_ids *o, size_t *used)
 {
-	struct smb2_sid owner, group;
 	size_t n1, n2;
-	if (smb2_sid_decode(b, len, &owner, &n1) < 0 ||
-	    smb2_sid_decode(b + n1, len - n1, &group, &n2) < 0)
+	if (smb2_sid_decode(b, len, &o->owner, &n1) < 0 ||
+	    smb2_sid_decode(b + n1, len - n1, &o->group, &n2) < 0)
 		return -EBADMSG;
-	o->uid = smb2_sid_unix_id(&owner, false);
-	o->gid = smb2_sid_unix_id(&group, true);
+	o->uid = smb2_sid_unix_id(&o->owner, false);
+	o->gid = smb2_sid_unix_id(&o->group, true);
 	*used = n1 + n2;
 	return 0;
 }
@@ -107,7 +107,8 @@ static int decode_ids(const uint8_t *b, size_t len, struct smb2_posix_ids *o, si
 		return -EBADMSG;
 	o->nlink = smb_le32(b);
 	o->reparse_tag = smb_le32(b + 4);
-	o->mode = smb_le32(b + 8) & 07777;
+	o->wire_mode = smb_le32(b + 8);
+	o->mode = o->wire_mode & 07777;
 	size_t n;
 	if (decode_owner_group(b + 12, len - 12, o, &n) < 0)
 		return -EBADMSG;
@@ -200,13 +201,27 @@ int smb2_posix_dirent_next(const uint8_t *buf, uint32_t len, uint32_t *off,
 	return 1;
 }
 
-uint32_t smb2_posix_file_type(uint32_t file_attributes, uint32_t reparse_tag)
+uint32_t smb2_posix_file_type(uint32_t file_attributes, uint32_t reparse_tag, uint32_t wire_mode)
 {
+	static const uint32_t unix_types[] = {S_IFREG, S_IFDIR, S_IFLNK, S_IFCHR,
+	                                      S_IFBLK, S_IFIFO, S_IFSOCK};
 	if (file_attributes & FILE_ATTRIBUTE_DIRECTORY)
 		return S_IFDIR;
+	if (wire_mode & 0100000) {
+		/* S_IFMT itself (early ksmbd) */
+		uint32_t t = wire_mode & S_IFMT;
+		if (t == S_IFREG || t == S_IFLNK || t == S_IFSOCK)
+			return t;
+	} else {
+		uint32_t t = (wire_mode >> 12) & 7;
+		if (t > 0 && t < sizeof(unix_types) / sizeof(unix_types[0]))
+			return unix_types[t];
+	}
 	if (!(file_attributes & FILE_ATTRIBUTE_REPARSE_POINT))
 		return S_IFREG;
 	switch (reparse_tag) {
+	case IO_REPARSE_TAG_SYMLINK:
+		return S_IFLNK;
 	case IO_REPARSE_TAG_LX_FIFO:
 		return S_IFIFO;
 	case IO_REPARSE_TAG_LX_CHR:

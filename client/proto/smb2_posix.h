@@ -63,8 +63,10 @@ uint32_t smb2_sid_unix_id(const struct smb2_sid *s, bool group);
 struct smb2_posix_ids {
 	uint32_t nlink;
 	uint32_t reparse_tag;
-	uint32_t mode;     /* permission bits (07777); other bits dropped */
-	uint32_t uid, gid; /* from the owner / group SIDs, or SMB2_POSIX_ID_NONE */
+	uint32_t mode;                /* permission bits (07777); other bits dropped */
+	uint32_t wire_mode;           /* Mode as sent, file type bits and all */
+	uint32_t uid, gid;            /* from the owner / group SIDs, or SMB2_POSIX_ID_NONE */
+	struct smb2_sid owner, group; /* as sent */
 };
 
 /* The data of the POSIX create context in a CREATE response: HardLinks,
@@ -94,14 +96,16 @@ int smb2_posix_info_decode(const uint8_t *b, size_t len, struct smb2_posix_info 
 int smb2_posix_dirent_next(const uint8_t *buf, uint32_t len, uint32_t *off,
                            struct smb2_posix_info *o, const uint8_t **name16, uint32_t *name16_len);
 
-/* The file type (S_IFDIR, S_IFREG, S_IFIFO, ...) of POSIX information:
- * the directory attribute, else the reparse tag of a reparse point (WSL's
- * LX_FIFO/LX_CHR/LX_BLK and AF_UNIX tags), else S_IFREG.  The tag counts
- * only with FILE_ATTRIBUTE_REPARSE_POINT (ksmbd 6.1 puts a handle number in
- * the create context's ReparseTag).  Type bits in Mode are not read: ksmbd
- * sends none, and newer Samba's encoding of them is not the one of
- * <sys/stat.h>.  Symlink tags give S_IFREG: fuse/ops_link.c decides links. */
-uint32_t smb2_posix_file_type(uint32_t file_attributes, uint32_t reparse_tag);
+/* The file type (S_IFDIR, S_IFREG, S_IFLNK, S_IFIFO, ...) of POSIX
+ * information: the directory attribute; else the type in Mode, as Samba
+ * (4.22) and newer ksmbd send it (smb3posix.idl: UNIX_TYPE_* << 12, FILE 0,
+ * DIR 1, SYMLINK 2, CHARDEV 3, BLKDEV 4, FIFO 5, SOCKET 6), or as early
+ * ksmbd sent <sys/stat.h>'s S_IFMT (0100000 set: S_IFREG, S_IFLNK,
+ * S_IFSOCK); else, for a reparse point, its tag (a symlink, WSL's
+ * LX_FIFO/LX_CHR/LX_BLK and AF_UNIX); else S_IFREG.  The tag counts only
+ * with FILE_ATTRIBUTE_REPARSE_POINT (ksmbd 6.1, which sends no type in
+ * Mode, puts a handle number in the create context's ReparseTag). */
+uint32_t smb2_posix_file_type(uint32_t file_attributes, uint32_t reparse_tag, uint32_t wire_mode);
 
 /* A self-relative SECURITY_DESCRIPTOR for SET_INFO(SMB2_0_INFO_SECURITY)
  * that changes only what is flagged: the mode as one ACCESS_ALLOWED ACE

@@ -3,7 +3,7 @@
  * INFORMATION as QUERY_INFO's output, the same class as a QUERY_DIRECTORY
  * buffer, and SIDs.  Checks: names point inside the input, the walk always
  * moves forward, a decoded SID encodes back to the same bytes, and the
- * file type is one of the seven. */
+ * file type is one of the eight of <sys/stat.h>. */
 #include <errno.h>
 #include <sys/stat.h>
 
@@ -35,9 +35,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (smb2_posix_info_decode(m, size, &pi) == 0) {
 		if (size < 96 || pi.ids.mode > 07777)
 			abort();
-		uint32_t t = smb2_posix_file_type(pi.file_attributes, pi.ids.reparse_tag);
-		if (t != S_IFREG && t != S_IFDIR && t != S_IFIFO && t != S_IFCHR && t != S_IFBLK &&
-		    t != S_IFSOCK)
+		uint32_t t =
+		    smb2_posix_file_type(pi.file_attributes, pi.ids.reparse_tag, pi.ids.wire_mode);
+		if (t != S_IFREG && t != S_IFDIR && t != S_IFLNK && t != S_IFIFO && t != S_IFCHR &&
+		    t != S_IFBLK && t != S_IFSOCK)
 			abort();
 	}
 

@@ -705,6 +705,11 @@ int smb_get_small(struct smb_client *c, const char *path, size_t max, smb_buf_cb
 	return -EOPNOTSUPP;
 }
 
+int smb_get_reparse(struct smb_client *c, const char *path, smb_buf_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
 int smb_fsctl(struct smb_client *c, struct smb2_fileid fid, uint32_t code, const void *in,
               size_t inlen, uint32_t max_out, smb_buf_cb cb, void *arg)
 {

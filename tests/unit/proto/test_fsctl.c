@@ -172,6 +172,33 @@ static void test_symlink_reparse(void)
 	CHECK_EQ(smb2_symlink_reparse_encode(buf, 30, "../a/b", 6, true), -ENOSPC);
 }
 
+static void test_nfs_reparse(void)
+{
+	/* a character device 1,3 as Samba 4.22 describes /dev/null */
+	uint8_t b[24];
+	smb_put_le32(b, IO_REPARSE_TAG_NFS);
+	smb_put_le16(b + 4, 16);
+	smb_put_le16(b + 6, 0);
+	smb_put_le64(b + 8, NFS_SPECFILE_CHR);
+	smb_put_le32(b + 16, 1);
+	smb_put_le32(b + 20, 3);
+	struct smb2_nfs_reparse r;
+	CHECK_EQ(smb2_nfs_reparse_decode(b, sizeof(b), &r), 0);
+	CHECK(r.type == NFS_SPECFILE_CHR && r.major == 1 && r.minor == 3);
+	for (size_t l = 0; l < sizeof(b); l++)
+		CHECK_EQ(smb2_nfs_reparse_decode(b, l, &r), -EBADMSG);
+	/* a FIFO: the type alone */
+	smb_put_le16(b + 4, 8);
+	smb_put_le64(b + 8, NFS_SPECFILE_FIFO);
+	CHECK_EQ(smb2_nfs_reparse_decode(b, 16, &r), 0);
+	CHECK(r.type == NFS_SPECFILE_FIFO && r.major == 0 && r.minor == 0);
+	/* a device without its numbers */
+	smb_put_le64(b + 8, NFS_SPECFILE_BLK);
+	CHECK_EQ(smb2_nfs_reparse_decode(b, 16, &r), -EBADMSG);
+	smb_put_le32(b, IO_REPARSE_TAG_SYMLINK);
+	CHECK_EQ(smb2_nfs_reparse_decode(b, 16, &r), -EOPNOTSUPP);
+}
+
 static void test_mfsymlink(void)
 {
 	uint8_t buf[SMB_MFSYMLINK_SIZE];
@@ -215,6 +242,7 @@ int main(void)
 	RUN(test_ranges);
 	RUN(test_lock);
 	RUN(test_symlink_reparse);
+	RUN(test_nfs_reparse);
 	RUN(test_mfsymlink);
 	return check_report();
 }

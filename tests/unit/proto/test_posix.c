@@ -146,7 +146,8 @@ static void test_info(void)
 	CHECK_EQ(pi.last_write_time, 0x01d0000000000002ull);
 	CHECK_EQ(pi.change_time, 0x01d0000000000003ull);
 	CHECK(pi.ids.nlink == 3 && pi.ids.mode == 0640 && pi.ids.uid == 1001 && pi.ids.gid == 1002);
-	CHECK_EQ(smb2_posix_file_type(pi.file_attributes, pi.ids.reparse_tag), S_IFREG);
+	CHECK_EQ(smb2_posix_file_type(pi.file_attributes, pi.ids.reparse_tag, pi.ids.wire_mode),
+	         S_IFREG);
 	/* every cut is refused */
 	for (size_t k = 0; k < n; k++)
 		CHECK_EQ(smb2_posix_info_decode(b, k, &pi), -EBADMSG);
@@ -154,18 +155,35 @@ static void test_info(void)
 	smb_put_le32(b + 76, 0170755);
 	CHECK_EQ(smb2_posix_info_decode(b, n, &pi), 0);
 	CHECK_EQ(pi.ids.mode, 0755);
+	CHECK_EQ(pi.ids.wire_mode, 0170755);
 }
 
 static void test_file_type(void)
 {
-	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_DIRECTORY, 0), S_IFDIR);
-	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_REPARSE_POINT, 0x80000024u), S_IFIFO);
-	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_REPARSE_POINT, 0x80000025u), S_IFCHR);
-	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_REPARSE_POINT, 0x80000026u), S_IFBLK);
-	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_REPARSE_POINT, 0x80000023u), S_IFSOCK);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_DIRECTORY, 0, 0), S_IFDIR);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_REPARSE_POINT, 0x80000024u, 0), S_IFIFO);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_REPARSE_POINT, 0x80000025u, 0), S_IFCHR);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_REPARSE_POINT, 0x80000026u, 0), S_IFBLK);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_REPARSE_POINT, 0x80000023u, 0), S_IFSOCK);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_REPARSE_POINT, 0xA000000Cu, 0), S_IFLNK);
 	/* a tag without the attribute is noise (ksmbd's create context) */
-	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_ARCHIVE, 0x80000024u), S_IFREG);
-	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_REPARSE_POINT, 0xA000000Cu), S_IFREG);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_ARCHIVE, 0x80000024u, 0), S_IFREG);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_ARCHIVE, 0xA000000Cu, 0), S_IFREG);
+	/* Samba's type in Mode (UNIX_TYPE_* << 12), over any reparse tag */
+	static const uint32_t want[] = {S_IFREG, S_IFDIR, S_IFLNK, S_IFCHR,
+	                                S_IFBLK, S_IFIFO, S_IFSOCK};
+	for (uint32_t t = 0; t < 7; t++)
+		CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_REPARSE_POINT, 0x80000014u,
+		                              (t << 12) | 0644),
+		         t ? want[t] : S_IFREG);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_ARCHIVE, 0, 5u << 12), S_IFIFO);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_ARCHIVE, 0, 7u << 12), S_IFREG);
+	/* the directory attribute wins */
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_DIRECTORY, 0, 2u << 12), S_IFDIR);
+	/* S_IFMT as early ksmbd sent it */
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_ARCHIVE, 0, S_IFREG | 0644), S_IFREG);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_ARCHIVE, 0, S_IFLNK | 0777), S_IFLNK);
+	CHECK_EQ(smb2_posix_file_type(FILE_ATTRIBUTE_ARCHIVE, 0, S_IFSOCK | 0755), S_IFSOCK);
 }
 
 /* One directory entry: header, info, name length, name, padded to 8 */
