@@ -30,7 +30,7 @@ const char *dir_name_verdict_str(enum dir_name_verdict v)
 	return "?";
 }
 
-enum dir_name_verdict dir_name_check(const char *name)
+static enum dir_name_verdict name_check(const char *name, bool backslash_ok)
 {
 	size_t len = strlen(name);
 
@@ -38,11 +38,21 @@ enum dir_name_verdict dir_name_check(const char *name)
 		return DIR_NAME_EMPTY;
 	if (memchr(name, '/', len))
 		return DIR_NAME_SLASH;
-	if (memchr(name, '\\', len))
+	if (!backslash_ok && memchr(name, '\\', len))
 		return DIR_NAME_BACKSLASH;
 	if (len > DIR_NAME_MAX)
 		return DIR_NAME_TOO_LONG;
 	return DIR_NAME_OK;
+}
+
+enum dir_name_verdict dir_name_check(const char *name)
+{
+	return name_check(name, false);
+}
+
+enum dir_name_verdict dir_name_check_posix(const char *name)
+{
+	return name_check(name, true);
 }
 
 /* ---- the set of a listing's names -------------------------------------------- */

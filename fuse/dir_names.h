@@ -11,8 +11,9 @@
  * still linked entries into the dcache, a '/' in a dentry name included.
  * "." and ".." are made up by ops_dir.c; the server's own first pair is
  * expected and dropped silently, a second one is hostile.  A name LOOKUP
- * refuses (over NAME_MAX bytes, or holding '\\', smbfs_check_name()) would
- * list a file nobody can open.  A name listed twice would make two dirents.
+ * refuses (over NAME_MAX bytes, or holding '\\' where it separates names:
+ * not in the POSIX pathnames of the SMB3 POSIX extensions;
+ * smbfs_check_name()) would list a file nobody can open.  A name listed twice would make two dirents.
  * A NUL inside a name or UTF-16 that does not decode never gets here: the
  * engine drops those entries (client/ops.c dirent_name()).
  *
@@ -55,6 +56,9 @@ const char *dir_name_verdict_str(enum dir_name_verdict v);
 /* The verdict on a name by itself (never DIR_NAME_DOT or _DUPLICATE: "."
  * and ".." are DIR_NAME_OK here; the listing decides on those). */
 enum dir_name_verdict dir_name_check(const char *name);
+/* The same for the POSIX pathnames of the SMB3 POSIX extensions: a '\\'
+ * is a character of a name there, not the separator. */
+enum dir_name_verdict dir_name_check_posix(const char *name);
 
 /* The names of one listing, to find a second entry of a name.  Holds
  * pointers, not copies: every name added must live until the set is

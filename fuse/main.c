@@ -700,12 +700,18 @@ static void log_posix(struct smbfs *fs, const struct mount_args *a)
 		        "numbers from the server",
 		        a->source);
 	else
-		smb_log(LOG_NOTICE,
-		        "%s: %s: owner uid=%u gid=%u, file_mode=%04o dir_mode=%04o for every file",
-		        a->source,
-		        a->opts.noposix ? "noposix" : "no SMB3 POSIX extensions from the server",
-		        (unsigned)a->opts.uid, (unsigned)a->opts.gid, (unsigned)a->opts.file_mode,
-		        (unsigned)a->opts.dir_mode);
+		smb_log(
+		    LOG_NOTICE,
+		    "%s: %s: owner uid=%u gid=%u, file_mode=%04o dir_mode=%04o for every file",
+		    a->source,
+		    a->opts.noposix ? "noposix"
+		    : info.posix_share_off
+		        ? "posix: the server offers the SMB3 POSIX extensions, but not on this "
+		          "share (Samba: smb3 unix extensions = no for it)"
+		        : "posix: the server lacks the SMB3 POSIX extensions (SMB 3.1.1 with the "
+		          "POSIX negotiate context; Samba: smb3 unix extensions = yes in [global])",
+		    (unsigned)a->opts.uid, (unsigned)a->opts.gid, (unsigned)a->opts.file_mode,
+		    (unsigned)a->opts.dir_mode);
 }
 
 static int run(struct mount_args *a)

@@ -65,14 +65,16 @@ void smbfs_fill_entry(struct smbfs *fs, uint64_t nodeid, uint64_t st_ino,
 	smb_attr_to_stat(attr, &fs->policy, st_ino, &e->attr);
 }
 
-int smbfs_check_name(const char *name)
+int smbfs_check_name(const struct smbfs *fs, const char *name)
 {
 	size_t len = strlen(name);
 
 	if (len > SMBFS_NAME_MAX)
 		return -ENAMETOOLONG;
-	/* '\\' is the separator on the wire: "a\\b" would name a path. */
-	if (strchr(name, '\\'))
+	/* '\\' is the separator on the wire: "a\\b" would name a path.  Not
+	 * in the POSIX pathnames of the SMB3 POSIX extensions, where '/'
+	 * separates (client/ops.c) and '\\' is a character of a name. */
+	if (!fs->posix && strchr(name, '\\'))
 		return -EINVAL;
 	return 0;
 }

@@ -178,7 +178,7 @@ static bool is_dot(const char *name)
 static int dir_take(struct smbfs_dir *d, const struct smb_dirent *ent)
 {
 	const char *name = ent->name;
-	enum dir_name_verdict v = dir_name_check(name);
+	enum dir_name_verdict v = d->fs->posix ? dir_name_check_posix(name) : dir_name_check(name);
 
 	if (v == DIR_NAME_OK && is_dot(name)) {
 		/* The server's own "." and "..": ours stand in for them. */
@@ -261,9 +261,9 @@ static void dir_serve(struct smbfs_dir *d, fuse_req_t req, size_t size, off_t of
 			st_ino = UINT64_MAX - i; /* server gave no id; stable per listing */
 		memset(&e, 0, sizeof(e));
 		smb_attr_to_stat(&ent->attr, &fs->policy, st_ino, &e.attr);
-		/* A possible mfsymlink gets no type (DT_UNKNOWN): the caller
-		 * asks, and the LOOKUP reads the file. */
-		if (i >= 2 && smbfs_may_be_symlink(fs, &ent->attr))
+		/* A possible mfsymlink (or a POSIX device node) gets no type
+		 * (DT_UNKNOWN): the caller asks, and the LOOKUP reads the file. */
+		if (i >= 2 && smbfs_needs_lookup(fs, &ent->attr))
 			e.attr.st_mode &= ~(mode_t)S_IFMT;
 		if (!plus) {
 			used = fuse_add_direntry(req, buf + pos, room, ent->name, &e.attr,
@@ -276,9 +276,9 @@ static void dir_serve(struct smbfs_dir *d, fuse_req_t req, size_t size, off_t of
 		/* Size first: an entry we link must reach the kernel. */
 		if (fuse_add_direntry_plus(req, NULL, 0, ent->name, NULL, 0) > room)
 			break;
-		/* A possible mfsymlink is checked by the LOOKUP the kernel
-		 * sends for an entry without attributes. */
-		if (i >= 2 && !smbfs_may_be_symlink(fs, &ent->attr)) {
+		/* A possible mfsymlink (or a POSIX device node) is checked by
+		 * the LOOKUP the kernel sends for an entry without attributes. */
+		if (i >= 2 && !smbfs_needs_lookup(fs, &ent->attr)) {
 			uint64_t nodeid;
 			/* On failure e.ino stays 0: the kernel then takes the
 			 * name without attributes and counts no lookup. */

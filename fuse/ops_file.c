@@ -290,7 +290,7 @@ void smbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	rc = smbfs_check_name(name);
+	rc = smbfs_check_name(fs, name);
 	if (rc == 0)
 		rc = smb_inode_path(fs->inodes, parent, name, &path);
 	if (rc < 0) {

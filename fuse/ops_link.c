@@ -1,4 +1,5 @@
-/* fuse/ops_link.c — symbolic links (mfsymlinks), hard links, extended
+/* fuse/ops_link.c — symbolic links (mfsymlinks, the server's own under
+ * POSIX), special files' device numbers, hard links, extended
  * attributes (user.* over SMB EAs).
  *
  * Symbolic links are Minshall+French symlink files (the `mfsymlinks` format
@@ -9,6 +10,12 @@
  * Without the mfsymlinks option none of this happens and symlink() fails
  * with EPERM, as on cifs.ko without it.
  *
+ * Under the SMB3 POSIX extensions the server's own symbolic links, FIFOs,
+ * sockets and device nodes come with their type (client/ops.c): readlink
+ * of such a link reads its symlink reparse point, and smbfs_stat() reads a
+ * device node's numbers from its reparse point (Samba 4.22).  None of them
+ * can be made over SMB (mknod, symlink without mfsymlinks: EPERM).
+ *
  * Extended attributes: the user.* namespace maps to SMB EAs of the same
  * name without "user." (as cifs.ko does); other namespaces are not
  * supported (EOPNOTSUPP).  An EA with an empty value does not exist
@@ -17,6 +24,7 @@
 #include "fuse/smbfs.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +66,7 @@ static bool mfsymlink_target(const uint8_t *buf, size_t len, const char **t, siz
 	return strncasecmp(want, md5, 32) == 0;
 }
 
-/* ---- smbfs_stat: smb_stat that sees mfsymlinks ---------------------------------------- */
+/* ---- smbfs_stat: smb_stat that sees mfsymlinks and device numbers --------------------- */
 
 struct stat_ctx {
 	struct smbfs *fs;
@@ -82,16 +90,40 @@ static void stat_link_read(void *arg, int err, uint32_t status, const uint8_t *b
 	free(ctx);
 }
 
+/* A device node's numbers from its reparse point.  Samba's POSIX
+ * information carries the file system's st_dev in DeviceId, and the
+ * numbers of a device only in the NFS reparse point it reports for it
+ * (4.22, util_reparse.c); ksmbd has no such reparse point and puts the
+ * device's numbers (the kernel's dev_t) in DeviceId, which then stay. */
+static void stat_dev_read(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+{
+	struct stat_ctx *ctx = arg;
+	struct smb2_nfs_reparse r;
+	if (!err && status == STATUS_SUCCESS && smb2_nfs_reparse_decode(buf, len, &r) == 0 &&
+	    (r.type == NFS_SPECFILE_CHR || r.type == NFS_SPECFILE_BLK))
+		ctx->attr.rdev = SMB_ATTR_RDEV(r.major, r.minor);
+	ctx->cb(ctx->arg, 0, STATUS_SUCCESS, &ctx->attr);
+	free(ctx);
+}
+
+static bool posix_device(const struct smb_attr *a)
+{
+	return a->posix && !a->symlink && (S_ISCHR(a->mode) || S_ISBLK(a->mode));
+}
+
 static void stat_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
 {
 	struct stat_ctx *ctx = arg;
-	if (err || status != STATUS_SUCCESS || !smbfs_may_be_symlink(ctx->fs, attr)) {
+	if (err || status != STATUS_SUCCESS || !smbfs_needs_lookup(ctx->fs, attr)) {
 		ctx->cb(ctx->arg, err, status, attr);
 		free(ctx);
 		return;
 	}
 	ctx->attr = *attr;
-	int rc = smb_get_small(ctx->fs->client, ctx->path, SMB_MFSYMLINK_SIZE, stat_link_read, ctx);
+	int rc = posix_device(attr)
+	             ? smb_get_reparse(ctx->fs->client, ctx->path, stat_dev_read, ctx)
+	             : smb_get_small(ctx->fs->client, ctx->path, SMB_MFSYMLINK_SIZE, stat_link_read,
+	                             ctx);
 	if (rc < 0) {
 		ctx->cb(ctx->arg, 0, STATUS_SUCCESS, &ctx->attr);
 		free(ctx);
@@ -100,13 +132,19 @@ static void stat_done(void *arg, int err, uint32_t status, const struct smb_attr
 
 bool smbfs_may_be_symlink(const struct smbfs *fs, const struct smb_attr *a)
 {
+	/* under the POSIX extensions, only what the server calls a regular file */
 	return fs->mfsymlinks && !(a->file_attributes & FILE_ATTRIBUTE_DIRECTORY) &&
-	       a->end_of_file == SMB_MFSYMLINK_SIZE;
+	       !(a->posix && !S_ISREG(a->mode)) && a->end_of_file == SMB_MFSYMLINK_SIZE;
+}
+
+bool smbfs_needs_lookup(const struct smbfs *fs, const struct smb_attr *a)
+{
+	return smbfs_may_be_symlink(fs, a) || posix_device(a);
 }
 
 int smbfs_stat(struct smbfs *fs, const char *path, smb_attr_cb cb, void *arg)
 {
-	if (!fs->mfsymlinks)
+	if (!fs->mfsymlinks && !fs->posix)
 		return smb_stat(fs->client, path, cb, arg);
 	size_t n = strlen(path) + 1;
 	struct stat_ctx *ctx = malloc(sizeof(*ctx) + n);
@@ -194,7 +232,7 @@ static char *new_path_or_reply(fuse_req_t req, uint64_t parent, const char *name
 {
 	struct smbfs *fs = smbfs_of(req);
 	char *path = NULL;
-	int rc = fs->ro ? -EROFS : smbfs_check_name(name);
+	int rc = fs->ro ? -EROFS : smbfs_check_name(fs, name);
 	if (rc == 0)
 		rc = smb_inode_path(fs->inodes, parent, name, &path);
 	if (rc < 0) {
@@ -219,8 +257,10 @@ static void new_failed(fuse_req_t req, struct new_ctx *ctx, char *path, int rc)
  * their mode under the SMB3 POSIX extensions.  Device nodes, FIFOs and
  * sockets: EPERM, as cifs.ko says without a way to make them.  The
  * extensions name none (their create context carries permission bits
- * only), and ksmbd (6.1) has no FSCTL_SET_REPARSE_POINT for WSL-style
- * special files. */
+ * only; Samba 4.22 drops any type bits from it), ksmbd (6.1) has no
+ * FSCTL_SET_REPARSE_POINT for WSL-style special files, and Samba 4.22
+ * keeps such a reparse point as an xattr of a regular file, which is no
+ * FIFO or device on its disk. */
 void smbfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	struct smbfs *fs = smbfs_of(req);
@@ -294,12 +334,44 @@ static void readlink_done(void *arg, int err, uint32_t status, const uint8_t *bu
 	}
 }
 
+/* A link the server keeps as one (SMB3 POSIX: Samba 4.22 reports the
+ * symbolic links of its share as S_IFLNK and gives their target as a
+ * symlink reparse point, the target as readlink(2) reads it there, except
+ * that an absolute one inside the link's own directory comes relative). */
+static void readlink_reparse_done(void *arg, int err, uint32_t status, const uint8_t *buf,
+                                  size_t len)
+{
+	fuse_req_t req = arg;
+	struct smb2_symlink l;
+	char target[PATH_MAX];
+	int rc = smb_errno(err, status);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else if (smb2_symlink_reparse_decode(buf, len, &l) < 0 ||
+	         smb_utf16le_to_utf8(l.subst16, l.subst16_len, target, sizeof(target)) <= 0)
+		fuse_reply_err(req, EINVAL); /* not a symbolic link (any more) */
+	else
+		fuse_reply_readlink(req, target);
+}
+
+/* Is nodeid a link of the server's own (not an mfsymlink)? */
+static bool server_symlink(struct smbfs *fs, uint64_t nodeid)
+{
+	struct smb_attr a;
+	bool fresh;
+	return fs->posix && smb_inode_get_attr(fs->inodes, nodeid, 0, &a, &fresh, NULL) == 0 &&
+	       a.posix && !a.symlink && S_ISLNK(a.mode);
+}
+
 void smbfs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct smbfs *fs = smbfs_of(req);
 	char *path = NULL;
-	int rc = fs->mfsymlinks ? smb_inode_path(fs->inodes, ino, NULL, &path) : -EINVAL;
-	if (rc == 0)
+	bool native = server_symlink(fs, ino);
+	int rc = fs->mfsymlinks || native ? smb_inode_path(fs->inodes, ino, NULL, &path) : -EINVAL;
+	if (rc == 0 && native)
+		rc = smb_get_reparse(fs->client, path, readlink_reparse_done, req);
+	else if (rc == 0)
 		rc = smb_get_small(fs->client, path, SMB_MFSYMLINK_SIZE, readlink_done, req);
 	free(path);
 	if (rc < 0)

@@ -62,11 +62,12 @@ static struct name_ctx *name_ctx_new(fuse_req_t req, uint64_t parent, const char
  * returns NULL on failure. */
 static char *child_path_or_reply(fuse_req_t req, uint64_t parent, const char *name)
 {
+	struct smbfs *fs = smbfs_of(req);
 	char *path = NULL;
-	int rc = smbfs_check_name(name);
+	int rc = smbfs_check_name(fs, name);
 
 	if (rc == 0)
-		rc = smb_inode_path(smbfs_of(req)->inodes, parent, name, &path);
+		rc = smb_inode_path(fs->inodes, parent, name, &path);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return NULL;
@@ -284,20 +285,24 @@ struct setattr_ctx {
 	bool set_mode;
 	mode_t mode;
 	struct smb_setattr_args args;
+	int chown_form;      /* 0, or which form of a POSIX chown went out (chown_send) */
+	uint32_t chown_mode; /* the file's mode, for the second form */
 	char path[];
 };
 
 /* A server may take a chown and change nothing (ksmbd keeps the owner
  * unless it is given as its own domain SID): that is EPERM, not success. */
 static int posix_owner_check(struct smbfs *fs, const struct smb_setattr_args *args,
-                             const struct smb_attr *now)
+                             const struct smb_attr *now, bool log)
 {
 	bool uid_kept = (args->which & SMB_SET_UID) && now->posix && now->uid != args->uid;
 	bool gid_kept = (args->which & SMB_SET_GID) && now->posix && now->gid != args->gid;
 	if (!uid_kept && !gid_kept)
 		return 0;
-	smb_log(LOG_NOTICE, "%s: chown: the server accepted but kept %s %u (EPERM)", fs->source,
-	        uid_kept ? "owner" : "group", (unsigned)(uid_kept ? now->uid : now->gid));
+	if (log)
+		smb_log(LOG_NOTICE, "%s: chown: the server accepted but kept %s %u (EPERM)",
+		        fs->source, uid_kept ? "owner" : "group",
+		        (unsigned)(uid_kept ? now->uid : now->gid));
 	return EPERM;
 }
 
@@ -312,7 +317,7 @@ static void setattr_done(void *arg, int err, uint32_t status, const struct smb_a
 
 	free(ctx);
 	if (!e)
-		e = posix_owner_check(fs, &args, attr);
+		e = posix_owner_check(fs, &args, attr, true);
 	if (e) {
 		fuse_reply_err(req, e);
 		return;
@@ -348,17 +353,68 @@ static void setattr_have_attr(void *arg, int err, uint32_t status, const struct 
 
 /* Second step: with the current attributes known, turn a mode change into a
  * READONLY change and send what is left. */
+/* A chown under the SMB3 POSIX extensions goes first and alone, in one of
+ * two forms, because servers read it differently: Samba (4.22) takes a
+ * descriptor with just the owner and group, and reads one whose DACL is a
+ * single S-1-5-88-3-<mode> ACE as a chmod only, ignoring its owner
+ * (smb2_nttrans.c check_smb2_posix_chmod_ace); ksmbd reads the owner only
+ * from a descriptor with a DACL, and keeps it from the first form.  So the
+ * first form, then, if the server refused it or kept the old ids, the
+ * second with the mode the file has. */
+static void chown_send(struct setattr_ctx *ctx);
+
+static void chown_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
+{
+	struct setattr_ctx *ctx = arg;
+	struct smbfs *fs = ctx->fs;
+	int e = smb_errno(err, status);
+	if (!e)
+		e = posix_owner_check(fs, &ctx->args, attr, ctx->chown_form == 2);
+	if (e && ctx->chown_form == 1) {
+		chown_send(ctx);
+		return;
+	}
+	if (e) {
+		fuse_req_t req = ctx->req;
+		free(ctx);
+		/* a refused owner or group is EPERM to chown(2) */
+		fuse_reply_err(req, e == EACCES ? EPERM : e);
+		return;
+	}
+	smb_inode_set_attr(fs->inodes, ctx->ino, attr, smbfs_now_ns());
+	ctx->args.which &= ~(unsigned)(SMB_SET_UID | SMB_SET_GID);
+	setattr_send(ctx, attr); /* what else there is to set */
+}
+
+static void chown_send(struct setattr_ctx *ctx)
+{
+	struct smb_setattr_args a = {
+	    .which = ctx->args.which & (SMB_SET_UID | SMB_SET_GID),
+	    .uid = ctx->args.uid,
+	    .gid = ctx->args.gid,
+	};
+	if (++ctx->chown_form == 2) {
+		a.which |= SMB_SET_MODE;
+		a.mode = ctx->chown_mode;
+	}
+	int rc = smb_setattr(ctx->fs->client, ctx->path, NULL, &a, chown_done, ctx);
+	if (rc < 0) {
+		fuse_req_t req = ctx->req;
+		free(ctx);
+		fuse_reply_err(req, -rc);
+	}
+}
+
 static void setattr_send(struct setattr_ctx *ctx, const struct smb_attr *cur)
 {
 	struct smbfs *fs = ctx->fs;
 	int rc;
 
-	if (fs->posix && (ctx->args.which & (SMB_SET_UID | SMB_SET_GID)) && !ctx->set_mode &&
-	    cur->posix) {
-		/* ksmbd reads the owner only from a descriptor with a DACL:
-		 * send the mode the file has */
-		ctx->args.which |= SMB_SET_MODE;
-		ctx->args.mode = cur->mode & 07777;
+	if (fs->posix && (ctx->args.which & (SMB_SET_UID | SMB_SET_GID)) && cur->posix) {
+		ctx->chown_form = 0;
+		ctx->chown_mode = cur->mode & 07777;
+		chown_send(ctx);
+		return;
 	}
 	if (ctx->set_mode && fs->posix) {
 		ctx->args.which |= SMB_SET_MODE;
@@ -748,9 +804,9 @@ void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	rc = smbfs_check_name(name);
+	rc = smbfs_check_name(fs, name);
 	if (rc == 0)
-		rc = smbfs_check_name(newname);
+		rc = smbfs_check_name(fs, newname);
 	if (rc == 0)
 		rc = smb_inode_path(fs->inodes, parent, name, &from);
 	if (rc == 0)

@@ -124,8 +124,9 @@ void smbfs_fill_entry(struct smbfs *fs, uint64_t nodeid, uint64_t st_ino,
                       const struct smb_attr *attr, struct fuse_entry_param *e);
 
 /* Check a name from the kernel before it goes into a path: -ENAMETOOLONG, or
- * -EINVAL for a name the SMB path syntax cannot carry ('\\'). */
-int smbfs_check_name(const char *name);
+ * -EINVAL for a name the SMB path syntax cannot carry ('\\', unless the
+ * SMB3 POSIX extensions are in use). */
+int smbfs_check_name(const struct smbfs *fs, const char *name);
 
 /* ops_node.c */
 /* Names an unlinked-but-open file is moved to (".smbrdma-gone-...") until
@@ -177,6 +178,11 @@ int smbfs_stat(struct smbfs *fs, const char *path, smb_attr_cb cb, void *arg);
 /* Could a (regular, 1067-byte) file with these attributes be an
  * mfsymlink?  Only when the mount has mfsymlinks. */
 bool smbfs_may_be_symlink(const struct smbfs *fs, const struct smb_attr *a);
+/* Is there more to a file with these attributes (from a listing) than they
+ * say, so that only a LOOKUP (smbfs_stat) describes it: a possible
+ * mfsymlink, or under the SMB3 POSIX extensions a device node, whose
+ * numbers Samba gives in its reparse point only. */
+bool smbfs_needs_lookup(const struct smbfs *fs, const struct smb_attr *a);
 void smbfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
 void smbfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
 void smbfs_readlink(fuse_req_t req, fuse_ino_t ino);

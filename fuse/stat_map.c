@@ -8,6 +8,13 @@
 #include "client/proto/smb2.h"
 #include "client/proto/smb2_posix.h"
 
+/* The server's owner and group (SMB3 POSIX), where they have Unix ids. */
+static void posix_ids(const struct smb_attr *a, const struct smb_stat_policy *p, struct stat *st)
+{
+	st->st_uid = !p->force_uid && a->uid != SMB2_POSIX_ID_NONE ? (uid_t)a->uid : p->uid;
+	st->st_gid = !p->force_gid && a->gid != SMB2_POSIX_ID_NONE ? (gid_t)a->gid : p->gid;
+}
+
 /* The server's view of type, mode, owner and device (SMB3 POSIX). */
 static void posix_to_stat(const struct smb_attr *a, const struct smb_stat_policy *p,
                           struct stat *st)
@@ -16,9 +23,8 @@ static void posix_to_stat(const struct smb_attr *a, const struct smb_stat_policy
 	if (!(st->st_mode & S_IFMT))
 		st->st_mode |= S_IFREG;
 	st->st_nlink = a->nlink ? a->nlink : S_ISDIR(st->st_mode) ? 2 : 1;
-	st->st_uid = !p->force_uid && a->uid != SMB2_POSIX_ID_NONE ? (uid_t)a->uid : p->uid;
-	st->st_gid = !p->force_gid && a->gid != SMB2_POSIX_ID_NONE ? (gid_t)a->gid : p->gid;
-	/* ksmbd sends the Linux kernel's own dev_t (major << 20 | minor) */
+	posix_ids(a, p, st);
+	/* the Linux kernel's own dev_t (SMB_ATTR_RDEV) */
 	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
 		st->st_rdev = makedev(a->rdev >> 20, a->rdev & 0xfffff);
 }
@@ -31,8 +37,11 @@ void smb_attr_to_stat(const struct smb_attr *a, const struct smb_stat_policy *p,
 	st->st_uid = p->uid;
 	st->st_gid = p->gid;
 	if (a->symlink) {
+		/* an mfsymlink: a link to the kernel, a file on the server */
 		st->st_mode = S_IFLNK | 0777;
 		st->st_nlink = 1;
+		if (a->posix)
+			posix_ids(a, p, st);
 	} else if (a->posix) {
 		posix_to_stat(a, p, st);
 	} else if (a->file_attributes & FILE_ATTRIBUTE_DIRECTORY) {

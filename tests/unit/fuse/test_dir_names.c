@@ -23,6 +23,10 @@ static void test_check(void)
 	CHECK_EQ(dir_name_check("/"), DIR_NAME_SLASH);
 	CHECK_EQ(dir_name_check("../etc"), DIR_NAME_SLASH);
 	CHECK_EQ(dir_name_check("a\\b"), DIR_NAME_BACKSLASH);
+	/* a character of a POSIX pathname */
+	CHECK_EQ(dir_name_check_posix("a\\b"), DIR_NAME_OK);
+	CHECK_EQ(dir_name_check_posix("a/b"), DIR_NAME_SLASH);
+	CHECK_EQ(dir_name_check_posix(""), DIR_NAME_EMPTY);
 
 	memset(name, 'x', DIR_NAME_MAX);
 	name[DIR_NAME_MAX] = '\0';
