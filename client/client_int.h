@@ -105,6 +105,7 @@ struct smb_client {
 	                                 the mount is used; re-checked on reconnect) */
 	bool posix_share_off;         /* ... but the share does not use them
 	                                 (smb_posix_probe()): posix stays false */
+	struct smb_sidmap *sidmap;    /* client/sidmap.c, made on first use (atomic) */
 	unsigned echo_ms;             /* keepalive of a lone channel; 0 = off */
 	uint64_t previous_session_id; /* set by reconnect for its SESSION_SETUP */
 	uint64_t reconnects;          /* atomic */
@@ -203,6 +204,20 @@ int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, 
  * only); if not, c->posix goes false for good and posix_share_off true.
  * On ch, not on the loop thread, before the mount is used. */
 void smb_posix_probe(struct smb_client *c, struct smb_chan *ch, void *mem);
+
+/* Owners and groups sent as account SIDs (client/sidmap.c).  The Unix id
+ * of sid as owner (group false) or group: true with *id (maybe
+ * SMB2_POSIX_ID_NONE) when the cache knows it, or when it never will (a
+ * SID that is no domain account: *id NONE); false when it must be looked
+ * up first (*id is what a stale answer said, or NONE). */
+struct smb2_sid;
+bool smb_sidmap_get(struct smb_client *c, const struct smb2_sid *sid, bool group, uint32_t *id);
+/* Look up those of sids[0..n) the cache has no fresh answer for.  0: none
+ * to look up (done is not called); 1: done(arg) runs on the loop thread
+ * once they are all settled (an id, or none for a while);
+ * -ENOMEM.  Call it on the loop thread. */
+int smb_sidmap_lookup(struct smb_client *c, const struct smb2_sid *sids, int n,
+                      void (*done)(void *arg), void *arg);
 
 /* Append a CREATE to req (ops.c): the args as smb_open() takes them, the
  * oplock level to ask for, and at most one create context (copied). */

@@ -176,6 +176,7 @@ struct op {
 	uint8_t create_guid[16];
 	bool want_durable;
 	struct smb2_fileid fid;
+	bool sids_asked; /* sids_defer() ran a lookup for this answer */
 };
 
 static struct smb_req *op_req(struct smb_client *c, void *cb, void *arg, struct op **out)
@@ -220,11 +221,78 @@ static uint32_t chain_status(const struct smb_req *req, int upto)
 	return STATUS_SUCCESS;
 }
 
-/* The Unix ids of ids' owner and group (their Unix SIDs'). */
+/* ---- owners and groups sent as account SIDs (client/sidmap.c) ---------------------- */
+
+/* The Unix ids of ids' owner and group: their Unix SIDs', else what the
+ * SID map knows. */
 static void posix_ids(struct smb_client *c, const struct smb2_posix_ids *ids, struct smb_attr *a)
 {
 	a->uid = ids->uid;
 	a->gid = ids->gid;
+	if (a->uid == SMB2_POSIX_ID_NONE)
+		smb_sidmap_get(c, &ids->owner, false, &a->uid);
+	if (a->gid == SMB2_POSIX_ID_NONE)
+		smb_sidmap_get(c, &ids->group, true, &a->gid);
+}
+
+#define SIDS_DEFER_MAX 128
+
+/* Add ids' owner and group to sids[*n] if the map must look them up. */
+static void sids_note(struct smb_client *c, const struct smb2_posix_ids *ids, struct smb2_sid *sids,
+                      int *n)
+{
+	uint32_t id;
+	if (ids->uid == SMB2_POSIX_ID_NONE && *n < SIDS_DEFER_MAX &&
+	    !smb_sidmap_get(c, &ids->owner, false, &id))
+		sids[(*n)++] = ids->owner;
+	if (ids->gid == SMB2_POSIX_ID_NONE && *n < SIDS_DEFER_MAX &&
+	    !smb_sidmap_get(c, &ids->group, true, &id))
+		sids[(*n)++] = ids->group;
+}
+
+static void sids_resume(void *arg)
+{
+	struct smb_req *req = arg;
+	req->done(req);
+}
+
+/* At the start of a done handler that reads POSIX information from req's
+ * answer (the QUERY_INFO at pdu[qi], or with dir the QUERY_DIRECTORY
+ * there): if an owner or group in it must be looked up first, start that
+ * and run the handler again when it is over (true: return now, the
+ * request stays).  Once per request; what the lookup could not map shows
+ * as uid=/gid=. */
+static bool sids_defer(struct smb_req *req, int qi, bool dir)
+{
+	struct op *op = req->arg;
+	struct smb_client *c = op->c;
+	if (!c->posix || op->sids_asked || req->err || qi >= req->npdu || !req->pdu[qi].have_rsp ||
+	    req->pdu[qi].rsp_hdr.status != STATUS_SUCCESS)
+		return false;
+	const struct smb_pdu *p = &req->pdu[qi];
+	struct smb2_sid *sids = talloc_array(req, struct smb2_sid, SIDS_DEFER_MAX);
+	struct smb2_posix_info pi;
+	int n = 0;
+	if (!sids)
+		return false;
+	if (dir) {
+		struct smb2_query_directory_rsp qr;
+		const uint8_t *name16;
+		uint32_t off = 0, nl;
+		if (smb2_query_directory_rsp_decode(p->rsp, p->rsp_len, &qr) == 0)
+			while (smb2_posix_dirent_next(qr.buffer, qr.buffer_len, &off, &pi, &name16,
+			                              &nl) == 1)
+				sids_note(c, &pi.ids, sids, &n);
+	} else {
+		struct smb2_query_info_rsp q;
+		if (smb2_query_info_rsp_decode(p->rsp, p->rsp_len, &q) == 0 &&
+		    smb2_posix_info_decode(q.buffer, q.buffer_len, &pi) == 0)
+			sids_note(c, &pi.ids, sids, &n);
+	}
+	op->sids_asked = n > 0;
+	bool deferred = n > 0 && smb_sidmap_lookup(c, sids, n, sids_resume, req) == 1;
+	talloc_free(sids);
+	return deferred;
 }
 
 static void posix_to_attr(struct smb_client *c, const struct smb2_posix_info *pi,
@@ -384,6 +452,8 @@ static void attr_chain_done(struct smb_req *req)
 	struct op *op = req->arg;
 	smb_attr_cb cb = (smb_attr_cb)op->cb;
 	struct smb_attr a;
+	if (sids_defer(req, 1, false))
+		return;
 	if (req->err) {
 		cb(op->arg, req->err, 0, NULL);
 	} else {
@@ -516,6 +586,8 @@ static void open_done(struct smb_req *req)
 	struct smb_attr a;
 	struct smb2_create_rsp cr;
 
+	if (sids_defer(req, 1, false))
+		return;
 	if (req->err) {
 		cb(op->arg, req->err, 0, none, NULL);
 		/* If the CREATE got through, the handle would leak: close it. */
@@ -741,6 +813,8 @@ static void setattr_done(struct smb_req *req)
 	smb_attr_cb cb = (smb_attr_cb)op->cb;
 	struct smb_attr a;
 	int q = op->kind; /* index of the QUERY_INFO */
+	if (sids_defer(req, q, false))
+		return;
 	if (req->err) {
 		cb(op->arg, req->err, 0, NULL);
 	} else {
@@ -875,6 +949,8 @@ static void fstat_done(struct smb_req *req)
 	struct op *op = req->arg;
 	smb_attr_cb cb = (smb_attr_cb)op->cb;
 	struct smb_attr a;
+	if (sids_defer(req, 0, false))
+		return;
 	if (req->err)
 		cb(op->arg, req->err, 0, NULL);
 	else if (chain_status(req, 1) != STATUS_SUCCESS)
@@ -1597,6 +1673,8 @@ static void readdir_done(struct smb_req *req)
 {
 	struct op *op = req->arg;
 	smb_dir_cb cb = (smb_dir_cb)op->cb;
+	if (op->kind && sids_defer(req, 0, true))
+		return;
 	if (req->err) {
 		cb(op->arg, req->err, 0, NULL, 0);
 		smb_req_put(req);

@@ -3,10 +3,13 @@
  * INFORMATION as QUERY_INFO's output, the same class as a QUERY_DIRECTORY
  * buffer, and SIDs.  Checks: names point inside the input, the walk always
  * moves forward, a decoded SID encodes back to the same bytes, and the
- * file type is one of the eight of <sys/stat.h>. */
+ * file type is one of the eight of <sys/stat.h>.  Also the LSA pipe's answers
+ * (client/proto/lsarpc.h) that name the owners of account SIDs: names
+ * come back NUL-terminated within their buffers. */
 #include <errno.h>
 #include <sys/stat.h>
 
+#include "client/proto/lsarpc.h"
 #include "client/proto/smb2_posix.h"
 #include "tests/fuzz/proto/fuzz_proto_common.h"
 
@@ -64,6 +67,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (used > size || smb2_sid_encode(back, sizeof(back), &s) != (ssize_t)used ||
 		    memcmp(back, m, used) != 0)
 			abort();
+	}
+	(void)lsarpc_bind_ack_decode(m, size, 1);
+	uint8_t handle[LSARPC_HANDLE_LEN];
+	uint32_t status;
+	(void)lsarpc_open_policy2_decode(m, size, 1, handle, &status);
+	static struct lsarpc_name names[LSARPC_MAX_SIDS];
+	for (uint32_t k = 1; k <= LSARPC_MAX_SIDS; k *= 2) {
+		if (lsarpc_lookup_sids_decode(m, size, 1, names, k, &status) != 0)
+			continue;
+		for (uint32_t i = 0; i < k; i++)
+			if (!memchr(names[i].name, 0, sizeof(names[i].name)) ||
+			    !memchr(names[i].domain, 0, sizeof(names[i].domain)))
+				abort();
 	}
 	free(m);
 	return 0;
