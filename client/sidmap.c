@@ -220,8 +220,10 @@ static void batch_end(struct batch *b, const struct lsarpc_name *names, const ch
 	}
 	struct waiter *ready = NULL;
 	bool log_fail = false;
+	unsigned lookups, failures;
 	pthread_mutex_lock(&m->lock);
-	m->lookups++;
+	lookups = ++m->lookups;
+	failures = m->failures + (why != NULL);
 	if (why) {
 		m->failures++;
 		if (!m->fail_logged_ms || now - m->fail_logged_ms >= FAIL_LOG_MS) {
@@ -258,9 +260,9 @@ static void batch_end(struct batch *b, const struct lsarpc_name *names, const ch
 	batch_start(c, m);
 	pthread_mutex_unlock(&m->lock);
 	if (log_fail)
-		smb_warn("%s: cannot look up the names of owners and groups on the server (%s); "
-		         "those show as uid=/gid= for a while",
-		         c->host, why);
+		smb_warn("%s: cannot look up the names of owners and groups on the server (%s; "
+		         "%u of %u lookups failed); those show as uid=/gid= for a while",
+		         c->host, why, failures, lookups);
 	while (ready) {
 		struct waiter *w = ready;
 		ready = w->next;
@@ -321,8 +323,8 @@ static void batch_submit(struct batch *b, struct smb_req *req, int err,
 	}
 }
 
-/* What an answer of the batch says: 0, or the failure to log (the step and
- * its status), NULL meaning nothing wrong. */
+/* Did the step fail (no answer, or not STATUS_SUCCESS)?  Said at debug
+ * level; the batch's one warning names the step (b->step). */
 static bool batch_failed(struct batch *b, struct smb_req *req)
 {
 	if (req->err) {
