@@ -9,6 +9,11 @@ useradd, smbd).
         srv.smbclient("ls")
         srv.port, srv.share_path, srv.user, srv.password
 
+posix=True turns on the SMB3 POSIX extensions (POSIX_GLOBAL) and makes the
+main share one that lets a POSIX client's modes and names through
+(POSIX_SHARE); ensure_group() and add_user() make the accounts a test of
+owners needs.
+
 A test may move it elsewhere: host= (the address smbd binds and clients
 use), interfaces= (the smb.conf interfaces list, one entry per element,
 quoted where needed so "10.77.1.1;speed=...,capability=RSS" stays one),
@@ -25,6 +30,7 @@ one JSON line describing it, and keeps it up until stdin closes or SIGTERM:
 the benchmark and tools/demo use that.
 """
 
+import grp
 import json
 import os
 import pwd
@@ -40,6 +46,21 @@ HOST = "127.0.0.1"
 DEFAULT_USER = "smbrdmatest"
 DEFAULT_PASSWORD = "Sm8rdma-test-pw"
 SMBD = os.environ.get("SMBRDMA_SMBD", "/usr/sbin/smbd")
+
+
+# The SMB3 POSIX extensions (Samba 4.22, "smb3 unix extensions"): a
+# parameter of [global] and of each share.  The negotiate context is
+# answered only when [global] has it (smb2_negprot.c), and each share's own
+# value decides whether its CREATEs take the POSIX create context
+# (smb2_create.c): "smb3 unix extensions = no" in a share turns them off
+# there again.
+POSIX_GLOBAL = ["smb3 unix extensions = yes"]
+# A share that keeps what a POSIX client asks for: the mode in the POSIX
+# create context is masked with "create mask" / "directory mask"
+# (open.c, apply_conf_file_mask), and 4.22 lists a name Windows rejects
+# ("a:b", "x.", "a\\b") as its 8.3 mangle unless "mangled names = no",
+# also to a POSIX handle (smb2_trans2.c; 4.23 no longer does).
+POSIX_SHARE = ["create mask = 07777", "directory mask = 07777", "mangled names = no"]
 
 
 class SambaError(RuntimeError):
@@ -73,6 +94,21 @@ def ensure_user(user, password=None):
                    check=True, capture_output=True, text=True)
 
 
+def ensure_group(group, members=()):
+    """Create the unix group if it does not exist and put members (unix
+    accounts) in it; returns its gid.  Samba reads a user's groups when the
+    user logs on."""
+    try:
+        grp.getgrnam(group)
+    except KeyError:
+        subprocess.run(["groupadd", group], check=True, capture_output=True, text=True)
+    for user in members:
+        if user not in grp.getgrnam(group).gr_mem:
+            subprocess.run(["usermod", "-aG", group, user], check=True, capture_output=True,
+                           text=True)
+    return grp.getgrnam(group).gr_gid
+
+
 def _tail(path, n=40):
     try:
         with open(path, "r", errors="replace") as f:
@@ -91,9 +127,9 @@ class SambaServer:
     def __init__(self, extra_global=(), extra_share=(), user=DEFAULT_USER,
                  password=DEFAULT_PASSWORD, share="share", tmpfs_size="1536m",
                  port=None, log_level=None, host=HOST, interfaces=None, wrapper=(),
-                 client_wrapper=(), extra_shares=None):
-        self.extra_global = list(extra_global)
-        self.extra_share = list(extra_share)
+                 client_wrapper=(), extra_shares=None, posix=False):
+        self.extra_global = (POSIX_GLOBAL if posix else []) + list(extra_global)
+        self.extra_share = (POSIX_SHARE if posix else []) + list(extra_share)
         self.user = user
         self.password = password
         self.share = share
@@ -313,6 +349,14 @@ class SambaServer:
                              f"-c {command!r} failed "
                              f"({r.returncode}):\n{r.stdout}{r.stderr}")
         return r
+
+    def add_user(self, user, password):
+        """Another SMB account (and its unix account) on this server."""
+        ensure_user(user)
+        sp = subprocess.run(["smbpasswd", "-c", self.conf_path, "-a", "-s", user],
+                            input=f"{password}\n{password}\n", capture_output=True, text=True)
+        if sp.returncode != 0:
+            raise SambaError(f"smbpasswd failed: {sp.stdout}{sp.stderr}")
 
     def chown_to_user(self, path):
         pw = pwd.getpwnam(self.user)
