@@ -231,6 +231,18 @@ def test_o_excl_and_o_trunc(mounts):
     assert os.stat(os.path.join(s, "flags")).st_size == 0 and os.stat(p).st_size == 0
 
 
+def test_the_posix_sequence_matches_a_local_disk(mounts, tmp_path):
+    """mkdir, renames (over a file, of a directory), unlink, rmdir, the refusals, truncate
+    both ways, O_TRUNC, appends, touch -d and ls -l give what they give on a local disk
+    (test_basic.py runs the same on a mount without posix)."""
+    from lib.fileops import compare_with_local
+    a, _, _ = mounts
+    local = tmp_path / "local"
+    local.mkdir()
+    os.mkdir(os.path.join(a, "seq"))
+    assert compare_with_local(os.path.join(a, "seq"), str(local)) == []
+
+
 # ---- two handles (test_posix_handles_ksmbd.py) ----------------------------------------
 
 
@@ -454,3 +466,29 @@ def test_reconnect_keeps_the_posix_handles_and_owners(samba_factory, mount_facto
         st.st_uid == uid
     assert re.search(r"0 handles reopened durably, 1 by path, 0 lost", m.log_text()), \
         m.log_text()[-3000:]
+
+
+@pytest.mark.parametrize("strict", ["no", "yes"])
+def test_rename_of_a_directory_with_an_open_file(samba_factory, mount_factory, strict):
+    """A directory moves while a file in it is open, on this mount and on the other one, and
+    the descriptors go on writing into the moved file: Samba 4.22 lets POSIX handles do so,
+    `strict rename` or not (Windows refuses to rename a directory with open files below)."""
+    srv = samba_factory(posix=True, extra_share=[f"strict rename = {strict}"])
+    a = mount_factory(srv, options=["posix", "actimeo=0"])
+    b = mount_factory(srv, options=["posix", "actimeo=0"])
+    os.mkdir(os.path.join(a.path, "d"))
+    write(os.path.join(a.path, "d", "f"), b"0123456789")
+    fa = os.open(os.path.join(a.path, "d", "f"), os.O_RDWR)
+    fb = os.open(os.path.join(b.path, "d", "f"), os.O_RDWR)
+    try:
+        os.rename(os.path.join(a.path, "d"), os.path.join(a.path, "e"))
+        assert os.listdir(srv.share_path) == ["e"]
+        os.pwrite(fa, b"A", 0)
+        os.fsync(fa)
+        os.pwrite(fb, b"B", 1)
+        os.fsync(fb)
+    finally:
+        os.close(fa)
+        os.close(fb)
+    assert read(os.path.join(srv.share_path, "e", "f")) == b"AB23456789"
+    assert read(os.path.join(b.path, "e", "f")) == b"AB23456789"
