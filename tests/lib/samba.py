@@ -101,7 +101,12 @@ def ensure_group(group, members=()):
     try:
         grp.getgrnam(group)
     except KeyError:
-        subprocess.run(["groupadd", group], check=True, capture_output=True, text=True)
+        r = subprocess.run(["groupadd", group], capture_output=True, text=True)
+        if r.returncode != 0:  # another test run may have made it meanwhile
+            try:
+                grp.getgrnam(group)
+            except KeyError:
+                raise SambaError(f"groupadd {group} failed: {r.stderr}") from None
     for user in members:
         if user not in grp.getgrnam(group).gr_mem:
             subprocess.run(["usermod", "-aG", group, user], check=True, capture_output=True,
