@@ -729,6 +729,56 @@ uint64_t smb_inode_find(struct smb_inode_table *t, uint64_t parent, const char *
 	return nodeid;
 }
 
+void smb_inode_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int smb_inode_child_names(struct smb_inode_table *t, uint64_t parent, char ***names, size_t *n)
+{
+	struct smb_inode *p;
+	char **out = NULL;
+	size_t count = 0, cap = 0;
+	int err = 0;
+
+	pthread_mutex_lock(&t->lock);
+	p = find_id(t, parent);
+	/* A whole-map walk, for a directory that has children (breaks are
+	 * rare; the map has no per-parent chain). */
+	for (size_t b = 0; p && p->nchildren && b < t->nbuckets && !err; b++) {
+		for (struct smb_link *l = t->by_name[b]; l && !err; l = l->name_next) {
+			if (l->parent != p)
+				continue;
+			if (count == cap) {
+				size_t ncap = cap ? cap * 2 : 16;
+				char **grown = realloc(out, ncap * sizeof(*out));
+				if (!grown) {
+					err = -ENOMEM;
+					break;
+				}
+				out = grown;
+				cap = ncap;
+			}
+			out[count] = strdup(l->name);
+			if (!out[count])
+				err = -ENOMEM;
+			else
+				count++;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (err) {
+		smb_inode_names_free(out, count);
+		out = NULL;
+		count = 0;
+	}
+	*names = out;
+	*n = count;
+	return err;
+}
+
 uint64_t smb_inode_count(struct smb_inode_table *t)
 {
 	uint64_t n;

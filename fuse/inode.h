@@ -102,6 +102,14 @@ int smb_inode_rename(struct smb_inode_table *t, uint64_t oldparent, const char *
  * root never goes; false for an unknown nodeid. */
 bool smb_inode_unlinked(struct smb_inode_table *t, uint64_t nodeid);
 
+/* The names of parent's children the table holds now (those in the name
+ * map: not the ones gone), e.g. for the kernel's entries of a directory to
+ * be dropped: *names is a malloc'd array of *n malloc'd strings, NULL when
+ * *n is 0 (an unknown parent, or one without children); free it with
+ * smb_inode_names_free().  0, or -ENOMEM (then none). */
+int smb_inode_child_names(struct smb_inode_table *t, uint64_t parent, char ***names, size_t *n);
+void smb_inode_names_free(char **names, size_t n);
+
 /* For tests and debug logs: nlookup of nodeid (0 if unknown), the nodeid
  * bound to (parent, name) (0 if none), and the number of live inodes. */
 uint64_t smb_inode_nlookup(struct smb_inode_table *t, uint64_t nodeid);

@@ -327,6 +327,54 @@ static void test_many(void)
 	smb_inode_table_free(t);
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The live names under one directory (a directory lease break drops the
+ * kernel's entries for them): not the gone ones, not other directories'. */
+static void test_child_names(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", SEC);
+	char **names = NULL;
+	size_t n = 99;
+	uint64_t d, e;
+
+	d = link_(t, SMB_ROOT_NODEID, "d", dir_attr(1));
+	e = link_(t, SMB_ROOT_NODEID, "e", dir_attr(2));
+	CHECK_EQ(smb_inode_child_names(t, d, &names, &n), 0);
+	CHECK_EQ(n, 0);
+	CHECK(names == NULL);
+	for (int i = 0; i < 40; i++) { /* past the first growth of the array */
+		char name[16];
+		snprintf(name, sizeof(name), "f%02d", i);
+		link_(t, d, name, file_attr(100 + (uint64_t)i));
+	}
+	link_(t, e, "other", file_attr(200));
+	smb_inode_unlink(t, d, "f00");
+	CHECK_EQ(smb_inode_rename(t, d, "f01", e, "moved"), 0);
+	CHECK_EQ(smb_inode_rename(t, d, "f02", d, "renamed"), 0);
+	CHECK_EQ(smb_inode_child_names(t, d, &names, &n), 0);
+	CHECK_EQ(n, 38);
+	if (names && n == 38) {
+		qsort(names, n, sizeof(*names), cmp_name);
+		CHECK(strcmp(names[0], "f03") == 0);
+		CHECK(strcmp(names[36], "f39") == 0);
+		CHECK(strcmp(names[37], "renamed") == 0);
+	}
+	smb_inode_names_free(names, n);
+	CHECK_EQ(smb_inode_child_names(t, e, &names, &n), 0);
+	CHECK_EQ(n, 2);
+	smb_inode_names_free(names, n);
+	/* a file, an unknown nodeid: none */
+	CHECK_EQ(smb_inode_child_names(t, smb_inode_find(t, e, "other"), &names, &n), 0);
+	CHECK_EQ(n, 0);
+	CHECK_EQ(smb_inode_child_names(t, 12345, &names, &n), 0);
+	CHECK_EQ(n, 0);
+	smb_inode_table_free(t);
+}
+
 int main(void)
 {
 	RUN(test_lookup_counts);
@@ -339,5 +387,6 @@ int main(void)
 	RUN(test_dir_moved_elsewhere);
 	RUN(test_attr_cache);
 	RUN(test_many);
+	RUN(test_child_names);
 	return check_report();
 }
