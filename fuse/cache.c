@@ -24,6 +24,14 @@
  *  - losing W (keeping R): the same invalidation, for the pages a shared
  *    mmap may have dirtied: they reach the server before the ack (the
  *    clean ones are dropped with them, and read again);
+ *  - a directory losing R (Samba breaks R|H to none, without waiting for
+ *    the ack, when another client creates, renames or unlinks a name in
+ *    it): its cached listing and attributes go as above, and the
+ *    kernel's entries for the names under it that the inode table knows
+ *    expire (fuse_lowlevel_notify_expire_entry; inval_entry on kernels
+ *    before 6.2), so a name that went or now names another file is
+ *    looked up again; then the ack.  (No negative entry is cached at all:
+ *    a lookup's ENOENT is an error reply, which the kernel does not keep.)
  *  - losing only H: nothing cached depends on it (no handle is kept open
  *    after close), so the ack goes at once.
  * An oplock break does the same for the one handle it names, acknowledged
@@ -33,7 +41,9 @@
  * still drop them.
  *
  * The kernel's invalidation must not run on the loop thread: it waits for
- * page locks that reads in flight hold until the loop thread answers them.
+ * page locks that reads in flight hold until the loop thread answers them,
+ * and an entry's for the directory's inode lock, which an op in flight in
+ * that directory holds until the loop thread answers it.
  * So each break that drops a cache starts a short-lived thread that makes
  * the call and then acknowledges; breaks are rare.  fs->notifiers counts
  * them; teardown waits for none to be left.  An ack after the client is
@@ -70,16 +80,48 @@ static void ack_lease_break(struct smbfs *fs, struct smb_lease_ack *ack)
 	pthread_mutex_unlock(&fs->ack_lock);
 }
 
+/* The kernel's entries for the children of directory nodeid: each one's
+ * next use asks the server again (LOOKUP).  Expired rather than dropped
+ * where the kernel can (6.2 and later), so a mount on a child stays. */
+static void expire_children(struct smbfs *fs, uint64_t nodeid)
+{
+	char **names;
+	size_t n;
+	if (smb_inode_child_names(fs->inodes, nodeid, &names, &n) < 0) {
+		/* nothing better left: the entries expire by actimeo */
+		smb_warn("%s: out of memory: the entries under inode %llu are not dropped",
+		         fs->source, (unsigned long long)nodeid);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(names[i]);
+		int rc = fuse_lowlevel_notify_expire_entry(fs->se, nodeid, names[i], len,
+		                                           FUSE_LL_EXPIRE_ONLY);
+		if (rc == -ENOSYS)
+			rc = fuse_lowlevel_notify_inval_entry(fs->se, nodeid, names[i], len);
+		if (rc < 0 && rc != -ENOENT && rc != -ENODEV)
+			smb_debug("%s: dropping the entry \"%s\" of inode %llu: %s", fs->source,
+			          names[i], (unsigned long long)nodeid, strerror(-rc));
+	}
+	if (n)
+		smb_debug("%s: %zu entries under inode %llu expired", fs->source, n,
+		          (unsigned long long)nodeid);
+	smb_inode_names_free(names, n);
+}
+
 static void *inval_thread(void *arg)
 {
 	struct inval_job *j = arg;
 	struct smbfs *fs = j->fs;
 	/* offset 0, length 0: every cached page (dirty ones written back
-	 * first) and the attributes */
+	 * first; a directory's: its cached listing) and the attributes */
 	int rc = fuse_lowlevel_notify_inval_inode(fs->se, j->nodeid, 0, 0);
 	if (rc < 0 && rc != -ENOENT && rc != -ENODEV)
 		smb_debug("%s: dropping the cache of inode %llu: %s", fs->source,
 		          (unsigned long long)j->nodeid, strerror(-rc));
+	/* A directory's lease covers its names too (a file has no children:
+	 * nothing to walk) */
+	expire_children(fs, j->nodeid);
 	if (j->ack)
 		ack_lease_break(fs, j->ack);
 	free(j);
