@@ -58,7 +58,12 @@ bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t 
 	if (!a->lease_id || c->no_lease || c->dialect < SMB2_DIALECT_0210 ||
 	    !(c->server_caps & SMB2_GLOBAL_CAP_LEASING))
 		return false;
-	/* Directory leases are 3.x only ([MS-SMB2] 3.2.4.3.8). */
+	/* Directory leases are 3.x only ([MS-SMB2] 3.2.4.3.8).  No open
+	 * names its parent's lease (ParentLeaseKey, PARENT_LEASE_KEY_SET: only
+	 * an open asking for a lease could, and unlink, rename and mkdir ask
+	 * for none), so a change this mount makes in a directory it holds a
+	 * lease on breaks that lease too: a round trip and a dropped listing,
+	 * never a stale one. */
 	if (dir && (c->dialect < SMB2_DIALECT_0300 ||
 	            !(c->server_caps & SMB2_GLOBAL_CAP_DIRECTORY_LEASING)))
 		return false;
