@@ -162,8 +162,9 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 	 * them (Samba 4.22 answers DIRECTORY_LEASING only then; lease.c asks
 	 * for R|H on a directory only when the server answered it). */
 	if (!o->no_lease)
-		nr.capabilities |= SMB2_GLOBAL_CAP_LEASING |
-		                   (hi >= SMB2_DIALECT_0300 ? SMB2_GLOBAL_CAP_DIRECTORY_LEASING : 0);
+		nr.capabilities |=
+		    SMB2_GLOBAL_CAP_LEASING |
+		    (hi >= SMB2_DIALECT_0300 ? SMB2_GLOBAL_CAP_DIRECTORY_LEASING : 0);
 	nr.posix_extensions = o->posix && hi >= SMB2_DIALECT_0311;
 
 	struct smb_req *req = smb_chan_req(ch, mem);
