@@ -243,8 +243,12 @@ static int quic_send_pkt(struct quic_transport *q, const uint8_t *p, size_t n)
 			return 0;
 		if (errno == EINTR)
 			continue;
-		/* A full socket buffer drops the packet: to QUIC that is loss. */
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+		/* A full socket buffer drops the packet: to QUIC that is loss.  So
+		 * is a datagram the route cannot carry (IP_PMTUDISC_PROBE never
+		 * fragments): a path MTU probe, or the report of an ICMP
+		 * "fragmentation needed" for one. */
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ||
+		    errno == EMSGSIZE)
 			return 0;
 		/* An ICMP error from an earlier packet surfaces here too. */
 		return -errno;
@@ -331,7 +335,12 @@ static int quic_flush(struct quic_transport *q)
 	ngtcp2_pkt_info pi;
 	ngtcp2_ssize nwrite, wlen;
 	ngtcp2_tstamp ts = quic_now();
-	size_t max_pkt = ngtcp2_conn_get_path_max_tx_udp_payload_size(q->conn);
+	/* Room for the largest packet ngtcp2 may write: its limit, not the
+	 * path's current one.  It keeps stream packets to the path's size
+	 * itself; a path MTU probe is larger, and ngtcp2 skips any probe that
+	 * does not fit (given the path's size, it never probed, and every
+	 * datagram stayed at 1200 bytes). */
+	size_t max_pkt = ngtcp2_conn_get_max_tx_udp_payload_size(q->conn);
 	size_t quantum = ngtcp2_conn_get_send_quantum(q->conn);
 	size_t sent = 0;
 	bool blocked = false;
@@ -768,41 +777,60 @@ static int quic_tls_setup(struct quic_transport *q)
 	return 0;
 }
 
-/* The largest UDP payload worth sending to a peer on this host, or 0 for
- * any other peer.  Over loopback the device's MTU (64 KiB by default) is the
- * whole path, so datagrams up to it cannot be fragmented or dropped for
- * size, while ngtcp2's path MTU discovery only probes Internet sizes (UDP
- * payloads up to 1452 bytes by default).  45-fold fewer packets: each costs a
- * QUIC header, header protection, an AEAD call, ACK bookkeeping and a trip
- * through the stack.  (With ngtcp2 0.12 it also mattered to congestion
- * control, whose Cubic held the window near 42 KB of small datagrams at
- * loopback RTTs; 1.11's Cubic has no such bound.) */
-static size_t quic_loopback_payload(struct quic_transport *q)
+/* The largest UDP payload for this path as far as this host knows: the
+ * route's MTU (IP_MTU of the connected socket) less the IP and UDP headers,
+ * or 0 when that is unknown or no more than ngtcp2's default limit (1452).
+ * *whole says the route is the whole path, as over loopback: its MTU (64 KiB
+ * by default) cannot be exceeded further on, so that size can be used at
+ * once.  Elsewhere it is only the first hop's: path MTU discovery tries it
+ * first (quic_pmtud_probes()).  Fewer, larger packets are the cheapest speed
+ * QUIC has: each costs a QUIC header, header protection, an AEAD call, ACK
+ * bookkeeping and a trip through the stack (64 KiB datagrams on loopback are
+ * 45 times fewer than 1452-byte ones; a 9000-byte MTU gives 6 times fewer). */
+static size_t quic_route_payload(struct quic_transport *q, bool *whole)
 {
-	static const uint8_t v4mapped_lo[13] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127};
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 	int mtu = 0, level, opt;
+	size_t hdr;
 	socklen_t len = sizeof(mtu);
+	*whole = false;
 	if (q->remote.ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const struct sockaddr_in *)&q->remote;
-		if ((ntohl(a->sin_addr.s_addr) >> 24) != 127)
-			return 0;
+		*whole = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
 		level = IPPROTO_IP;
 		opt = IP_MTU;
+		hdr = 20 + 8;
 	} else if (q->remote.ss_family == AF_INET6) {
 		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&q->remote;
-		if (!IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) &&
-		    memcmp(&a->sin6_addr, v4mapped_lo, sizeof(v4mapped_lo)) != 0)
-			return 0;
+		bool mapped = memcmp(&a->sin6_addr, v4mapped, sizeof(v4mapped)) == 0;
+		*whole = IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) ||
+		         (mapped && a->sin6_addr.s6_addr[12] == 127);
 		level = IPPROTO_IPV6;
 		opt = IPV6_MTU;
+		hdr = mapped ? 20 + 8 : 40 + 8;
 	} else {
 		return 0;
 	}
-	/* The route's MTU as the kernel knows it, less IPv6 + UDP headers. */
 	if (getsockopt(q->fd, level, opt, &mtu, &len) < 0 || mtu < 1500)
 		return 0;
-	size_t payload = (size_t)mtu - 48;
+	size_t payload = (size_t)mtu - hdr;
 	return payload > QUIC_PKT_MAX ? QUIC_PKT_MAX : payload;
+}
+
+/* The sizes path MTU discovery tries, largest first, into probes[6]; returns
+ * how many.  ngtcp2 moves on to the next smaller one when a probe is lost
+ * (three times) and stops at the first that is acknowledged: the first hop's
+ * limit, then the Ethernet sizes behind a 1500-byte hop (IPv4, IPv6), then
+ * ngtcp2's own list (PPPoE, a fibre service, tunnels, the IPv6 minimum). */
+static size_t quic_pmtud_probes(size_t first_hop, uint16_t *probes)
+{
+	static const uint16_t known[] = {1472, 1452, 1444, 1406, 1342, 1232};
+	size_t n = 0;
+	probes[n++] = (uint16_t)(first_hop < UINT16_MAX ? first_hop : UINT16_MAX);
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]) && n < 6; i++)
+		if (known[i] < probes[0])
+			probes[n++] = known[i];
+	return n;
 }
 
 static int quic_conn_setup(struct quic_transport *q, unsigned timeout_ms)
@@ -839,10 +867,17 @@ static int quic_conn_setup(struct quic_transport *q, unsigned timeout_ms)
 	settings.handshake_timeout = (ngtcp2_duration)timeout_ms * NGTCP2_MILLISECONDS;
 	settings.max_window = QUIC_RX_WINDOW_MAX;
 	settings.max_stream_window = QUIC_RX_WINDOW_MAX;
-	size_t lo_payload = quic_loopback_payload(q);
-	if (lo_payload > settings.max_tx_udp_payload_size) {
-		settings.max_tx_udp_payload_size = lo_payload;
-		settings.no_tx_udp_payload_size_shaping = 1;
+	bool whole;
+	uint16_t probes[6];
+	size_t route = quic_route_payload(q, &whole);
+	if (route > settings.max_tx_udp_payload_size) {
+		settings.max_tx_udp_payload_size = route;
+		if (whole) {
+			settings.no_tx_udp_payload_size_shaping = 1;
+		} else {
+			settings.pmtud_probeslen = quic_pmtud_probes(route, probes);
+			settings.pmtud_probes = probes; /* ngtcp2 copies them */
+		}
 	}
 
 	ngtcp2_transport_params params;
@@ -974,6 +1009,16 @@ static int quic_connect(struct smb_transport *t, const struct sockaddr *addr, so
 	if (fd < 0)
 		return -errno;
 	quic_set_bufs(fd);
+	/* Don't fragment, ever: path MTU discovery needs a probe too large for
+	 * some hop to be lost, not fragmented on its way and acknowledged (the
+	 * kernel's default would fragment once an ICMP error has lowered the
+	 * route's MTU); and the probes never exceed the first hop's MTU. */
+	int probe = IP_PMTUDISC_PROBE;
+	setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &probe, sizeof(probe));
+	if (addr->sa_family == AF_INET6) {
+		probe = IPV6_PMTUDISC_PROBE;
+		setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &probe, sizeof(probe));
+	}
 	/* Datagrams of a burst arrive coalesced (quic_read() splits them) and
 	 * leave in GSO batches (quic_flush()) where the kernel can. */
 	q->gso = udp_batch_setup(fd);

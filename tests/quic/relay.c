@@ -15,8 +15,9 @@
  *
  * One thread, epoll; connections are told apart by the client's address
  * (the tests do not migrate).  Each wakeup reads every waiting datagram
- * before writing anything; datagrams to a loopback client are as large as
- * the loopback MTU allows, as the client's are; UDP GSO out, UDP_GRO in.
+ * before writing anything; datagrams are as large as the route to the client
+ * allows (at once to a client on this host, after path MTU discovery to
+ * others), as the client's are; UDP GSO out, UDP_GRO in.
  * Prints "ready" on stdout once listening.  Exits on SIGTERM/SIGINT.
  */
 #include "common/udp_batch.h"
@@ -376,7 +377,9 @@ static int write_pkts(struct rconn *c)
 	ngtcp2_pkt_info pi;
 	ngtcp2_tstamp ts = now_ts();
 	bool blocked = false;
-	size_t max = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
+	/* ngtcp2's limit, not the path's: room for a path MTU probe, which
+	 * ngtcp2 skips when it does not fit (client/transport_quic.c). */
+	size_t max = ngtcp2_conn_get_max_tx_udp_payload_size(c->conn);
 	size_t quantum = ngtcp2_conn_get_send_quantum(c->conn), sent = 0;
 	/* Packets gather in txpkt, seg bytes each, for one send_batch(). */
 	size_t batch = 0, seg = 0, max_segs = 1;
@@ -452,15 +455,18 @@ static void after(struct rconn *c)
 	tcp_watch(c);
 }
 
-/* To a client on this host, datagrams as large as the loopback route's MTU
- * allows (why: client/transport_quic.c, quic_loopback_payload()); 0 for
- * other clients.  The listening socket is not connected, so ask the kernel
- * through a socket connected to the client. */
-static size_t loopback_payload(const struct sockaddr_storage *peer, socklen_t len)
+/* The largest UDP payload the route to the client allows (its MTU less the
+ * IPv4 and UDP headers), 0 if no more than ngtcp2's default; *whole when the
+ * client is on this host, the route then being the whole path (why, and
+ * what the probes are: client/transport_quic.c, quic_route_payload()).
+ * The listening socket is not connected, so ask the kernel through a socket
+ * connected to the client. */
+static size_t route_payload(const struct sockaddr_storage *peer, socklen_t len, bool *whole)
 {
-	if (peer->ss_family != AF_INET ||
-	    (ntohl(((const struct sockaddr_in *)peer)->sin_addr.s_addr) >> 24) != 127)
+	*whole = false;
+	if (peer->ss_family != AF_INET)
 		return 0;
+	*whole = (ntohl(((const struct sockaddr_in *)peer)->sin_addr.s_addr) >> 24) == 127;
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), mtu = 0;
 	socklen_t mlen = sizeof(mtu);
 	if (fd < 0)
@@ -471,7 +477,7 @@ static size_t loopback_payload(const struct sockaddr_storage *peer, socklen_t le
 	close(fd);
 	if (mtu < 1500)
 		return 0;
-	return (size_t)mtu - 48 > PKT_MAX ? PKT_MAX : (size_t)mtu - 48;
+	return (size_t)mtu - 28 > PKT_MAX ? PKT_MAX : (size_t)mtu - 28;
 }
 
 static struct rconn *rconn_new(const ngtcp2_pkt_hd *hd, const struct sockaddr_storage *peer,
@@ -518,10 +524,23 @@ static struct rconn *rconn_new(const ngtcp2_pkt_hd *hd, const struct sockaddr_st
 	 * keeps that buffer within its size. */
 	st.max_window = RX_WINDOW;
 	st.max_stream_window = RX_WINDOW;
-	size_t lo_payload = loopback_payload(peer, peer_len);
-	if (lo_payload > st.max_tx_udp_payload_size) {
-		st.max_tx_udp_payload_size = lo_payload;
-		st.no_tx_udp_payload_size_shaping = 1;
+	bool whole;
+	size_t route = route_payload(peer, peer_len, &whole);
+	/* Largest first, as the client tries them. */
+	uint16_t probes[6] = {(uint16_t)(route < UINT16_MAX ? route : UINT16_MAX)};
+	if (route > st.max_tx_udp_payload_size) {
+		st.max_tx_udp_payload_size = route;
+		if (whole) {
+			st.no_tx_udp_payload_size_shaping = 1;
+		} else {
+			static const uint16_t known[] = {1472, 1452, 1444, 1406, 1342};
+			size_t n = 1;
+			for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+				if (known[i] < probes[0])
+					probes[n++] = known[i];
+			st.pmtud_probes = probes;
+			st.pmtud_probeslen = n;
+		}
 	}
 	ngtcp2_transport_params tp;
 	ngtcp2_transport_params_default(&tp);
@@ -717,6 +736,10 @@ static int run_quic(void)
 		setsockopt(udp_fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	if (setsockopt(udp_fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
 		setsockopt(udp_fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	/* Never fragment: path MTU probes must be lost where too large (as the
+	 * client's socket, client/transport_quic.c). */
+	int probe = IP_PMTUDISC_PROBE;
+	setsockopt(udp_fd, IPPROTO_IP, IP_MTU_DISCOVER, &probe, sizeof(probe));
 	if (bind(udp_fd, (struct sockaddr *)&listen_addr, listen_len) < 0) {
 		perror("relay: bind");
 		return 1;
