@@ -56,16 +56,14 @@
 #define BUF_CAP   RX_WINDOW
 #define MAX_CONNS 64
 
-/* Bytes held are mem[head, head + len).  Consuming only moves head: the
- * bytes move down (once, to mem[0]) only when an append finds no room at the
- * tail, and the buffer is twice BUF_CAP so that happens at most once per
- * BUF_CAP bytes appended (a memmove per ACK of an 8 MiB buffer was what made
- * QUIC reads crawl). */
+/* A ring of BUF_CAP bytes: those held start at mem[head] and run on for len
+ * bytes, wrapping at the end.  Bytes never move once written (sliding them
+ * down, once per buffer-full, cost reads a copy of all in flight: a
+ * memmove per ACK of an 8 MiB buffer was what first made QUIC reads crawl). */
 struct bytebuf {
 	uint8_t *mem;
 	size_t head, len;
 };
-#define BUF_ALLOC (2 * BUF_CAP + PKT_MAX)
 
 struct rconn {
 	bool used;
@@ -132,38 +130,55 @@ static int parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len
 	return -1;
 }
 
-static uint8_t *buf_bytes(const struct bytebuf *b)
+/* The held bytes from off on, as up to two pieces; returns how many. */
+static int buf_span(const struct bytebuf *b, size_t off, ngtcp2_vec v[2])
 {
-	return b->mem + b->head;
+	if (off >= b->len)
+		return 0;
+	size_t start = (b->head + off) % BUF_CAP, n = b->len - off;
+	v[0].base = b->mem + start;
+	v[0].len = n < BUF_CAP - start ? n : BUF_CAP - start;
+	if (v[0].len == n)
+		return 1;
+	v[1].base = b->mem;
+	v[1].len = n - v[0].len;
+	return 2;
 }
 
-/* Room for n more bytes at the tail; NULL when the buffer cannot hold them. */
-static uint8_t *buf_room(struct bytebuf *b, size_t n)
+/* The free space after the held bytes that is one piece; NULL without any
+ * (or memory). */
+static uint8_t *buf_room(struct bytebuf *b, size_t *n)
 {
-	if (!b->mem && !(b->mem = malloc(BUF_ALLOC)))
+	if (!b->mem && !(b->mem = malloc(BUF_CAP)))
 		return NULL;
-	if (b->len + n > BUF_ALLOC)
-		return NULL;
-	if (b->head + b->len + n > BUF_ALLOC) {
-		memmove(b->mem, b->mem + b->head, b->len);
-		b->head = 0;
-	}
-	return b->mem + b->head + b->len;
+	size_t tail = (b->head + b->len) % BUF_CAP;
+	*n = BUF_CAP - b->len;
+	if (*n > BUF_CAP - tail)
+		*n = BUF_CAP - tail;
+	return *n ? b->mem + tail : NULL;
 }
 
 static int buf_append(struct bytebuf *b, const uint8_t *p, size_t n)
 {
-	uint8_t *dst = buf_room(b, n);
-	if (!dst)
+	if (b->len + n > BUF_CAP)
 		return -1;
-	memcpy(dst, p, n);
-	b->len += n;
+	while (n) {
+		size_t room;
+		uint8_t *dst = buf_room(b, &room);
+		if (!dst)
+			return -1;
+		size_t k = n < room ? n : room;
+		memcpy(dst, p, k);
+		b->len += k;
+		p += k;
+		n -= k;
+	}
 	return 0;
 }
 
 static void buf_consume(struct bytebuf *b, size_t n)
 {
-	b->head += n;
+	b->head = (b->head + n) % BUF_CAP;
 	b->len -= n;
 	if (!b->len)
 		b->head = 0;
@@ -345,8 +360,12 @@ static int stream_close_cb(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
 static int flush_up(struct rconn *c)
 {
 	while (c->up.len && c->tcp_fd >= 0) {
-		ssize_t w =
-		    send(c->tcp_fd, buf_bytes(&c->up), c->up.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ngtcp2_vec v[2];
+		int nv = buf_span(&c->up, 0, v);
+		struct iovec iov[2] = {{v[0].base, v[0].len},
+		                       {nv > 1 ? v[1].base : NULL, nv > 1 ? v[1].len : 0}};
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)nv};
+		ssize_t w = sendmsg(c->tcp_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w < 0)
 			return errno == EAGAIN ? 0 : -1; /* after() asks for EPOLLOUT */
 		buf_consume(&c->up, (size_t)w);
@@ -389,19 +408,17 @@ static int write_pkts(struct rconn *c)
 		max_segs = 65000 / max < 64 ? 65000 / max : 64;
 	ngtcp2_path_storage_zero(&ps);
 	for (int i = 0; i < 4096; i++) {
-		ngtcp2_vec v;
+		ngtcp2_vec v[2];
 		ngtcp2_ssize wlen = -1;
 		int64_t sid = -1;
 		size_t nv = 0;
 		if (!blocked && c->stream_id >= 0 && c->down_sent < c->down.len) {
-			v.base = buf_bytes(&c->down) + c->down_sent;
-			v.len = c->down.len - c->down_sent;
+			nv = (size_t)buf_span(&c->down, c->down_sent, v);
 			sid = c->stream_id;
-			nv = 1;
 		}
 		ngtcp2_ssize n = ngtcp2_conn_writev_stream(
 		    c->conn, &ps.path, &pi, txpkt + batch, max, &wlen,
-		    NGTCP2_WRITE_STREAM_FLAG_MORE, sid, nv ? &v : NULL, nv, ts);
+		    NGTCP2_WRITE_STREAM_FLAG_MORE, sid, nv ? v : NULL, nv, ts);
 		if (n < 0) {
 			if (n == NGTCP2_ERR_WRITE_MORE) {
 				c->down_sent += (size_t)wlen;
@@ -673,8 +690,8 @@ static void on_tcp(struct rconn *c, uint32_t events)
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		while (c->down.len < BUF_CAP) {
 			/* Straight into the buffer, as much as the socket has. */
-			size_t want = BUF_CAP - c->down.len;
-			uint8_t *dst = buf_room(&c->down, want);
+			size_t want;
+			uint8_t *dst = buf_room(&c->down, &want);
 			if (!dst) {
 				rconn_close(c);
 				return;
