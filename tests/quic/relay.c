@@ -44,12 +44,14 @@
 #include <unistd.h>
 
 #define PKT_MAX 65536
-/* The client's flow-control window, stream and connection alike: 1 MiB
- * WRITEs at 8 in flight put just over 8 MiB on the stream, and ngtcp2 only
- * announces credit once a quarter of the window is consumed, so the client
- * can count on 3/4 of it; 16 MiB (3/4 = 12 MiB) keeps them from ever
- * waiting for it (client/transport_quic.c, QUIC_RX_WINDOW, has the sums).
- * Fixed: flow control is what bounds the up buffer. */
+/* The client's flow-control window, stream and connection alike.  The relay
+ * consumes as fast as Samba's TCP socket takes the bytes, so it rarely
+ * fills; it is sized for a server that consumes a WRITE only once it has
+ * all of it: 1 MiB WRITEs at 8 in flight put just over 8 MiB on the stream,
+ * and ngtcp2 announces credit only once a quarter of the window is
+ * consumed, so the client can count on 3/4 of it; 16 MiB (3/4 = 12 MiB)
+ * keeps it from ever waiting (client/transport_quic.c, QUIC_RX_WINDOW, has
+ * the sums).  Fixed: flow control is what bounds the up buffer. */
 #define RX_WINDOW (16u << 20)
 /* Bytes buffered each way per connection: up, all the window lets in;
  * down, the READ responses of 8 x 1 MiB in flight until acknowledged. */
