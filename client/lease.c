@@ -67,8 +67,16 @@ bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t 
 	if (dir && (c->dialect < SMB2_DIALECT_0300 ||
 	            !(c->server_caps & SMB2_GLOBAL_CAP_DIRECTORY_LEASING)))
 		return false;
+	/* A file's lease has no H under the SMB3 POSIX extensions: Samba 4.22
+	 * breaks the H of an open below a directory being renamed and then
+	 * waits for that open to close (35 s, then ACCESS_DENIED), while it
+	 * lets the rename go past a POSIX open without H (smb2_oplock.c,
+	 * delay_for_handle_lease_break_below_fn).  H buys nothing here: no
+	 * durable handles are asked for under the extensions (ops.c). */
+	uint32_t file_state =
+	    c->posix ? SMB2_LEASE_READ_CACHING | SMB2_LEASE_WRITE_CACHING : SMB2_LEASE_RWH;
 	struct smb2_lease l = {
-	    .state = dir ? SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING : SMB2_LEASE_RWH,
+	    .state = dir ? SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING : file_state,
 	    .version = c->dialect >= SMB2_DIALECT_0300 ? 2 : 1,
 	};
 	lease_key(c, a->lease_id, l.key);
