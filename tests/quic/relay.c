@@ -201,9 +201,10 @@ static void rconn_free(struct rconn *c)
 		ngtcp2_conn_get_conn_info(c->conn, &ci);
 		fprintf(stderr,
 		        "relay: conn closed: srtt %.3f ms, min_rtt %.3f ms, cwnd %llu, ssthresh "
-		        "%llu, in flight %llu\n",
+		        "%llu, in flight %llu, datagrams up to %zu bytes\n",
 		        ci.smoothed_rtt / 1e6, ci.min_rtt / 1e6, (unsigned long long)ci.cwnd,
-		        (unsigned long long)ci.ssthresh, (unsigned long long)ci.bytes_in_flight);
+		        (unsigned long long)ci.ssthresh, (unsigned long long)ci.bytes_in_flight,
+		        ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn));
 	}
 	if (c->tcp_fd >= 0) {
 		epoll_ctl(ep, EPOLL_CTL_DEL, c->tcp_fd, NULL);
