@@ -2,17 +2,32 @@
 # Shared settings of the VM harness (sourced by tests/vm/setup, run, ci).
 # shellcheck disable=SC2034  # the variables are used by the scripts that source this file
 #
-# Everything that setup produces lives under one cache directory; run only reads it.
-#   $VM_CACHE/kver                  the guest kernel ABI name chosen by setup (e.g. 6.1.0-56-amd64)
-#   $VM_CACHE/kernel/<kver>/        Debian's linux-image package, unpacked (never installed)
-#   $VM_CACHE/ksmbd-tools/          Debian's ksmbd-tools package, unpacked
-#   $VM_CACHE/build/                linux-source subset used to rebuild ksmbd, cifs and siw
-#   $VM_CACHE/initrd.img            busybox initramfs (stage-1 init)
+# Everything that setup produces lives under one cache directory; run only reads it. Every
+# guest kernel has its own files, so several (6.12, and 6.1 with KVER=) coexist in one cache.
+#   $VM_CACHE/kver                  the ABI name setup prepared last (e.g. 6.12.117+deb12-amd64):
+#                                   what run boots unless KVER=... names another
+#   $VM_CACHE/kernel/<kver>/        Debian's linux-image package, unpacked (never installed), with
+#                                   the rebuilt modules in lib/modules/<kver>/updates/smbrdma/,
+#     boot/smbrdma-initrd.img       the busybox initramfs (stage-1 init) for this kernel,
+#     .version .ksmbd-tools         its Debian version and the ksmbd-tools version it runs with
+#   $VM_CACHE/ksmbd-tools-<ver>/    Debian's ksmbd-tools package <ver>, unpacked
+#   $VM_CACHE/kdev/<kver>/          linux-headers + linux-kbuild of that kernel, unpacked
+#   $VM_CACHE/build/<kver>/         linux-source subset used to rebuild ksmbd, cifs and siw
+#   $VM_CACHE/debs/                 the downloaded packages
 #   $VM_CACHE/runs/<name>/          one directory per VM run: console.log, rc, dmesg, ...
+# A cache made before kernels had their own files has initrd.img and ksmbd-tools/ at its top
+# (for the kernel .initrd-stamp names); run still boots it.
 
 VM_DIR=$(cd "${BASH_SOURCE[0]%/*}/.." && pwd)
 VM_REPO=$(cd "$VM_DIR/../.." && pwd)
 VM_CACHE=${SMBRDMA_VM_CACHE:-/var/tmp/smbrdma-vm}
+
+# Held by every VM run on this machine, whichever cache it boots from (tests/vm/run): the
+# default cache's run lock, which runs of that cache took before there was a machine-wide one.
+VM_RUN_LOCK=${SMBRDMA_VM_RUN_LOCK:-/var/tmp/smbrdma-vm/.run.lock}
+
+# The guest kernel series setup picks when KVER does not name one.
+VM_KSERIES=6.12
 
 # exit code meaning "the VM cannot run on this machine at all"
 VM_SKIP_RC=77
@@ -27,4 +42,13 @@ vm_kver() {
 	elif [ -s "$VM_CACHE/kver" ]; then
 		cat "$VM_CACHE/kver"
 	fi
+}
+
+# The series of a Debian ABI name: 6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12.
+vm_kseries() {
+	case $1 in
+	6.1.0-*-amd64) echo 6.1 ;;
+	6.12.*+deb12*-amd64) echo 6.12 ;;
+	*) return 1 ;;
+	esac
 }
