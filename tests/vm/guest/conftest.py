@@ -92,9 +92,10 @@ def mountpoint(tmp_path):
 def pytest_collection_modifyitems(session, config, items):
     """Run the lab checks first: when they fail, the rest is explained by them.  Then the
     `rdma link delete rxe0` link-loss test, which leaves a clean new rxe0 but cannot run
-    after cifs.ko has used rxe0 (cifs.ko's cifsd hangs in smbd_destroy at unmount and its
-    rdma_cm id keeps the delete blocked for good).  Tests that take veth0 down go last: in the
-    6.1 guest kernel that leaves rxe0's connection manager deaf (see tests/vm/README.md)."""
+    after cifs.ko has used rxe0 (6.1's cifs.ko: its cifsd hangs in smbd_destroy at unmount and
+    its rdma_cm id keeps the delete blocked for good).  Tests that take veth0 down go last: in
+    the guest kernels (6.12 and 6.1) that leaves rxe0's connection manager deaf (see
+    tests/vm/README.md)."""
     here = os.path.dirname(os.path.abspath(__file__))
     linkloss = "test_smbrdma_linkloss.py::test_link_loss_fails_inflight_io_then_new_mount_works"
     rank = {"test_lab.py": 0,

@@ -7,14 +7,11 @@ directory of its own, and checks the result on the server's side of the share: e
 fallocate and punch hole, SEEK_DATA/SEEK_HOLE, copy_file_range, access and fsyncdir,
 O_EXCL and O_TRUNC.
 
-Not here, because this guest's ksmbd cannot serve them: anything that opens a file while
-another handle to it is open.  ksmbd as Debian 12 builds it (6.1.192) then crashes in
-smb2_open ("list_add corruption", kernel BUG at lib/list_debug.c:27) and answers nothing
-more: seen with this client on one mount and on two (with and without leases or oplocks),
-and with cifs.ko alone, two mounts of the plain share with nosharesock, no POSIX
-extensions.  That rules out locks between two handles, O_APPEND from two handles, rename
-over and unlink of an open file; they are tested against Samba on the host
-(tests/integration/test_fcntl_locks.py, test_posix_locks.py, test_posix_semantics.py).
+Not here: anything that opens a file while another handle to it is open (locks between two
+handles, O_APPEND from two handles, rename over and unlink of an open file).  Those are in
+test_posix_handles_ksmbd.py, which needs the 6.12 guest kernel: ksmbd as Debian 12 builds it
+(6.1.192) crashes in smb2_open on any second open ("list_add corruption", kernel BUG at
+lib/list_debug.c:27) and answers nothing more.
 """
 
 import errno
@@ -155,7 +152,7 @@ def test_access_and_fsyncdir(d):
 
 
 def test_o_excl_and_o_trunc(d):
-    """One handle at a time (see the module's text)."""
+    """One handle at a time (two: test_posix_handles_ksmbd.py)."""
     a, s = d
     p = os.path.join(a, "flags")
     os.close(os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
