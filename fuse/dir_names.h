@@ -13,9 +13,9 @@
  * expected and dropped silently, a second one is hostile.  A name LOOKUP
  * refuses (over NAME_MAX bytes, or holding '\\' where it separates names:
  * not in the POSIX pathnames of the SMB3 POSIX extensions;
- * smbfs_check_name()) would list a file nobody can open.  A name listed twice would make two dirents.
- * A NUL inside a name or UTF-16 that does not decode never gets here: the
- * engine drops those entries (client/ops.c dirent_name()).
+ * smbfs_check_name()) would list a file nobody can open.  A name listed twice would make two
+ * dirents. A NUL inside a name or UTF-16 that does not decode never gets here: the engine drops
+ * those entries (client/ops.c dirent_name()).
  *
  * Threads: none; the caller serialises every use of one object.
  */
