@@ -2,8 +2,14 @@
 #include "common/mountinfo.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x4000U /* Linux 6.8 */
+#endif
 
 /* mountinfo writes ' ', '\t', '\n', '\\' in a path as \ooo. */
 static void unescape(const char *in, char *out, size_t cap)
@@ -71,5 +77,20 @@ int mountinfo_dev(const char *path, unsigned *maj, unsigned *min)
 		return -ENOENT;
 	*maj = q.maj;
 	*min = q.min;
+	return 0;
+}
+
+int mountinfo_id(const char *path, uint64_t *id, bool *unique)
+{
+	struct statx stx;
+
+	/* AT_STATX_DONT_SYNC: FUSE answers from what it has, sending nothing. */
+	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC,
+	          STATX_MNT_ID_UNIQUE, &stx) < 0)
+		return -errno;
+	if (!(stx.stx_mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE)))
+		return -EOPNOTSUPP;
+	*id = stx.stx_mnt_id;
+	*unique = (stx.stx_mask & STATX_MNT_ID_UNIQUE) != 0;
 	return 0;
 }

@@ -302,20 +302,41 @@ struct monitor {
 	const struct smb_privs_opts *o;
 	const char *mountpoint;
 	bool mount_asked, ra_done, ctl_asked;
-	bool mounted; /* our mount exists (maj:min) */
+	bool mounted; /* our mount exists (maj:min, and mnt_id when have_id) */
 	unsigned maj, min;
+	bool have_id, id_unique;
+	uint64_t mnt_id;
 	bool sock; /* the control socket file we made (dev, ino) */
 	dev_t sock_dev;
 	ino_t sock_ino;
 };
 
+/* Is the mount on top of the mount point still the one we made?  The
+ * device alone cannot tell: after `umount` the kernel hands our 0:N to the
+ * next FUSE mount, and `umount X; mount.smbrdma ... X` makes that mount
+ * on the same path while this daemon is still going down.  The mount ID
+ * tells them apart (for certain with the 64-bit unique ID of Linux 6.8 and
+ * later; the classic ID is reused as the device is). */
+static bool still_ours(const struct monitor *mo)
+{
+	unsigned maj, min;
+	uint64_t id;
+	bool unique;
+
+	if (mountinfo_dev(mo->mountpoint, &maj, &min) < 0 || maj != mo->maj || min != mo->min)
+		return false;
+	if (!mo->have_id)
+		return true;
+	return mountinfo_id(mo->mountpoint, &id, &unique) == 0 && unique == mo->id_unique &&
+	       id == mo->mnt_id;
+}
+
 /* Remove our control socket file (only the very file we made) and our
- * mount (only while the mount point still shows our device on top). */
+ * mount (only while the mount point still shows that very mount on top). */
 static void monitor_cleanup(struct monitor *mo)
 {
 	char path[PATH_MAX];
 	struct stat st;
-	unsigned maj, min;
 
 	if (mo->sock) {
 		snprintf(path, sizeof(path), "%s/%u:%u.sock", SMB_CTL_DIR, mo->maj, mo->min);
@@ -327,8 +348,11 @@ static void monitor_cleanup(struct monitor *mo)
 	if (!mo->mounted)
 		return;
 	mo->mounted = false;
-	if (mountinfo_dev(mo->mountpoint, &maj, &min) < 0 || maj != mo->maj || min != mo->min)
+	if (!still_ours(mo)) {
+		smb_info("privileged helper: %s no longer shows our mount; nothing to unmount",
+		         mo->mountpoint);
 		return;
+	}
 	if (umount2(mo->mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
 		smb_warn("privileged helper: unmounting %s: %s", mo->mountpoint, strerror(errno));
 	else
@@ -370,6 +394,10 @@ static void monitor_serve(struct monitor *mo, char op, struct privs_reply *r, in
 			close(res);
 			res = r->err;
 		}
+		/* no request reaches the daemon, which waits for this reply */
+		if (res >= 0)
+			mo->have_id =
+			    mountinfo_id(mo->mountpoint, &mo->mnt_id, &mo->id_unique) == 0;
 		mo->mounted = res >= 0;
 		break;
 	case PRIVS_READAHEAD:

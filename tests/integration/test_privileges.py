@@ -263,3 +263,52 @@ def test_daemon_user_option(samba, mount_factory):
     assert int(st["CapEff"], 16) != 0, "daemon_user=root dropped the capabilities"
     assert not children(m.proc.pid), "daemon_user=root forked a helper"
     m.stop(check=True)
+
+
+def test_old_helper_leaves_a_new_mount_on_the_same_path(samba, fuse_required):
+    """`umount X; mount.smbrdma ... X` while the first daemon is still
+    going down: the kernel gives the new FUSE mount the device number the
+    old one just freed (0:N), so the old helper, checking the device alone,
+    unmounted the new mount (tools/demo lost its remount this way, in one
+    run out of two).  The old helper is stopped across the umount and the
+    new mount, so the old daemon's request to unmount waits for it and
+    runs after the new mount, every time."""
+    m = SmbrdmaMount(srv_unc(samba), samba.user, samba.password).start()
+    second = False
+    try:
+        pid = m.proc.pid
+        helper = helper_of(pid, m.path)
+        old_dev = mount_entry(m.path)["dev"]
+        os.kill(helper, signal.SIGSTOP)
+        try:
+            u = subprocess.run(["umount", m.path], capture_output=True, text=True,
+                               timeout=30 * timeout_scale())
+            assert u.returncode == 0, u.stderr
+            opts = f"username={samba.user},password={samba.password}"
+            r = subprocess.run([m.binary, srv_unc(samba), m.path, "-o", opts],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                               timeout=30 * timeout_scale())
+            assert r.returncode == 0, r.stdout + r.stderr
+            second = True
+            new_dev = mount_entry(m.path)["dev"]
+        finally:
+            os.kill(helper, signal.SIGCONT)
+        rc = m.proc.wait(timeout=20 * timeout_scale())
+        assert rc == 0, f"the first daemon exited with {rc}:\n{m.log_text()[-3000:]}"
+        wait_until(lambda: not os.path.exists(f"/proc/{helper}") or
+                   proc_status(helper).get("State", "").startswith("Z"),
+                   f"helper {helper} still runs")
+        assert is_mounted(m.path), \
+            f"the first mount's helper unmounted the second mount (devices {old_dev}, " \
+            f"{new_dev}):\n{m.log_text()[-3000:]}"
+        assert mount_entry(m.path)["dev"] == new_dev
+        with open(os.path.join(m.path, "after"), "wb") as f:
+            f.write(b"second mount\n")
+        with open(os.path.join(samba.share_path, "after"), "rb") as f:
+            assert f.read() == b"second mount\n"
+        # and the second mount's control socket is its own, answering
+        assert os.path.exists(f"/run/smbrdma/{new_dev}.sock")
+    finally:
+        if second:
+            unmount(m.path)
+        m.stop(check=False)
