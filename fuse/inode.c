@@ -33,6 +33,7 @@ struct smb_inode {
 	struct smb_inode *id_next;
 	struct smb_inode *fid_next;
 	bool have_attr;
+	bool last_name_deleted; /* smb_inode_mark_last_name_deleted() */
 	uint64_t fresh_until_ns;
 	struct smb_attr attr;
 };
@@ -699,6 +700,30 @@ bool smb_inode_unlinked(struct smb_inode_table *t, uint64_t nodeid)
 	i = find_id(t, nodeid);
 	if (i && i != t->root)
 		gone = !i->links->hashed;
+	pthread_mutex_unlock(&t->lock);
+	return gone;
+}
+
+void smb_inode_mark_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid)
+{
+	struct smb_inode *i;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_id(t, nodeid);
+	if (i && i != t->root)
+		i->last_name_deleted = true;
+	pthread_mutex_unlock(&t->lock);
+}
+
+bool smb_inode_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid)
+{
+	struct smb_inode *i;
+	bool gone = false;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_id(t, nodeid);
+	if (i && i != t->root)
+		gone = i->last_name_deleted && !i->links->hashed;
 	pthread_mutex_unlock(&t->lock);
 	return gone;
 }

@@ -102,6 +102,17 @@ int smb_inode_rename(struct smb_inode_table *t, uint64_t oldparent, const char *
  * root never goes; false for an unknown nodeid. */
 bool smb_inode_unlinked(struct smb_inode_table *t, uint64_t nodeid);
 
+/* This mount deleted the file's one and only name (it had a link count of
+ * 1 when its name was moved out of sight and marked for deletion, see
+ * fuse/ops_node.c): its true link count is 0 from then on, whatever the
+ * server counts.  Servers differ on a name that is delete-pending until the
+ * last close: FileStandardInformation leaves it out, ksmbd's SMB2 POSIX
+ * information (HardLinks = i_nlink) counts it.  The mark is per inode and
+ * stays (nothing gives the file a name again). */
+void smb_inode_mark_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid);
+/* Marked, and every name gone; false for an unknown nodeid. */
+bool smb_inode_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid);
+
 /* The names of parent's children the table holds now (those in the name
  * map: not the ones gone), e.g. for the kernel's entries of a directory to
  * be dropped: *names is a malloc'd array of *n malloc'd strings, NULL when

@@ -183,12 +183,17 @@ struct attr_ctx {
 /* The stat of ino.  A link count of 0 from the server reads "unknown" in
  * smb_attr_to_stat(); for an inode whose names are all gone it is the
  * truth (the server's count for a file it will delete at its last close,
- * as POSIX wants for an open file that was unlinked or renamed over). */
+ * as POSIX wants for an open file that was unlinked or renamed over).  A
+ * count of 1 for a file whose only name this mount deleted is the
+ * delete-pending name (ksmbd's POSIX information counts it): 0 too. */
 static void inode_stat(struct smbfs *fs, uint64_t ino, const struct smb_attr *attr, uint64_t st_ino,
                        struct stat *st)
 {
 	smb_attr_to_stat(attr, &fs->policy, st_ino, st);
-	if (attr->nlink == 0 && !attr->symlink && smb_inode_unlinked(fs->inodes, ino))
+	if (attr->symlink || attr->nlink > 1)
+		return;
+	if ((attr->nlink == 0 && smb_inode_unlinked(fs->inodes, ino)) ||
+	    (attr->nlink == 1 && smb_inode_last_name_deleted(fs->inodes, ino)))
 		st->st_nlink = 0;
 }
 
@@ -629,7 +634,9 @@ struct hide_ctx {
 	void (*done)(void *arg, int err, uint32_t status); /* then this */
 	void *arg;
 	uint64_t parent;
+	uint64_t nodeid;
 	bool is_dir;
+	bool one_link;     /* its link count was 1 (as last known) */
 	char *hidden;      /* its path */
 	char *hidden_name; /* in parent */
 	char name[];       /* the name it had in parent */
@@ -652,8 +659,11 @@ static void hide_deleted(void *arg, int err, uint32_t status)
 	if (err || status != STATUS_SUCCESS)
 		smb_warn("%s: %s could not be marked for deletion: %s", h->fs->source, h->hidden,
 		         strerror(smb_errno(err, status)));
-	else
+	else {
 		smb_inode_unlink(h->fs->inodes, h->parent, h->hidden_name);
+		if (h->one_link && !h->is_dir)
+			smb_inode_mark_last_name_deleted(h->fs->inodes, h->nodeid);
+	}
 	hide_free(h);
 	done(darg, 0, STATUS_SUCCESS);
 }
@@ -694,12 +704,15 @@ static int hide_open_file(struct smbfs *fs, uint64_t parent, const char *name, c
 	struct hide_ctx *h = calloc(1, sizeof(*h) + strlen(name) + 1);
 	if (!h)
 		return -ENOMEM;
-	*h = (struct hide_ctx){.fs = fs, .done = done, .arg = arg, .parent = parent};
+	*h = (struct hide_ctx){
+	    .fs = fs, .done = done, .arg = arg, .parent = parent, .nodeid = nodeid};
 	strcpy(h->name, name);
-	/* stale attributes still tell the type: a directory is deleted as
-	 * one */
-	h->is_dir = smb_inode_get_attr(fs->inodes, nodeid, 0, &attr, &fresh, NULL) == 0 &&
-	            (attr.file_attributes & FILE_ATTRIBUTE_DIRECTORY);
+	/* stale attributes still tell the type (a directory is deleted as
+	 * one) and whether this was the file's only name */
+	if (smb_inode_get_attr(fs->inodes, nodeid, 0, &attr, &fresh, NULL) == 0) {
+		h->is_dir = (attr.file_attributes & FILE_ATTRIBUTE_DIRECTORY) != 0;
+		h->one_link = attr.nlink == 1;
+	}
 	h->hidden_name = strdup(hidden_name);
 	int rc =
 	    h->hidden_name ? smb_inode_path(fs->inodes, parent, hidden_name, &h->hidden) : -ENOMEM;

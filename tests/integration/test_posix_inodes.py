@@ -141,3 +141,27 @@ def test_rmdir_open_directory(samba, m):
         os.close(fd)
     assert hidden_gone(samba.share_path)
     assert os.listdir(samba.share_path) == []
+
+
+def test_unlink_open_file_with_two_names(samba, m):
+    """An open file with two names: unlinking one leaves st_nlink 1 through
+    the descriptor, unlinking the other 0.  The daemon says 0 itself once
+    it deleted a file's only name (servers differ on whether a
+    delete-pending name counts), never while another name is left."""
+    a, b = os.path.join(m.path, "a"), os.path.join(m.path, "b")
+    with open(a, "w") as f:
+        f.write("two names\n")
+    os.link(a, b)
+    fd = os.open(a, os.O_RDONLY)
+    try:
+        assert os.fstat(fd).st_nlink == 2
+        os.unlink(a)
+        assert os.fstat(fd).st_nlink == 1
+        assert os.stat(b).st_nlink == 1
+        os.unlink(b)
+        assert os.fstat(fd).st_nlink == 0
+        assert os.pread(fd, 100, 0) == b"two names\n"
+    finally:
+        os.close(fd)
+    assert hidden_gone(samba.share_path), os.listdir(samba.share_path)
+    assert os.listdir(samba.share_path) == []

@@ -9,8 +9,10 @@ processes of one mount, O_APPEND and O_TRUNC from several handles, unlink of and
 an open file.  Every test works in a directory of its own and checks the server's side of
 the share.  The host runs the same kinds of tests against Samba (tests/integration/
 test_fcntl_locks.py, test_posix_locks.py, test_posix_misc.py, test_posix_open_names.py).
-One known difference of ksmbd 6.12 (POSIX_NLINK): with the POSIX extensions an open file
-whose names are gone reads st_nlink 1; those two tests pass every other check, then xfail.
+With the POSIX extensions ksmbd 6.12 counts the delete-pending name of an open file whose
+names are gone (st_nlink would read 1); the daemon knows it deleted the file's only name and
+says 0 (fuse/inode.h smb_inode_mark_last_name_deleted), which the unlink and rename-over tests
+check on both mounts' kinds.
 """
 
 import errno
@@ -33,14 +35,12 @@ pytestmark = pytest.mark.skipif(
 SHARE = os.environ.get("SMBRDMA_VM_POSIX_SHARE", "posix")
 HIDDEN = ".smbrdma-gone-"  # fuse/smbfs.h: where an unlinked open file waits for its close
 
-# The daemon shows st_nlink 0 for an open file whose names are gone when the server counts no
-# link for it (fuse/ops_node.c inode_stat).  Without the POSIX extensions ksmbd's count
-# (FileStandardInformation, FileAllInformation) leaves out the name of a file that is to be
-# deleted at its last close; with them its count (the SMB2 POSIX information's HardLinks,
-# smb2pdu.c find_file_posix_info) is the inode's i_nlink, that name included.
-POSIX_NLINK = ("ksmbd 6.12's SMB2 POSIX information counts a delete-pending name "
-               "(HardLinks = i_nlink) where FileStandardInformation does not, so an open file "
-               "whose names are gone reads st_nlink 1, not 0, with the POSIX extensions")
+# The daemon shows st_nlink 0 for an open file whose names are gone.  Without the POSIX
+# extensions ksmbd's count (FileStandardInformation, FileAllInformation) already leaves out the
+# name of a file that is to be deleted at its last close; with them its count (the SMB2 POSIX
+# information's HardLinks, smb2pdu.c find_file_posix_info) is the inode's i_nlink, that name
+# included, and the daemon, which deleted the file's only name, corrects it (fuse/ops_node.c
+# inode_stat).  Before it did, the two tests below were xfails naming ksmbd's count.
 
 # struct flock on x86_64: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid
 FLOCK = "hhxxxxqqixxxx"
@@ -137,14 +137,11 @@ def posix(request):
     return request.node.callspec.params["mounts"] == "posix"
 
 
-def nlink_gone(fd, posix):
-    """None when the open file fd, whose names are all gone, reads st_nlink 0; the known
-    ksmbd reason when it reads 1 with the POSIX extensions (see POSIX_NLINK)."""
+def check_nlink_gone(fd):
+    """The open file fd, whose names are all gone, reads st_nlink 0 (with and without the
+    POSIX extensions)."""
     n = os.fstat(fd).st_nlink
-    if posix and n == 1:
-        return POSIX_NLINK
-    assert n == 0
-    return None
+    assert n == 0, f"st_nlink {n} for an open file whose only name was deleted"
 
 
 @pytest.fixture
@@ -433,7 +430,7 @@ def test_unlink_open_file(d, posix):
         os.pwrite(fd, b"OLD", 0)
         assert os.pread(fd, 100, 0) == b"OLD data"
         assert os.fstat(fd).st_size == 8
-        known = nlink_gone(fd, posix)
+        check_nlink_gone(fd)
         write(p, b"new file")  # the name is free again
         assert read(os.path.join(b, "u.txt")) == b"new file"
         assert sorted(os.listdir(b)) == ["f", "u.txt"]  # hidden names are not listed
@@ -442,8 +439,6 @@ def test_unlink_open_file(d, posix):
     assert hidden_gone(s), os.listdir(s)
     assert sorted(os.listdir(s)) == ["f", "u.txt"]
     assert read(os.path.join(s, "u.txt")) == b"new file"
-    if known:
-        pytest.xfail(known)
 
 
 def test_rename_over_an_open_file(d, posix):
@@ -460,11 +455,9 @@ def test_rename_over_an_open_file(d, posix):
         assert read(pb) == b"AAA" and read(os.path.join(b, "b.txt")) == b"AAA"
         assert not os.path.exists(pa)
         assert os.pread(fd, 10, 0) == b"BBB"  # the replaced file, still open
-        known = nlink_gone(fd, posix)
+        check_nlink_gone(fd)
     finally:
         os.close(fd)
     assert hidden_gone(s), os.listdir(s)
     assert sorted(os.listdir(s)) == ["b.txt", "f"]
     assert read(os.path.join(s, "b.txt")) == b"AAA"
-    if known:
-        pytest.xfail(known)
