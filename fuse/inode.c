@@ -691,7 +691,8 @@ out:
 	return rc;
 }
 
-bool smb_inode_unlinked(struct smb_inode_table *t, uint64_t nodeid)
+/* Every name of nodeid gone, and (with marked) its mark set. */
+static bool names_gone(struct smb_inode_table *t, uint64_t nodeid, bool marked)
 {
 	struct smb_inode *i;
 	bool gone = false;
@@ -699,9 +700,14 @@ bool smb_inode_unlinked(struct smb_inode_table *t, uint64_t nodeid)
 	pthread_mutex_lock(&t->lock);
 	i = find_id(t, nodeid);
 	if (i && i != t->root)
-		gone = !i->links->hashed;
+		gone = !i->links->hashed && (!marked || i->last_name_deleted);
 	pthread_mutex_unlock(&t->lock);
 	return gone;
+}
+
+bool smb_inode_unlinked(struct smb_inode_table *t, uint64_t nodeid)
+{
+	return names_gone(t, nodeid, false);
 }
 
 void smb_inode_mark_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid)
@@ -717,15 +723,7 @@ void smb_inode_mark_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid
 
 bool smb_inode_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid)
 {
-	struct smb_inode *i;
-	bool gone = false;
-
-	pthread_mutex_lock(&t->lock);
-	i = find_id(t, nodeid);
-	if (i && i != t->root)
-		gone = i->last_name_deleted && !i->links->hashed;
-	pthread_mutex_unlock(&t->lock);
-	return gone;
+	return names_gone(t, nodeid, true);
 }
 
 uint64_t smb_inode_nlookup(struct smb_inode_table *t, uint64_t nodeid)
