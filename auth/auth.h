@@ -4,7 +4,8 @@
  * buffer the server sent (first call: the NEGOTIATE response's buffer, possibly
  * empty), send what it returns in the next SESSION_SETUP request, and repeat
  * while it returns SMB_AUTH_CONTINUE.  Every blob is SPNEGO ([MS-SPNG],
- * RFC 4178) wrapping the mechanism (NTLMSSP now, Kerberos later).
+ * RFC 4178) wrapping the mechanism: NTLMSSP (auth/ntlmssp.c) or Kerberos
+ * through GSSAPI (auth/krb5.c).
  *
  * Memory: contexts are talloc'ed under the caller's parent; *out points into
  * memory owned by the context and is valid until the next step or the free.

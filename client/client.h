@@ -1,5 +1,5 @@
-/* client/client.h — the asynchronous SMB client engine, as fuse/ (and later
- * libsmbrdma) sees it.
+/* client/client.h — the asynchronous SMB client engine, as fuse/ and lib/
+ * (libsmbrdma) see it.
  *
  * One struct smb_client is one mount: the connection(s) to one server, the
  * session, and the tree connect to one share.  Paths are UTF-8, relative to

@@ -2,7 +2,8 @@
  *
  * A transport carries whole SMB2 messages (one PDU or one compound chain, or
  * one SMB2 TRANSFORM message) between us and one server address.  Direct TCP
- * (client/transport_tcp.c) and SMB Direct (smbd/) implement the same ops; no
+ * (client/transport_tcp.c), QUIC (client/transport_quic.c) and SMB Direct
+ * (smbd/) implement the same ops; no
  * code above this header may ask which one it has: it asks the transport what
  * it can do (caps) and calls the op, which returns -EOPNOTSUPP if it lacks it.
  *
@@ -64,7 +65,7 @@ enum smb_transport_cap {
 };
 
 struct smb_transport_info {
-	const char *kind; /* "tcp", "rdma" */
+	const char *kind; /* "tcp", "quic", "rdma" */
 	uint32_t caps;    /* enum smb_transport_cap */
 	struct sockaddr_storage local, remote;
 	uint32_t max_read_write; /* 0 = no transport limit */

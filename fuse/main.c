@@ -19,7 +19,8 @@
  *      privileged monitor and becomes the daemon's user; then connect;
  *   4. fuse_session_new, the mount (by the monitor), answer INIT, raise
  *      the read-ahead, start the control socket, report "ok";
- *   5. run the multi-threaded loop until unmount or a signal;
+ *   5. serve /dev/fuse from the engine's loop thread (fuse_pump_*) while
+ *      this thread waits for a signal or the unmount;
  *   6. smb_client_destroy() (pending requests fail and are answered while
  *      the session still exists), unmount (through the monitor once root
  *      is gone), destroy the session, let the monitor go.

@@ -1,8 +1,9 @@
 /* fuse/smbfs.h — the state of one mount, shared by the FUSE ops.
  *
- * Every op handler runs on a libfuse worker thread, submits one engine call
- * and returns; the engine calls back on its loop thread and the callback
- * sends the one reply (fuse_reply_*) and frees the request's context.  A
+ * Every op handler runs on the engine's loop thread (fuse/main.c reads
+ * /dev/fuse there), submits one engine call and returns without blocking;
+ * the engine calls back on the same thread and the callback sends the one
+ * reply (fuse_reply_*) and frees the request's context.  A
  * handler whose submission fails synchronously replies itself.  No lock is
  * held while replying.
  *
