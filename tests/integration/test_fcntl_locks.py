@@ -9,63 +9,11 @@ mount's kernel."""
 import errno
 import fcntl
 import os
-import struct
-import subprocess
-import sys
 import threading
 
 import pytest
 
-# struct flock on x86_64/aarch64: short l_type, short l_whence, off_t l_start,
-# off_t l_len, pid_t l_pid (and padding to 32 bytes)
-FLOCK = "hhxxxxqqixxxx"
-
-HOLDER = r"""
-import fcntl, os, sys
-path, kind, start, length = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-fd = os.open(path, os.O_RDWR)
-op = {"r": fcntl.LOCK_SH, "w": fcntl.LOCK_EX}[kind]
-try:
-    fcntl.lockf(fd, op | fcntl.LOCK_NB, length, start)
-except OSError as e:
-    print("taken", e.errno, flush=True)
-    sys.exit(0)
-print("locked", os.getpid(), flush=True)
-sys.stdin.read()  # hold until the test closes our stdin (or kills us)
-"""
-
-
-class Holder:
-    """Another process (another lock owner) asking for a lock and, if it
-    gets it, holding it until stop()."""
-
-    def __init__(self, path, kind, start, length):
-        self.p = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), kind, str(start),
-                                   str(length)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True)
-        line = self.p.stdout.readline().split()
-        assert line, "the lock holder died"
-        self.locked = line[0] == "locked"
-        self.pid = int(line[1]) if self.locked else None
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.stdin.close()
-            self.p.wait(timeout=30)
-
-
-def can_lock(path, kind, start, length):
-    """Would another process get this lock now? (it takes it and lets go)"""
-    h = Holder(path, kind, start, length)
-    h.stop()
-    return h.locked
-
-
-def getlk(fd, kind, start, length):
-    t = {"r": fcntl.F_RDLCK, "w": fcntl.F_WRLCK}[kind]
-    r = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack(FLOCK, t, os.SEEK_SET, start, length, 0))
-    l_type, _, l_start, l_len, l_pid = struct.unpack(FLOCK, r)
-    return l_type, l_start, l_len, l_pid
+from lib.locks import Holder, can_lock, getlk
 
 
 def test_write_lock_keeps_the_other_client_out_of_its_range_only(two_mounts):

@@ -14,6 +14,8 @@ import subprocess
 
 import pytest
 
+from lib.fileops import read_bytes as read, write_bytes as write
+
 FS_IOC_GETFLAGS = 0x80086601
 FS_IOC_SETFLAGS = 0x40086602
 FS_IMMUTABLE_FL = 0x10
@@ -23,16 +25,6 @@ FS_COMPR_FL = 0x4
 @pytest.fixture
 def m(samba, mount_factory):
     return mount_factory(samba, options=["actimeo=0"])
-
-
-def write(path, data, mode="wb"):
-    with open(path, mode) as f:
-        f.write(data)
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def test_o_excl(samba, m):

@@ -13,86 +13,25 @@ Every test works in a directory of its own and checks the server's side of the s
 
 import errno
 import fcntl
+import functools
 import os
-import struct
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
+from lib import locks
 from lib.fileops import fallocate
+from lib.fileops import read_bytes as read, write_bytes as write
+from lib.locks import getlk, try_flock
 
 FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 SEEK_DATA, SEEK_HOLE = 3, 4
+# as in the guest's twin of these tests: the lock holder gets a minute to exit
+Holder = functools.partial(locks.Holder, stop_timeout=60)
+can_lock = functools.partial(locks.can_lock, stop_timeout=60)
 MIB = 1 << 20
 HIDDEN = ".smbrdma-gone-"  # fuse/smbfs.h: where an unlinked open file waits for its close
-FLOCK = "hhxxxxqqixxxx"    # struct flock on x86_64
-
-HOLDER = r"""
-import fcntl, os, sys
-path, kind, start, length = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-fd = os.open(path, os.O_RDWR)
-op = {"r": fcntl.LOCK_SH, "w": fcntl.LOCK_EX}[kind]
-try:
-    fcntl.lockf(fd, op | fcntl.LOCK_NB, length, start)
-except OSError as e:
-    print("taken", e.errno, flush=True)
-    sys.exit(0)
-print("locked", os.getpid(), flush=True)
-sys.stdin.read()  # hold until the test closes our stdin
-"""
-
-
-class Holder:
-    """Another process (another lock owner) asking for an fcntl lock and holding it."""
-
-    def __init__(self, path, kind, start, length):
-        self.p = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), kind, str(start),
-                                   str(length)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True)
-        line = self.p.stdout.readline().split()
-        assert line, "the lock holder died"
-        self.locked = line[0] == "locked"
-        self.pid = int(line[1]) if self.locked else None
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.stdin.close()
-            self.p.wait(timeout=60)
-
-
-def can_lock(path, kind, start, length):
-    h = Holder(path, kind, start, length)
-    h.stop()
-    return h.locked
-
-
-def getlk(fd, kind, start, length):
-    t = {"r": fcntl.F_RDLCK, "w": fcntl.F_WRLCK}[kind]
-    r = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack(FLOCK, t, os.SEEK_SET, start, length, 0))
-    l_type, _, l_start, l_len, l_pid = struct.unpack(FLOCK, r)
-    return l_type, l_start, l_len, l_pid
-
-
-def try_flock(fd, op):
-    try:
-        fcntl.flock(fd, op | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def write(path, data, mode="wb"):
-    with open(path, mode) as f:
-        f.write(data)
-
 
 @pytest.fixture
 def srv(samba_factory):

@@ -16,6 +16,18 @@ from .mount import build_dir, timeout_scale
 MIB = 1 << 20
 
 
+def read_bytes(path):
+    """The whole file."""
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_bytes(path, data, mode="wb"):
+    """data into path (mode "ab" appends)."""
+    with open(path, mode) as f:
+        f.write(data)
+
+
 def fallocate(fd, mode, off, length):
     """fallocate(2) on fd with mode (FALLOC_FL_* bits), which os.posix_fallocate cannot
     pass; OSError on failure."""

@@ -17,9 +17,8 @@ check on both mounts' kinds.
 
 import errno
 import fcntl
+import functools
 import os
-import struct
-import subprocess
 import sys
 import threading
 import time
@@ -28,6 +27,15 @@ import pytest
 
 from test_posix_ksmbd import _mount
 from vmlab import KERNEL_61, umount
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from lib import locks  # noqa: E402
+from lib.fileops import read_bytes as read, write_bytes as write  # noqa: E402
+from lib.locks import getlk, try_flock  # noqa: E402
+
+# a TCG guest: the lock holder gets a minute to exit
+Holder = functools.partial(locks.Holder, stop_timeout=60)
+can_lock = functools.partial(locks.can_lock, stop_timeout=60)
 
 pytestmark = pytest.mark.skipif(
     KERNEL_61, reason="ksmbd 6.1.192 crashes on a second open of an open file (tests/vm/README.md)")
@@ -41,75 +49,6 @@ HIDDEN = ".smbrdma-gone-"  # fuse/smbfs.h: where an unlinked open file waits for
 # information's HardLinks, smb2pdu.c find_file_posix_info) is the inode's i_nlink, that name
 # included, and the daemon, which deleted the file's only name, corrects it (fuse/ops_node.c
 # inode_stat).  Before it did, the two tests below were xfails naming ksmbd's count.
-
-# struct flock on x86_64: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid
-FLOCK = "hhxxxxqqixxxx"
-
-HOLDER = r"""
-import fcntl, os, sys
-path, kind, start, length = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-fd = os.open(path, os.O_RDWR)
-op = {"r": fcntl.LOCK_SH, "w": fcntl.LOCK_EX}[kind]
-try:
-    fcntl.lockf(fd, op | fcntl.LOCK_NB, length, start)
-except OSError as e:
-    print("taken", e.errno, flush=True)
-    sys.exit(0)
-print("locked", os.getpid(), flush=True)
-sys.stdin.read()  # hold until the test closes our stdin (or kills us)
-"""
-
-
-class Holder:
-    """Another process (another lock owner) asking for an fcntl lock and, if it gets it,
-    holding it until stop()."""
-
-    def __init__(self, path, kind, start, length):
-        self.p = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), kind, str(start),
-                                   str(length)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True)
-        line = self.p.stdout.readline().split()
-        assert line, "the lock holder died"
-        self.locked = line[0] == "locked"
-        self.pid = int(line[1]) if self.locked else None
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.stdin.close()
-            self.p.wait(timeout=60)
-
-
-def can_lock(path, kind, start, length):
-    """Would another process get this lock now? (it takes it and lets go)"""
-    h = Holder(path, kind, start, length)
-    h.stop()
-    return h.locked
-
-
-def getlk(fd, kind, start, length):
-    t = {"r": fcntl.F_RDLCK, "w": fcntl.F_WRLCK}[kind]
-    r = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack(FLOCK, t, os.SEEK_SET, start, length, 0))
-    l_type, _, l_start, l_len, l_pid = struct.unpack(FLOCK, r)
-    return l_type, l_start, l_len, l_pid
-
-
-def try_flock(fd, op):
-    try:
-        fcntl.flock(fd, op | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def write(path, data, mode="wb"):
-    with open(path, mode) as f:
-        f.write(data)
-
 
 @pytest.fixture(scope="module", params=["posix", "noposix"])
 def mounts(request, lab, tmp_path_factory):
