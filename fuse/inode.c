@@ -484,17 +484,20 @@ out:
 	return rc;
 }
 
-void smb_inode_forget(struct smb_inode_table *t, uint64_t nodeid, uint64_t n)
+bool smb_inode_forget(struct smb_inode_table *t, uint64_t nodeid, uint64_t n)
 {
 	struct smb_inode *i;
+	bool ok = true;
 
 	pthread_mutex_lock(&t->lock);
 	i = find_id(t, nodeid);
 	if (i && i != t->root) {
-		i->nlookup = n < i->nlookup ? i->nlookup - n : 0;
+		ok = n <= i->nlookup;
+		i->nlookup = ok ? i->nlookup - n : 0;
 		release_if_unused(t, i);
 	}
 	pthread_mutex_unlock(&t->lock);
+	return ok;
 }
 
 /* The component of i in a path: its first name, or the root's prefix. */

@@ -287,7 +287,7 @@ static void dir_serve(struct smbfs_dir *d, fuse_req_t req, size_t size, off_t of
 				if (linked_push(&linked, nodeid))
 					smbfs_fill_entry(fs, nodeid, st_ino, &ent->attr, &e);
 				else
-					smb_inode_forget(fs->inodes, nodeid, 1);
+					smbfs_forget_count(fs, nodeid, 1);
 			}
 		}
 		pos += fuse_add_direntry_plus(req, buf + pos, room, ent->name, &e, (off_t)i + 1);
@@ -299,7 +299,7 @@ static void dir_serve(struct smbfs_dir *d, fuse_req_t req, size_t size, off_t of
 		/* Interrupted (-ENOENT), or a reply the kernel refused: it
 		 * linked none of these entries. */
 		for (size_t i = 0; i < linked.n; i++)
-			smb_inode_forget(fs->inodes, linked.ids[i], 1);
+			smbfs_forget_count(fs, linked.ids[i], 1);
 	}
 	free(linked.ids);
 	free(buf);

@@ -259,7 +259,7 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 		/* The file exists on the server now, but we cannot hand it
 		 * out; a later lookup will find it. */
 		if (rc == 0)
-			smb_inode_forget(fs->inodes, nodeid, 1);
+			smbfs_forget_count(fs, nodeid, 1);
 		close_fid(fs, fid);
 		free(ctx);
 		fuse_reply_err(req, rc ? -rc : ENOMEM);
@@ -271,7 +271,7 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 	if (fuse_reply_create(req, &e, &ctx->fi) == -ENOENT) {
 		/* creat(2) was interrupted: the kernel knows neither the entry
 		 * nor the handle. */
-		smb_inode_forget(fs->inodes, nodeid, 1);
+		smbfs_forget_count(fs, nodeid, 1);
 		smbfs_close_handle(fs, f);
 	}
 	free(ctx);

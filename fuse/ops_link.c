@@ -210,7 +210,7 @@ static void new_entry_stat(void *arg, int err, uint32_t status, const struct smb
 	}
 	smbfs_fill_entry(fs, nodeid, st_ino, attr, &e);
 	if (fuse_reply_entry(req, &e) == -ENOENT)
-		smb_inode_forget(fs->inodes, nodeid, 1);
+		smbfs_forget_count(fs, nodeid, 1);
 }
 
 /* The name was made: stat it for the entry (a failure to stat fails the op

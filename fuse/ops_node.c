@@ -99,7 +99,7 @@ static void entry_done(void *arg, int err, uint32_t status, const struct smb_att
 	/* The kernel never saw the entry if the request was interrupted: take
 	 * back the lookup count it will not forget. */
 	if (fuse_reply_entry(req, &e) == -ENOENT)
-		smb_inode_forget(fs->inodes, nodeid, 1);
+		smbfs_forget_count(fs, nodeid, 1);
 }
 
 void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -157,9 +157,17 @@ void smbfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 
 /* ---- forget ------------------------------------------------------------------ */
 
+void smbfs_forget_count(struct smbfs *fs, uint64_t nodeid, uint64_t n)
+{
+	if (!smb_inode_forget(fs->inodes, nodeid, n))
+		smb_err("BUG: forgetting %llu lookups of inode %llu, which has fewer: the "
+		        "daemon's lookup count disagrees with the kernel's (clamped to 0)",
+		        (unsigned long long)n, (unsigned long long)nodeid);
+}
+
 void smbfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	smb_inode_forget(smbfs_of(req)->inodes, ino, nlookup);
+	smbfs_forget_count(smbfs_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -168,7 +176,7 @@ void smbfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f
 	struct smbfs *fs = smbfs_of(req);
 
 	for (size_t i = 0; i < count; i++)
-		smb_inode_forget(fs->inodes, forgets[i].ino, forgets[i].nlookup);
+		smbfs_forget_count(fs, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 

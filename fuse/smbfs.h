@@ -141,6 +141,9 @@ static inline bool smbfs_is_hidden_name(const char *name)
  * one of its handles whose FileId is still usable (none closing). */
 bool smbfs_open_fid(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid *fid);
 void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+/* Drop n lookups of nodeid (a FORGET, or a lookup the kernel never saw);
+ * an underflow is logged as a "BUG:" line (smb_inode_forget()). */
+void smbfs_forget_count(struct smbfs *fs, uint64_t nodeid, uint64_t n);
 void smbfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void smbfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
 void smbfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -331,6 +331,8 @@ class SmbrdmaMount:
             if marker in log:
                 problems.append(f"sanitizer report in daemon log ({marker!r})")
                 break
+        if "BUG: " in log:
+            problems.append("the daemon logged a BUG: line (an internal inconsistency)")
         if check and problems:
             tail = log[-6000:]
             self._cleanup_dirs(keep_log=True)

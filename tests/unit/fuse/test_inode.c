@@ -57,15 +57,19 @@ static void test_lookup_counts(void)
 	CHECK(b != a);
 	CHECK_EQ(smb_inode_count(t), 3);
 
-	smb_inode_forget(t, a, 1);
+	CHECK(smb_inode_forget(t, a, 1));
 	CHECK_EQ(smb_inode_nlookup(t, a), 1);
-	smb_inode_forget(t, a, 1);
+	CHECK(smb_inode_forget(t, a, 1));
 	CHECK_EQ(smb_inode_nlookup(t, a), 0);
 	CHECK_EQ(smb_inode_find(t, SMB_ROOT_NODEID, "a"), 0);
 	CHECK_EQ(smb_inode_count(t), 2);
 	/* forgetting an unknown or the root does nothing */
-	smb_inode_forget(t, a, 5);
-	smb_inode_forget(t, SMB_ROOT_NODEID, 5);
+	CHECK(smb_inode_forget(t, a, 5));
+	CHECK(smb_inode_forget(t, SMB_ROOT_NODEID, 5));
+	/* more forgets than lookups: reported, clamped to 0, the inode freed */
+	CHECK_EQ(smb_inode_nlookup(t, b), 1);
+	CHECK(!smb_inode_forget(t, b, 3));
+	CHECK_EQ(smb_inode_find(t, SMB_ROOT_NODEID, "b"), 0);
 	CHECK_EQ(smb_inode_nlookup(t, SMB_ROOT_NODEID), 1);
 	/* nodeids are not reused */
 	CHECK(link_(t, SMB_ROOT_NODEID, "a", file_attr(100)) > b);
