@@ -150,7 +150,7 @@ struct smb_req *smb_client_req(struct smb_client *c, void *talloc_parent);
 /* The client a request belongs to (through its channel). */
 static inline struct smb_client *smb_req_client(const struct smb_req *req)
 {
-	return ((const struct smb_chan *)req->conn->on_dead_arg)->c;
+	return req->conn->chan->c;
 }
 
 /* A request to this client's tree on channel ch. */

@@ -31,6 +31,7 @@
 
 struct ev_loop;
 struct ev_timer;
+struct smb_chan; /* client_int.h: the channel a connection carries */
 
 #define SMB_REQ_MAX_PDU 6
 
@@ -132,7 +133,11 @@ struct smb_conn {
 	struct smb_signing *signing;         /* the session's; NULL before session setup */
 	struct smb_crypt *crypt;             /* the session's; NULL before session setup */
 	void (*on_dead)(void *arg, int err); /* optional, loop thread */
-	void *on_dead_arg;
+	void *on_dead_arg;                   /* the argument of every on_* callback */
+	/* The channel (client_int.h) this connection carries, set with the
+	 * callbacks by its creator; NULL for a bare connection (unit tests).
+	 * Never changes afterwards. */
+	struct smb_chan *chan;
 	/* Optional, loop thread, from the death report, before on_dead: offered
 	 * each request the death would fail; returns true if it took the req
 	 * (and resubmitted it elsewhere), false to let it fail here. */

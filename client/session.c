@@ -1268,6 +1268,7 @@ static int chan_adopt(struct smb_client *c, struct smb_conn *conn, struct smb_ch
 	ch->conn->on_orphan = chan_orphan;
 	ch->conn->on_break = chan_break;
 	ch->conn->on_dead_arg = ch;
+	ch->conn->chan = ch;
 	*out = ch;
 	return 0;
 }
