@@ -1,12 +1,11 @@
 /* smbd/smbd_offload.h — what an SMB Direct transport offers the SMB2 layer
  * for RDMA offload of READ/WRITE payloads, beyond client/transport.h.
  *
- * A PROPOSAL to the owner of client/transport.h: these calls live here so
- * client/ can use them now (through a transport whose info() has
- * SMB_TRANSPORT_CAP_RDMA); they could move into struct smb_transport_ops later
- * (as an op with a -EOPNOTSUPP default), which is why every one takes the
- * base struct smb_transport and returns -EOPNOTSUPP when the transport is not
- * an SMB Direct one.
+ * client/ never includes this header: it reaches these calls through the
+ * offload ops of struct smb_transport_ops (region_add, io_token_get,
+ * io_token_put, ...; client/transport.h), which smbd/smbd_transport.c fills
+ * from the functions below and every other transport leaves at their
+ * -EOPNOTSUPP defaults.  The SMB Direct unit tests call them directly.
  *
  * No standing exposure ([RFC 5042] 5.1.3): nothing this transport registers
  * for the connection's life carries remote access.  The receive and send
