@@ -335,10 +335,13 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
  * total written. */
 int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
               size_t len, smb_write_cb cb, void *arg);
-/* Like smb_write(), but data is lent rather than copied when the write can be
- * offloaded straight from a region given to smb_client_region_add(): the
- * server then RDMA-Reads the payload from data itself.  The caller keeps data
- * valid and unchanged until cb has run (whichever path the write took). */
+/* Like smb_write(), but data is lent, not copied: sent in place inline (TCP,
+ * QUIC, small or sealed writes: the transport reads it, or the sealing
+ * encrypts from it), or, offloaded from a region given to
+ * smb_client_region_add(), RDMA-Read by the server from data itself.  Only
+ * an offloaded write from outside every region is copied, into the offload
+ * pool.  The caller keeps data valid and unchanged until cb has run, which
+ * is never before every transport has let go of it (conn.h payload_lent). */
 int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
                    size_t len, smb_write_cb cb, void *arg);
 

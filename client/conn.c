@@ -121,6 +121,13 @@ void smb_req_set_payload(struct smb_req *req, int i, const void *data, size_t le
 	req->pdu[i].credit_charge = credit_charge;
 }
 
+void smb_req_set_payload_lent(struct smb_req *req, int i, const void *data, size_t len,
+                              uint16_t credit_charge)
+{
+	smb_req_set_payload(req, i, data, len, credit_charge);
+	req->payload_lent = true;
+}
+
 /* ---- pending hash (conn->lock held) -------------------------------------------- */
 
 static unsigned bucket(uint64_t msgid)
@@ -167,11 +174,42 @@ static int pending_remove_req(struct smb_conn *c, struct smb_req *req)
 
 /* ---- sending ------------------------------------------------------------------- */
 
+static bool tx_held(struct smb_req *req)
+{
+	return __atomic_load_n(&req->tx_busy[0], __ATOMIC_SEQ_CST) ||
+	       __atomic_load_n(&req->tx_busy[1], __ATOMIC_SEQ_CST);
+}
+
+static void deferred_done(void *arg)
+{
+	struct smb_req *req = arg;
+	req->done(req);
+}
+
+/* The transport let go of a send.  A finished request whose lent payload
+ * it held gets its done() now (the submitter's reference keeps req alive
+ * until done() runs). */
 static void tx_done(struct smb_txbuf *buf, int err)
 {
 	struct smb_req *req = buf->arg;
-	__atomic_store_n(&req->tx_busy[buf == &req->txs[1]], false, __ATOMIC_RELEASE);
+	__atomic_store_n(&req->tx_busy[buf == &req->txs[1]], false, __ATOMIC_SEQ_CST);
+	if (req->payload_lent && !tx_held(req) &&
+	    __atomic_exchange_n(&req->done_waiting, false, __ATOMIC_SEQ_CST) &&
+	    ev_call(req->conn->loop, deferred_done, req) < 0)
+		req->done(req);
 	smb_req_put(req);
+}
+
+void smb_req_finish(struct smb_req *req)
+{
+	if (req->payload_lent) {
+		/* Whichever of us and tx_done() sees both "finished" and "no send
+		 * held" last takes done_waiting back and runs done(). */
+		__atomic_store_n(&req->done_waiting, true, __ATOMIC_SEQ_CST);
+		if (tx_held(req) || !__atomic_exchange_n(&req->done_waiting, false, __ATOMIC_SEQ_CST))
+			return;
+	}
+	req->done(req);
 }
 
 /* Assign MessageIds and credits, fill headers; conn->lock held. */
@@ -423,7 +461,7 @@ static void note_latency(struct smb_req *req)
 static void req_complete(struct smb_req *req)
 {
 	note_latency(req);
-	req->done(req);
+	smb_req_finish(req);
 }
 
 /* Loop thread: send queued requests the credits now allow. */

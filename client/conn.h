@@ -91,6 +91,13 @@ struct smb_req {
 	bool sealed;         /* went out encrypted: its answer must come so */
 	bool replay;         /* resent after its channel died: SMB2_FLAGS_REPLAY_OPERATION */
 	bool no_replay;      /* channel-bound (session setup): never move it */
+	/* A PDU's payload is the caller's memory, not the request's
+	 * (smb_req_set_payload_lent()): done() then runs only once no transport
+	 * holds a send of it - a request that times out or dies while its
+	 * bytes still wait in a transport's queue is finished when the
+	 * transport lets go (smb_req_finish()). */
+	bool payload_lent;
+	bool done_waiting; /* atomic: finished, done() deferred to the last tx_done */
 	uint16_t sent_seq;   /* ChannelSequence it went out with */
 	uint8_t seq_retries; /* resent for STATUS_FILE_NOT_AVAILABLE */
 	uint64_t session_id;
@@ -196,6 +203,16 @@ int smb_req_end_pdu(struct smb_req *req, ssize_t body_len);
 void smb_req_set_payload(struct smb_req *req, int i, const void *data, size_t len,
                          uint16_t credit_charge);
 int smb_conn_submit(struct smb_conn *c, struct smb_req *req);
+/* Like smb_req_set_payload(), but data is the submitter's, valid until
+ * done(): sets payload_lent. */
+void smb_req_set_payload_lent(struct smb_req *req, int i, const void *data, size_t len,
+                              uint16_t credit_charge);
+/* Run req->done(req) for a request that is over (req->err set or its
+ * responses in): at once, or - payload_lent and a transport still holds
+ * one of its sends - on the loop thread when that send is let go.  Every
+ * completion goes through here, so a lent buffer is never handed back
+ * while bytes may still be read from it.  Any thread. */
+void smb_req_finish(struct smb_req *req);
 /* Make a req that was in flight on a dead channel sendable again: no
  * responses, no error, flagged as a replay.  The caller resubmits it. */
 int smb_req_reset_for_replay(struct smb_req *req); /* 0, or -EBUSY */

@@ -1247,16 +1247,14 @@ static void write_done(struct smb_req *req)
 	smb_req_put(req);
 }
 
-int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
-              size_t len, smb_write_cb cb, void *arg)
+/* WRITEs carried inline on ch (split at its inline limit).  lent: data
+ * stays valid until cb (smb_write_lent()) and goes out in place; else each
+ * piece is copied first. */
+static int write_inline(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
+                        const void *data, size_t len, bool lent, smb_write_cb cb, void *arg)
 {
-	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
+	struct smb_client *c = ch->c;
 	size_t chunk = ch->inline_max_write ? ch->inline_max_write : ch->max_write;
-	if (smb_offload_wanted(ch, len)) {
-		int rc = smb_offload_write(ch, fid, offset, data, len, cb, arg);
-		if (rc != -EAGAIN)
-			return rc;
-	}
 	struct write_join *j = talloc_zero(NULL, struct write_join);
 	if (!j)
 		return -ENOMEM;
@@ -1270,10 +1268,13 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 		size_t l = len - off < chunk ? len - off : chunk;
 		struct smb_req *req = smb_chan_req(ch, NULL);
 		struct write_piece *wp = req ? talloc(req, struct write_piece) : NULL;
-		void *copy = wp ? talloc_memdup(req, (const uint8_t *)data + off, l ? l : 1) : NULL;
-		if (copy)
-			__atomic_add_fetch(&c->payload_bytes_copied, l, __ATOMIC_RELAXED);
-		if (!copy) {
+		const void *payload = (const uint8_t *)data + off;
+		if (wp && !lent) {
+			payload = talloc_memdup(req, payload, l ? l : 1);
+			if (payload)
+				__atomic_add_fetch(&c->payload_bytes_copied, l, __ATOMIC_RELAXED);
+		}
+		if (!wp || !payload) {
 			if (req)
 				smb_req_put(req);
 			err = -ENOMEM;
@@ -1290,8 +1291,11 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 			uint8_t *body = smb_req_begin_pdu(req, SMB2_WRITE, 56);
 			err = body ? smb_req_end_pdu(req, smb2_write_req_encode(body, 56, &w))
 			           : -ENOMEM;
-			if (!err)
-				smb_req_set_payload(req, 0, copy, l,
+			if (!err && lent)
+				smb_req_set_payload_lent(req, 0, payload, l,
+				                         smb_credit_charge(ch->conn, l));
+			else if (!err)
+				smb_req_set_payload(req, 0, payload, l,
 				                    smb_credit_charge(ch->conn, l));
 			err = op_submit(req, err, write_done);
 		}
@@ -1310,12 +1314,35 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 	return 0;
 }
 
+/* One channel pick per write: offloaded on it when that can be, else inline
+ * on the same channel. */
+int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
+              size_t len, smb_write_cb cb, void *arg)
+{
+	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
+	if (smb_offload_wanted(ch, len)) {
+		int rc = smb_offload_write(ch, fid, offset, data, len, cb, arg);
+		if (rc != -EAGAIN)
+			return rc;
+	}
+	return write_inline(ch, fid, offset, data, len, false, cb, arg);
+}
+
 int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
                    size_t len, smb_write_cb cb, void *arg)
 {
 	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
 	int rc = smb_offload_write_lent(ch, fid, offset, data, len, cb, arg);
-	return rc == -EAGAIN ? smb_write(c, fid, offset, data, len, cb, arg) : rc;
+	if (rc != -EAGAIN)
+		return rc;
+	/* Not lendable to the server (TCP, sealed, small, outside a region):
+	 * still sent from data in place, or through the offload pool. */
+	if (smb_offload_wanted(ch, len)) {
+		rc = smb_offload_write(ch, fid, offset, data, len, cb, arg);
+		if (rc != -EAGAIN)
+			return rc;
+	}
+	return write_inline(ch, fid, offset, data, len, true, cb, arg);
 }
 
 int smb_read_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, void *buf,

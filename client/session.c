@@ -1204,7 +1204,7 @@ void smb_client_unpark(struct smb_client *c)
 			          smb2_command_str(req->pdu[0].command), strerror(-err));
 			req->err = err == -ENOTCONN ? -ECONNABORTED : err;
 			if (ev_call(c->loop, park_fail_cb, req) < 0)
-				req->done(req);
+				smb_req_finish(req);
 			continue;
 		}
 		__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
@@ -1217,7 +1217,7 @@ void smb_client_unpark(struct smb_client *c)
 static void park_fail_cb(void *arg)
 {
 	struct smb_req *req = arg;
-	req->done(req);
+	smb_req_finish(req);
 }
 
 void smb_client_park_expire(struct smb_client *c, bool all)
@@ -1247,7 +1247,7 @@ void smb_client_park_expire(struct smb_client *c, bool all)
 			    "with ETIMEDOUT",
 			    c->host, smb2_command_str(req->pdu[0].command));
 		if (ev_call(c->loop, park_fail_cb, req) < 0)
-			req->done(req);
+			smb_req_finish(req);
 	}
 }
 

@@ -419,8 +419,9 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	ctx->fs = fs;
 	ctx->nodeid = ino;
 	/* buf lies in the request buffer the pump read into: borrow that
-	 * buffer until the write is done, and the engine can have the server
-	 * RDMA-Read the payload from it in place.  Else smb_write() copies. */
+	 * buffer until the write is done, and the engine sends the payload
+	 * from it in place (or has the server RDMA-Read it).  When every
+	 * buffer was lent, buf is in the spare and smb_write() copies. */
 	ctx->lent = reqbuf_lend(fs->reqbufs, buf, size);
 	if (ctx->lent >= 0)
 		rc = smb_write_lent(fs->client, smbfs_file_of(fi)->fid, (uint64_t)off, buf, size,

@@ -1,13 +1,14 @@
 /* fuse/reqbuf.h — the buffers /dev/fuse requests are read into.
  *
  * One allocation holds nbuf buffers of REQBUF_SIZE bytes (a request header
- * plus the largest WRITE payload).  On an RDMA mount the whole allocation is
- * registered once with the engine (smb_client_region_add), so a WRITE's
- * payload can leave by the server's RDMA Read straight from the buffer the
- * kernel wrote it into: the write handler lends the buffer to the engine
- * (reqbuf_lend) and the write's callback gives it back (reqbuf_return).  A
+ * plus the largest WRITE payload).  A WRITE's payload leaves from the buffer
+ * the kernel wrote it into: the write handler lends the buffer to the engine
+ * (reqbuf_lend, smb_write_lent()) and the write's callback gives it back
+ * (reqbuf_return).  Over TCP the engine sends it in place; on an RDMA mount
+ * the whole allocation is also registered once with the engine
+ * (smb_client_region_add), so the server RDMA-Reads the payload from it.  A
  * lent buffer is not read into again until it is back; when every buffer is
- * lent, requests go to a spare unregistered buffer and writes are copied.
+ * lent, requests go to a spare buffer and writes are copied.
  *
  * Threading: everything runs on the client's loop thread (the pump reads
  * and dispatches there, handlers run inside reqbuf-dispatch, engine

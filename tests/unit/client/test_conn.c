@@ -27,6 +27,9 @@ struct fake {
 	struct smb2_hdr sent[MAX_SENT]; /* headers of every PDU sent */
 	int nsent;
 	bool dead;
+	bool hold;                  /* keep txbufs (a full socket) until released */
+	struct smb_txbuf *held[8];
+	int nheld;
 };
 
 static int fake_connect(struct smb_transport *t, const struct sockaddr *a, socklen_t l, unsigned ms)
@@ -54,6 +57,11 @@ static int fake_send(struct smb_transport *t, struct smb_txbuf *b)
 				break;
 			off += next;
 		}
+	}
+	if (f->hold && f->nheld < 8) {
+		f->held[f->nheld++] = b;
+		pthread_mutex_unlock(&f->m);
+		return 0;
 	}
 	pthread_mutex_unlock(&f->m);
 	b->done(b, 0);
@@ -395,6 +403,65 @@ static void test_timeout_and_death(void)
 	CHECK_EQ(r3.calls, 0);
 }
 
+/* A request whose payload is the caller's (smb_req_set_payload_lent) that
+ * times out while its bytes still wait in the transport's queue: done()
+ * must wait until the transport lets go, or the caller would reuse a
+ * buffer the transport may still send from. */
+static void test_lent_payload_outlives_no_send(void)
+{
+	struct smb_conn *c = open_conn(300);
+	struct result r;
+	result_init(&r);
+	static const uint8_t data[512] = {1, 2, 3};
+	struct smb_req *req = echo_req(c, &r, 1);
+	smb_req_set_payload_lent(req, 0, data, sizeof(data), 1);
+	pthread_mutex_lock(&the_fake->m);
+	the_fake->hold = true;
+	pthread_mutex_unlock(&the_fake->m);
+	CHECK_EQ(smb_conn_submit(c, req), 0);
+	/* Its deadline passes (300 ms); the transport still holds the send. */
+	CHECK(!wait_calls(&r, 1, 1200));
+	pthread_mutex_lock(&the_fake->m);
+	int n = the_fake->nheld;
+	struct smb_txbuf *held[8];
+	memcpy(held, the_fake->held, sizeof(held));
+	the_fake->nheld = 0;
+	the_fake->hold = false;
+	pthread_mutex_unlock(&the_fake->m);
+	CHECK_EQ(n, 1);
+	for (int i = 0; i < n; i++)
+		held[i]->done(held[i], 0);
+	CHECK(wait_calls(&r, 1, 3000));
+	CHECK_EQ(r.err, -ETIMEDOUT);
+	usleep(50000);
+	CHECK_EQ(r.calls, 1);
+	smb_conn_close(c);
+
+	/* Not lent: done() runs at the deadline, the transport still holding
+	 * the (request-owned) bytes.  (A new connection: the lost request's
+	 * credit never came back.) */
+	c = open_conn(300);
+	struct result r2;
+	result_init(&r2);
+	struct smb_req *req2 = echo_req(c, &r2, 1);
+	smb_req_set_payload(req2, 0, data, sizeof(data), 1);
+	pthread_mutex_lock(&the_fake->m);
+	the_fake->hold = true;
+	pthread_mutex_unlock(&the_fake->m);
+	CHECK_EQ(smb_conn_submit(c, req2), 0);
+	CHECK(wait_calls(&r2, 1, 3000));
+	CHECK_EQ(r2.err, -ETIMEDOUT);
+	pthread_mutex_lock(&the_fake->m);
+	n = the_fake->nheld;
+	memcpy(held, the_fake->held, sizeof(held));
+	the_fake->nheld = 0;
+	the_fake->hold = false;
+	pthread_mutex_unlock(&the_fake->m);
+	for (int i = 0; i < n; i++)
+		held[i]->done(held[i], 0);
+	smb_conn_close(c);
+}
+
 static void test_malformed_message(void)
 {
 	struct smb_conn *c = open_conn(0);
@@ -634,6 +701,7 @@ int main(void)
 	RUN(test_compound_and_interim);
 	RUN(test_bad_signature);
 	RUN(test_timeout_and_death);
+	RUN(test_lent_payload_outlives_no_send);
 	RUN(test_malformed_message);
 	RUN(test_replay_on_other_channel);
 	RUN(test_no_taker_fails_the_request);
