@@ -715,70 +715,64 @@ static void log_posix(struct smbfs *fs, const struct mount_args *a)
 		    (unsigned)a->opts.dir_mode);
 }
 
-static int run(struct mount_args *a)
+/* The engine's options from the mount's (strings are borrowed from a). */
+static void client_opts_from(const struct mount_args *a, struct smb_client_opts *copts)
 {
-	struct smbfs fs = {0};
-	struct smb_client_opts copts = {0};
-	struct fuse_session *se = NULL;
-	struct smb_ctl *ctl = NULL; /* smbrdmactl: control socket */
-	struct smb_privs *privs = NULL;
-	struct fuse_pump pump = {0};
-	char errbuf[512] = "", fsname[1100], mntopts[1600];
-	sigset_t block, old;
-	int rc, ret = 1;
+	copts->host = a->unc.host;
+	copts->addr = a->opts.ip;
+	copts->port = a->opts.port ? a->opts.port : a->unc.port;
+	copts->share = a->unc.share;
+	copts->user = a->opts.user;
+	copts->password = a->opts.password;
+	copts->domain = a->opts.domain;
+	copts->min_dialect = a->opts.min_dialect;
+	copts->max_dialect = a->opts.max_dialect;
+	copts->guest = a->opts.guest || a->opts.sec == SMB_MOUNT_SEC_NONE;
+	copts->require_signing = smb_mount_opts_signing(&a->opts);
+	copts->require_encryption = a->opts.seal;
+	copts->sec = a->opts.sec == SMB_MOUNT_SEC_KRB5 ? SMB_SEC_KRB5 : SMB_SEC_NTLMSSP;
+	copts->keytab = a->opts.keytab;
+	copts->rdma = a->opts.rdma;
+	copts->transport = a->opts.transport;
+	copts->quic_port = a->opts.quic_port;
+	copts->cafile = a->opts.cafile;
+	copts->certfile = a->opts.certfile;
+	copts->keyfile = a->opts.keyfile;
+	copts->rdma_threshold = a->opts.rdma_threshold;
+	copts->echo_ms = a->opts.echo_interval * 1000;
+	copts->timeout_ms = a->opts.timeout * 1000;
+	copts->hard = a->opts.hard;
+	copts->max_read = a->opts.rsize;
+	copts->max_write = a->opts.wsize;
+	copts->multichannel = a->opts.multichannel;
+	copts->max_channels = a->opts.max_channels;
+	copts->rdma_channels = a->opts.rdma_channels;
+	copts->no_lease = a->opts.nolease;
+	copts->mc_interfaces = a->opts.interfaces;
+	copts->posix = !a->opts.noposix;
+}
 
-	pthread_mutex_init(&fs.handles_lock, NULL);
-	pthread_mutex_init(&fs.ack_lock, NULL);
-
-	copts.host = a->unc.host;
-	copts.addr = a->opts.ip;
-	copts.port = a->opts.port ? a->opts.port : a->unc.port;
-	copts.share = a->unc.share;
-	copts.user = a->opts.user;
-	copts.password = a->opts.password;
-	copts.domain = a->opts.domain;
-	copts.min_dialect = a->opts.min_dialect;
-	copts.max_dialect = a->opts.max_dialect;
-	copts.guest = a->opts.guest || a->opts.sec == SMB_MOUNT_SEC_NONE;
-	copts.require_signing = smb_mount_opts_signing(&a->opts);
-	copts.require_encryption = a->opts.seal;
-	copts.sec = a->opts.sec == SMB_MOUNT_SEC_KRB5 ? SMB_SEC_KRB5 : SMB_SEC_NTLMSSP;
-	copts.keytab = a->opts.keytab;
-	copts.rdma = a->opts.rdma;
-	copts.transport = a->opts.transport;
-	copts.quic_port = a->opts.quic_port;
-	copts.cafile = a->opts.cafile;
-	copts.certfile = a->opts.certfile;
-	copts.keyfile = a->opts.keyfile;
-	copts.rdma_threshold = a->opts.rdma_threshold;
-	copts.echo_ms = a->opts.echo_interval * 1000;
-	copts.timeout_ms = a->opts.timeout * 1000;
-	copts.hard = a->opts.hard;
-	copts.max_read = a->opts.rsize;
-	copts.max_write = a->opts.wsize;
-	copts.multichannel = a->opts.multichannel;
-	copts.max_channels = a->opts.max_channels;
-	copts.rdma_channels = a->opts.rdma_channels;
-	copts.no_lease = a->opts.nolease;
-	copts.mc_interfaces = a->opts.interfaces;
-	copts.posix = !a->opts.noposix;
+/* Where and how we connect, and the options, in the log. */
+static void log_connect(const struct mount_args *a, const struct smb_client_opts *copts)
+{
 	/* The port of the transport that will be tried: UDP for QUIC. */
-	bool quic_only = copts.transport && strcmp(copts.transport, "quic") == 0;
-	bool quic_too = copts.transport && strcmp(copts.transport, "auto") == 0;
+	bool quic_only = copts->transport && strcmp(copts->transport, "quic") == 0;
+	bool quic_too = copts->transport && strcmp(copts->transport, "auto") == 0;
 	char ports[64];
 	if (quic_only)
 		snprintf(ports, sizeof(ports), "udp port %u (quic)",
-		         copts.quic_port ? copts.quic_port : 443);
+		         copts->quic_port ? copts->quic_port : 443);
 	else if (quic_too)
 		snprintf(ports, sizeof(ports), "port %u or udp port %u (quic)",
-		         copts.port ? copts.port : 445, copts.quic_port ? copts.quic_port : 443);
+		         copts->port ? copts->port : 445,
+		         copts->quic_port ? copts->quic_port : 443);
 	else
-		snprintf(ports, sizeof(ports), "port %u", copts.port ? copts.port : 445);
+		snprintf(ports, sizeof(ports), "port %u", copts->port ? copts->port : 445);
 	smb_info("connecting to %s %s as '%s'%s%s, dialects 0x%04x-0x%04x", a->source, ports,
-	         copts.user ? copts.user : "", copts.domain ? " domain " : "",
-	         copts.domain ? copts.domain : "",
-	         copts.min_dialect ? copts.min_dialect : SMB_CLIENT_MIN_DIALECT,
-	         copts.max_dialect ? copts.max_dialect : SMB2_DIALECT_0311);
+	         copts->user ? copts->user : "", copts->domain ? " domain " : "",
+	         copts->domain ? copts->domain : "",
+	         copts->min_dialect ? copts->min_dialect : SMB_CLIENT_MIN_DIALECT,
+	         copts->max_dialect ? copts->max_dialect : SMB2_DIALECT_0311);
 	smb_debug("mount options: %s", a->optlog[0] ? a->optlog : "(none)");
 	if (a->opts.warning[0])
 		smb_warn("%s", a->opts.warning);
@@ -787,27 +781,129 @@ static int run(struct mount_args *a)
 	          a->opts.noperm ? "noperm" : "perm", a->opts.rsize, a->opts.wsize,
 	          a->opts.ip ? ", connecting to " : "", a->opts.ip ? a->opts.ip : "");
 	smb_debug("%s: sec=%s%s%s%s%s, password from %s", a->source, smb_mount_sec_str(a->opts.sec),
-	          copts.require_signing ? ", signing required" : "",
-	          copts.require_encryption ? ", encryption required" : "",
-	          copts.keytab ? ", keytab " : "", copts.keytab ? copts.keytab : "",
+	          copts->require_signing ? ", signing required" : "",
+	          copts->require_encryption ? ", encryption required" : "",
+	          copts->keytab ? ", keytab " : "", copts->keytab ? copts->keytab : "",
 	          a->opts.sec == SMB_MOUNT_SEC_KRB5 ? "nowhere (Kerberos needs none)"
 	          : a->opts.password_from           ? a->opts.password_from
 	                                            : "nowhere (empty)");
+}
 
+/* The daemon's side of the mount once the session is up: the inode table,
+ * the request buffers, the ownership policy and the cache settings.  0, or
+ * -1 after reporting why. */
+static int fs_setup(struct smbfs *fs, const struct mount_args *a,
+                    const struct smb_client_opts *copts)
+{
+	/* cache=none: attributes are never kept, here nor in the kernel. */
+	unsigned actimeo = a->opts.cache == SMB_MOUNT_CACHE_NONE ? 0 : a->opts.actimeo;
+	fs->inodes = smb_inode_table_new(a->unc.prefix, (uint64_t)actimeo * 1000000000u);
+	if (!fs->inodes) {
+		report("could not mount %s: %s", a->source, strerror(ENOMEM));
+		return -1;
+	}
+	/* Request buffers that writes borrow until their WRITE is answered
+	 * (reqbuf.h): the payload leaves from the buffer the kernel wrote it
+	 * into - inline on TCP, by the server's RDMA Read from the registered
+	 * pool on an RDMA mount (32 buffers there: deep queues of offloaded
+	 * writes; 8 on TCP). */
+	fs->reqbufs = reqbuf_pool_new(copts->rdma ? 32 : 8);
+	if (!fs->reqbufs) {
+		report("could not mount %s: %s", a->source, strerror(ENOMEM));
+		return -1;
+	}
+	if (copts->rdma) {
+		size_t len;
+		void *mem = reqbuf_pool_mem(fs->reqbufs, &len);
+		int err = smb_client_region_add(fs->client, mem, len);
+		if (err)
+			smb_info("%s: request buffers not registered (%s): offloaded writes are "
+			         "copied once into the engine's buffers",
+			         a->source, strerror(-err));
+	}
+	reqbuf_pool_set_lendable(fs->reqbufs, true);
+	fs->policy.uid = a->opts.uid;
+	fs->policy.gid = a->opts.gid;
+	fs->policy.file_mode = a->opts.file_mode;
+	fs->policy.dir_mode = a->opts.dir_mode;
+	fs->policy.force_uid = a->opts.forceuid;
+	fs->policy.force_gid = a->opts.forcegid;
+	log_posix(fs, a);
+	fs->timeout = (double)actimeo;
+	fs->ro = a->opts.ro;
+	fs->direct_io = a->opts.cache == SMB_MOUNT_CACHE_NONE;
+	fs->keep_cache = a->opts.cache == SMB_MOUNT_CACHE_LOOSE;
+	fs->mfsymlinks = a->opts.mfsymlinks;
+	fs->nobrl = a->opts.nobrl;
+	snprintf(fs->source, sizeof(fs->source), "%s", a->source);
+	return 0;
+}
+
+/* smbrdmactl: the control socket, started before the first FUSE request
+ * is served; without it the mount still works (NULL, and a warning).
+ * /run/smbrdma is root's: the monitor makes the socket file when there is
+ * one. */
+static struct smb_ctl *start_ctl(struct smbfs *fs, struct smb_privs *privs,
+                                 const struct mount_args *a, const struct smb_client_opts *copts)
+{
+	struct smb_ctl *ctl = NULL;
+	char errbuf[512] = "";
+	int rc;
+	struct smb_ctl_mount ctl_mount = {a->unc.host,      copts->port,  copts->transport,
+	                                  copts->quic_port, a->unc.share, a->mountpoint};
+	int lfd = smb_privs_ctl_socket(privs, errbuf, sizeof(errbuf));
+	if (lfd >= 0)
+		rc = smb_ctl_start_on(fs->client, &ctl_mount, lfd, &ctl, errbuf, sizeof(errbuf));
+	else if (lfd == -ENOTCONN && !smb_privs_dropped(privs))
+		rc = smb_ctl_start(fs->client, &ctl_mount, &ctl, errbuf, sizeof(errbuf));
+	else
+		rc = lfd;
+	if (rc < 0)
+		smb_warn("%s: no control socket for smbrdmactl: %s", a->source, errbuf);
+	return rc < 0 ? NULL : ctl;
+}
+
+/* The kernel's side of the mount: FUSE's mount options (mntopts), and the
+ * request sizes it may send. */
+static void fuse_mount_opts(struct smbfs *fs, const struct mount_args *a, char *mntopts, size_t len)
+{
+	char fsname[1100];
 	/* rsize=/wsize= bound the kernel's requests too, not only the
 	 * engine's: an application's read(2) turns into READs of that size. */
-	fs.max_read = a->opts.rsize && a->opts.rsize < SMBFS_MAX_IO ? a->opts.rsize : SMBFS_MAX_IO;
-	fs.max_write = a->opts.wsize && a->opts.wsize < SMBFS_MAX_IO ? a->opts.wsize : SMBFS_MAX_IO;
+	fs->max_read = a->opts.rsize && a->opts.rsize < SMBFS_MAX_IO ? a->opts.rsize : SMBFS_MAX_IO;
+	fs->max_write =
+	    a->opts.wsize && a->opts.wsize < SMBFS_MAX_IO ? a->opts.wsize : SMBFS_MAX_IO;
 	opt_escape(fsname, sizeof(fsname), a->source);
 	/* noperm: no default_permissions, so the kernel checks no mode bits
 	 * and the server alone decides. */
 	/* nosubtype: no subtype= at all, so /proc/mounts says "fuse" (libfuse
 	 * adds none of its own when given fsname=). */
-	snprintf(mntopts, sizeof(mntopts), "fsname=%s%s%s,max_read=%u%s%s%s%s", fsname,
+	snprintf(mntopts, len, "fsname=%s%s%s,max_read=%u%s%s%s%s", fsname,
 	         a->opts.nosubtype ? "" : ",subtype=smbrdma",
-	         a->opts.noperm ? "" : ",default_permissions", fs.max_read,
+	         a->opts.noperm ? "" : ",default_permissions", fs->max_read,
 	         geteuid() == 0 ? ",allow_other" : "", a->opts.ro ? ",ro" : "",
 	         a->opts.kernel_flags[0] ? "," : "", a->opts.kernel_flags);
+}
+
+static int run(struct mount_args *a)
+{
+	struct smbfs fs = {0};
+	struct smb_client_opts copts = {0};
+	struct fuse_session *se = NULL;
+	struct smb_ctl *ctl = NULL; /* smbrdmactl: control socket */
+	struct smb_privs *privs = NULL;
+	struct fuse_pump pump = {0};
+	char errbuf[512] = "", mntopts[1600];
+	sigset_t block, old;
+	int rc, ret = 1;
+
+	pthread_mutex_init(&fs.handles_lock, NULL);
+	pthread_mutex_init(&fs.ack_lock, NULL);
+
+	client_opts_from(a, &copts);
+	log_connect(a, &copts);
+
+	fuse_mount_opts(&fs, a, mntopts, sizeof(mntopts));
 
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
@@ -843,45 +939,8 @@ static int run(struct mount_args *a)
 		report("could not mount %s: %s", a->source, errbuf[0] ? errbuf : strerror(-rc));
 		goto out;
 	}
-	/* cache=none: attributes are never kept, here nor in the kernel. */
-	unsigned actimeo = a->opts.cache == SMB_MOUNT_CACHE_NONE ? 0 : a->opts.actimeo;
-	fs.inodes = smb_inode_table_new(a->unc.prefix, (uint64_t)actimeo * 1000000000u);
-	if (!fs.inodes) {
-		report("could not mount %s: %s", a->source, strerror(ENOMEM));
+	if (fs_setup(&fs, a, &copts) < 0)
 		goto out;
-	}
-	/* Request buffers: on an RDMA mount, 32 registered ones that writes
-	 * borrow, so WRITE payloads leave by RDMA without a copy; else one. */
-	fs.reqbufs = reqbuf_pool_new(copts.rdma ? 32 : 1);
-	if (!fs.reqbufs) {
-		report("could not mount %s: %s", a->source, strerror(ENOMEM));
-		goto out;
-	}
-	if (copts.rdma) {
-		size_t len;
-		void *mem = reqbuf_pool_mem(fs.reqbufs, &len);
-		int err = smb_client_region_add(fs.client, mem, len);
-		if (err == 0)
-			reqbuf_pool_set_lendable(fs.reqbufs, true);
-		else
-			smb_info("%s: request buffers not registered (%s): writes are copied "
-			         "once into the engine's buffers",
-			         a->source, strerror(-err));
-	}
-	fs.policy.uid = a->opts.uid;
-	fs.policy.gid = a->opts.gid;
-	fs.policy.file_mode = a->opts.file_mode;
-	fs.policy.dir_mode = a->opts.dir_mode;
-	fs.policy.force_uid = a->opts.forceuid;
-	fs.policy.force_gid = a->opts.forcegid;
-	log_posix(&fs, a);
-	fs.timeout = (double)actimeo;
-	fs.ro = a->opts.ro;
-	fs.direct_io = a->opts.cache == SMB_MOUNT_CACHE_NONE;
-	fs.keep_cache = a->opts.cache == SMB_MOUNT_CACHE_LOOSE;
-	fs.mfsymlinks = a->opts.mfsymlinks;
-	fs.nobrl = a->opts.nobrl;
-	snprintf(fs.source, sizeof(fs.source), "%s", a->source);
 
 	char *fargv[] = {PROG, "-o", mntopts, a->fuse_debug ? "-d" : NULL, NULL};
 	struct fuse_args fargs = FUSE_ARGS_INIT(a->fuse_debug ? 4 : 3, fargv);
@@ -917,20 +976,7 @@ static int run(struct mount_args *a)
 	}
 	if ((rc = smb_privs_readahead(privs)) < 0 && rc != -ENOTCONN)
 		smb_debug("%s: cannot raise the read-ahead: %s", a->source, strerror(-rc));
-	/* smbrdmactl: start the control socket before the first FUSE request
-	 * is served; without it the mount still works.  /run/smbrdma is
-	 * root's: the monitor makes the socket file when there is one. */
-	struct smb_ctl_mount ctl_mount = {a->unc.host,     copts.port,   copts.transport,
-	                                  copts.quic_port, a->unc.share, a->mountpoint};
-	int lfd = smb_privs_ctl_socket(privs, errbuf, sizeof(errbuf));
-	if (lfd >= 0)
-		rc = smb_ctl_start_on(fs.client, &ctl_mount, lfd, &ctl, errbuf, sizeof(errbuf));
-	else if (lfd == -ENOTCONN && !smb_privs_dropped(privs))
-		rc = smb_ctl_start(fs.client, &ctl_mount, &ctl, errbuf, sizeof(errbuf));
-	else
-		rc = lfd;
-	if (rc < 0)
-		smb_warn("%s: no control socket for smbrdmactl: %s", a->source, errbuf);
+	ctl = start_ctl(&fs, privs, a, &copts);
 	smb_log(LOG_NOTICE, "mounted %s on %s", a->source, a->mountpoint);
 	report("ok");
 	if (!a->foreground)
