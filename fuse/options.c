@@ -229,14 +229,76 @@ static const char *const kernel_flags[] = {
     "sync",   "async", "dirsync", "atime", "noatime",
 };
 
-/* Options of ours that are flags: given a value, they are an error that
- * says so. */
-static const char *const value_less[] = {
-    "guest",      "sign",         "seal",           "ro",       "rw",         "debug",
-    "rdma",       "multichannel", "nomultichannel", "soft",     "hard",       "noperm",
-    "perm",       "forceuid",     "noforceuid",     "forcegid", "noforcegid", "nosharesock",
-    "mfsymlinks", "nomfsymlinks", "nosubtype",      "posix",    "noposix",    "unix",
-    "nounix",     "brl",          "nobrl",          "nolease",
+/* Options of ours that are flags: `name` stores `set` into a bool field.
+ * Given a value, they are an error that says so. */
+static const struct flag_opt {
+	const char *name;
+	size_t field; /* offsetof(struct smb_mount_opts, <bool>) */
+	bool set;
+} flag_opts[] = {
+#define FLAG(n, f, v)                                    \
+	{                                                \
+		n, offsetof(struct smb_mount_opts, f), v \
+	}
+    FLAG("guest", guest, true),
+    FLAG("sign", sign, true),
+    FLAG("seal", seal, true),
+    FLAG("ro", ro, true),
+    FLAG("rw", ro, false),
+    FLAG("debug", debug, true),
+    FLAG("rdma", rdma, true),
+    FLAG("multichannel", multichannel, true),
+    FLAG("nomultichannel", multichannel, false),
+    FLAG("soft", hard, false),
+    FLAG("hard", hard, true),
+    FLAG("noperm", noperm, true),
+    FLAG("perm", noperm, false),
+    FLAG("forceuid", forceuid, true),
+    FLAG("noforceuid", forceuid, false),
+    FLAG("forcegid", forcegid, true),
+    FLAG("noforcegid", forcegid, false),
+    FLAG("nosharesock", nosharesock, true),
+    FLAG("mfsymlinks", mfsymlinks, true),
+    FLAG("nomfsymlinks", mfsymlinks, false),
+    FLAG("nosubtype", nosubtype, true),
+    FLAG("posix", noposix, false),
+    FLAG("noposix", noposix, true),
+    FLAG("unix", noposix, false),
+    FLAG("nounix", noposix, true),
+    FLAG("brl", nobrl, false),
+    FLAG("nobrl", nobrl, true),
+    FLAG("nolease", nolease, true),
+#undef FLAG
+};
+
+/* Options of ours that take a number in [min, max] (base 10) into an
+ * unsigned or uint16_t field; hint, when set, ends the error message. */
+static const struct num_opt {
+	const char *name;
+	size_t field; /* offsetof(struct smb_mount_opts, <field>) */
+	size_t size;  /* sizeof the field */
+	unsigned long min, max;
+	const char *hint;
+} num_opts[] = {
+#define NUM(n, f, lo, hi, h)                                                                    \
+	{                                                                                       \
+		n, offsetof(struct smb_mount_opts, f), sizeof(((struct smb_mount_opts *)0)->f), \
+		    lo, hi, h                                                                   \
+	}
+    NUM("port", port, 1, 65535, " (1-65535)"),
+    NUM("quic_port", quic_port, 1, 65535, " (1-65535)"),
+    NUM("actimeo", actimeo, 0, SMB_ACTIMEO_MAX, NULL),
+    /* As mount.cifs: seconds, 1..600. */
+    NUM("echo_interval", echo_interval, 1, 600, NULL),
+    /* Seconds a request may wait for its answer (or for a reconnect). */
+    NUM("timeout", timeout, 1, 3600, NULL),
+    NUM("rdma_threshold", rdma_threshold, 0, 1u << 30, NULL),
+    /* SMB Direct connections per RDMA interface, as Windows'
+     * ConnectionCountPerRdmaNetworkInterface. */
+    NUM("rdma_channels", rdma_channels, 1, 8, NULL),
+    /* As mount.cifs: 1..32; a value above 1 implies multichannel. */
+    NUM("max_channels", max_channels, 1, 32, NULL),
+#undef NUM
 };
 
 static bool in_list(const char *s, const char *const *list, size_t n)
@@ -299,76 +361,186 @@ static int set_password(struct smb_mount_opts *o, const char *value, const char 
 	return rc;
 }
 
-/* One "key" or "key=value" option.  value is NULL when there was no '='. */
+static const struct flag_opt *find_flag(const char *key)
+{
+	for (size_t i = 0; i < ARRAY_LEN(flag_opts); i++)
+		if (strcmp(key, flag_opts[i].name) == 0)
+			return &flag_opts[i];
+	return NULL;
+}
+
+/* A num_opts option: 1 if key is one (then 0 or -EINVAL in *rc), else 0. */
+static int apply_num(struct smb_mount_opts *o, const char *key, const char *value, int *rc,
+                     char *err, size_t errlen)
+{
+	const struct num_opt *n = NULL;
+	for (size_t i = 0; i < ARRAY_LEN(num_opts) && !n; i++)
+		if (strcmp(key, num_opts[i].name) == 0)
+			n = &num_opts[i];
+	if (!n)
+		return 0;
+	unsigned long v;
+	*rc = -EINVAL;
+	if (!value)
+		snprintf(err, errlen, "mount option '%s' needs a value (%s=...)", key, key);
+	else if (parse_unsigned(value, 10, n->max, &v) < 0 || v < n->min)
+		snprintf(err, errlen, "bad value '%s' for mount option '%s'%s", value, key,
+		         n->hint ? n->hint : "");
+	else
+		*rc = 0;
+	if (*rc)
+		return 1;
+	uint8_t *f = (uint8_t *)o + n->field;
+	if (n->size == sizeof(uint16_t)) {
+		uint16_t u = (uint16_t)v;
+		memcpy(f, &u, sizeof(u));
+	} else {
+		unsigned u = (unsigned)v;
+		memcpy(f, &u, sizeof(u));
+	}
+	if (strcmp(key, "max_channels") == 0 && v > 1)
+		o->multichannel = true;
+	return 1;
+}
+
+/* sec=: the security mode and whether it demands signing. */
+static int apply_sec(struct smb_mount_opts *o, const char *value, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < ARRAY_LEN(sec_table); i++)
+		if (strcmp(value, sec_table[i].name) == 0) {
+			o->sec = sec_table[i].sec;
+			o->sec_integrity = sec_table[i].integrity;
+			o->sec_given = true;
+			return 0;
+		}
+	snprintf(err, errlen,
+	         "unsupported value '%s' for mount option 'sec' (use ntlmssp, ntlmsspi, krb5, "
+	         "krb5i or none)",
+	         value);
+	return -EINVAL;
+}
+
+static int apply_cache(struct smb_mount_opts *o, const char *value, char *err, size_t errlen)
+{
+	if (strcmp(value, "strict") == 0)
+		o->cache = SMB_MOUNT_CACHE_STRICT;
+	else if (strcmp(value, "none") == 0)
+		o->cache = SMB_MOUNT_CACHE_NONE;
+	else if (strcmp(value, "loose") == 0)
+		o->cache = SMB_MOUNT_CACHE_LOOSE;
+	else {
+		snprintf(err, errlen,
+		         "bad value '%s' for mount option 'cache' (use strict, none or loose)",
+		         value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int apply_transport(struct smb_mount_opts *o, const char *value, char *err, size_t errlen)
+{
+	if (strcmp(value, "rdma") == 0) {
+		o->rdma = true;
+		o->transport = NULL;
+	} else if (strcmp(value, "tcp") == 0 || strcmp(value, "quic") == 0 ||
+	           strcmp(value, "auto") == 0) {
+		o->rdma = false;
+		o->transport = value[0] == 't' ? "tcp" : value[0] == 'q' ? "quic" : "auto";
+	} else {
+		snprintf(err, errlen,
+		         "bad value '%s' for mount option 'transport' (tcp, rdma, quic or auto)",
+		         value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int apply_ip(struct smb_mount_opts *o, const char *key, const char *value, char *err,
+                    size_t errlen)
+{
+	int rc = parse_ip(value, &o->ip);
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	else if (rc < 0)
+		snprintf(err, errlen,
+		         "bad value '%s' for mount option '%s' (a numeric IPv4 or IPv6 address)",
+		         value, key);
+	return rc < 0 ? rc : 0;
+}
+
+/* Options that are not ours to act on: the kernel's flags (passed on), what
+ * mount(8) and systemd use, and any of those or our flags given a value. */
+static int apply_foreign(struct smb_mount_opts *o, const char *key, const char *value, bool sloppy,
+                         char *err, size_t errlen)
+{
+	if (!value && in_list(key, kernel_flags, ARRAY_LEN(kernel_flags)))
+		return add_kernel_flag(o, key, err, errlen);
+	if (!value && in_list(key, ignored_flags, ARRAY_LEN(ignored_flags)))
+		return 0; /* accepted, nothing to do */
+	if (strncmp(key, "x-", 2) == 0 || strcmp(key, "comment") == 0)
+		return 0; /* userspace-only options of mount(8)/systemd */
+	if (value && (find_flag(key) || in_list(key, kernel_flags, ARRAY_LEN(kernel_flags)) ||
+	              in_list(key, ignored_flags, ARRAY_LEN(ignored_flags)))) {
+		/* "user" is not here: user= is username= */
+		snprintf(err, errlen, "mount option '%s' takes no value ('%s', not '%s=%s')", key,
+		         key, key, value);
+		return -EINVAL;
+	}
+	if (!sloppy) {
+		snprintf(err, errlen, "unknown mount option '%s'", key);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* One "key" or "key=value" option.  value is NULL when there was no '='.
+ * Flags and numbers come from the tables above; the rest needs code. */
 static int apply_option(struct smb_mount_opts *o, const char *key, const char *value, bool sloppy,
                         char *err, size_t errlen)
 {
 	unsigned long v;
+	int rc;
 
-#define NEEDS_VALUE()                                                                          \
-	do {                                                                                   \
-		if (!value) {                                                                  \
-			snprintf(err, errlen, "mount option '%s' needs a value (%s=...)", key, \
-			         key);                                                         \
-			return -EINVAL;                                                        \
-		}                                                                              \
-	} while (0)
-#define BAD_VALUE()                                                                        \
-	do {                                                                               \
-		snprintf(err, errlen, "bad value '%s' for mount option '%s'", value, key); \
-		return -EINVAL;                                                            \
-	} while (0)
-
-	if (strcmp(key, "username") == 0 || (strcmp(key, "user") == 0 && value)) {
+	const struct flag_opt *flag = value ? NULL : find_flag(key);
+	if (flag) {
+		*(bool *)((uint8_t *)o + flag->field) = flag->set;
+		return 0;
+	}
+	if (apply_num(o, key, value, &rc, err, errlen))
+		return rc;
+	/* Options that work without a value. */
+	if (strcmp(key, "username") == 0 || (strcmp(key, "user") == 0 && value))
 		return set_string(&o->user, value ? value : "", false);
-	} else if (strcmp(key, "password") == 0 || strcmp(key, "pass") == 0) {
+	if (strcmp(key, "password") == 0 || strcmp(key, "pass") == 0)
 		return set_password(o, value ? value : "", "password=");
-	} else if (strcmp(key, "domain") == 0 || strcmp(key, "dom") == 0 ||
-	           strcmp(key, "workgroup") == 0) {
+	if (strcmp(key, "domain") == 0 || strcmp(key, "dom") == 0 || strcmp(key, "workgroup") == 0)
 		return set_string(&o->domain, value ? value : "", false);
-	} else if (strcmp(key, "credentials") == 0 || strcmp(key, "cred") == 0) {
-		NEEDS_VALUE();
-		if (!*value)
-			BAD_VALUE();
-		return smb_creds_file_parse(o, value, err, errlen);
-	} else if (strcmp(key, "sec") == 0) {
-		size_t i;
 
-		NEEDS_VALUE();
-		for (i = 0; i < ARRAY_LEN(sec_table); i++)
-			if (strcmp(value, sec_table[i].name) == 0)
-				break;
-		if (i == ARRAY_LEN(sec_table)) {
-			snprintf(err, errlen,
-			         "unsupported value '%s' for mount option 'sec' (use ntlmssp, "
-			         "ntlmsspi, krb5, krb5i or none)",
-			         value);
-			return -EINVAL;
-		}
-		o->sec = sec_table[i].sec;
-		o->sec_integrity = sec_table[i].integrity;
-		o->sec_given = true;
-	} else if (strcmp(key, "keytab") == 0) {
-		NEEDS_VALUE();
+	static const char *const valued[] = {
+	    "credentials", "cred",   "sec",      "keytab",  "vers",       "uid",         "gid",
+	    "cache",       "rsize",  "wsize",    "ip",      "addr",       "file_mode",   "dir_mode",
+	    "transport",   "cafile", "certfile", "keyfile", "interfaces", "daemon_user",
+	};
+	if (!in_list(key, valued, ARRAY_LEN(valued)))
+		return apply_foreign(o, key, value, sloppy, err, errlen);
+	if (!value) {
+		snprintf(err, errlen, "mount option '%s' needs a value (%s=...)", key, key);
+		return -EINVAL;
+	}
+	bool bad = false;
+	if (strcmp(key, "credentials") == 0 || strcmp(key, "cred") == 0) {
 		if (!*value)
-			BAD_VALUE();
-		return set_string(&o->keytab, value, false);
-	} else if (strcmp(key, "guest") == 0 && !value) {
-		o->guest = true;
-	} else if (strcmp(key, "sign") == 0 && !value) {
-		o->sign = true;
-	} else if (strcmp(key, "seal") == 0 && !value) {
-		o->seal = true;
-	} else if (strcmp(key, "port") == 0) {
-		NEEDS_VALUE();
-		if (parse_unsigned(value, 10, 65535, &v) < 0 || v == 0) {
-			snprintf(err, errlen, "bad value '%s' for mount option 'port' (1-65535)",
-			         value);
-			return -EINVAL;
-		}
-		o->port = (uint16_t)v;
+			bad = true;
+		else
+			return smb_creds_file_parse(o, value, err, errlen);
+	} else if (strcmp(key, "sec") == 0) {
+		return apply_sec(o, value, err, errlen);
+	} else if (strcmp(key, "keytab") == 0) {
+		if (!*value)
+			bad = true;
+		else
+			return set_string(&o->keytab, value, false);
 	} else if (strcmp(key, "vers") == 0) {
-		NEEDS_VALUE();
 		if (smb_parse_vers(value, &o->min_dialect, &o->max_dialect) < 0) {
 			snprintf(err, errlen,
 			         "bad value '%s' for mount option 'vers' (use 2.0, 2.1, 3, 3.0, "
@@ -376,212 +548,51 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 			         value);
 			return -EINVAL;
 		}
-	} else if (strcmp(key, "uid") == 0) {
-		NEEDS_VALUE();
-		if (parse_uid(value, &o->uid) < 0) {
-			snprintf(
-			    err, errlen,
-			    "bad value '%s' for mount option 'uid' (no such user, nor a number)",
-			    value);
-			return -EINVAL;
-		}
-	} else if (strcmp(key, "gid") == 0) {
-		NEEDS_VALUE();
-		if (parse_gid(value, &o->gid) < 0) {
-			snprintf(
-			    err, errlen,
-			    "bad value '%s' for mount option 'gid' (no such group, nor a number)",
-			    value);
+	} else if (strcmp(key, "uid") == 0 || strcmp(key, "gid") == 0) {
+		bool u = key[0] == 'u';
+		if ((u ? parse_uid(value, &o->uid) : parse_gid(value, &o->gid)) < 0) {
+			snprintf(err, errlen,
+			         "bad value '%s' for mount option '%s' (no such %s, nor a number)",
+			         value, key, u ? "user" : "group");
 			return -EINVAL;
 		}
 	} else if (strcmp(key, "file_mode") == 0 || strcmp(key, "dir_mode") == 0) {
-		NEEDS_VALUE();
 		if (parse_unsigned(value, 8, 07777, &v) < 0)
-			BAD_VALUE();
-		if (key[0] == 'f')
+			bad = true;
+		else if (key[0] == 'f')
 			o->file_mode = (mode_t)v;
 		else
 			o->dir_mode = (mode_t)v;
-	} else if (strcmp(key, "actimeo") == 0) {
-		NEEDS_VALUE();
-		if (parse_unsigned(value, 10, SMB_ACTIMEO_MAX, &v) < 0)
-			BAD_VALUE();
-		o->actimeo = (unsigned)v;
 	} else if (strcmp(key, "cache") == 0) {
-		NEEDS_VALUE();
-		if (strcmp(value, "strict") == 0)
-			o->cache = SMB_MOUNT_CACHE_STRICT;
-		else if (strcmp(value, "none") == 0)
-			o->cache = SMB_MOUNT_CACHE_NONE;
-		else if (strcmp(value, "loose") == 0)
-			o->cache = SMB_MOUNT_CACHE_LOOSE;
-		else {
-			snprintf(
-			    err, errlen,
-			    "bad value '%s' for mount option 'cache' (use strict, none or loose)",
-			    value);
-			return -EINVAL;
-		}
+		return apply_cache(o, value, err, errlen);
 	} else if (strcmp(key, "rsize") == 0 || strcmp(key, "wsize") == 0) {
-		NEEDS_VALUE();
-		if (parse_io_size(value, key[0] == 'r' ? &o->rsize : &o->wsize) < 0)
-			BAD_VALUE();
+		bad = parse_io_size(value, key[0] == 'r' ? &o->rsize : &o->wsize) < 0;
 	} else if (strcmp(key, "ip") == 0 || strcmp(key, "addr") == 0) {
-		NEEDS_VALUE();
-		int rc = parse_ip(value, &o->ip);
-		if (rc == -ENOMEM) {
-			snprintf(err, errlen, "out of memory");
-			return rc;
-		}
-		if (rc < 0) {
-			snprintf(err, errlen,
-			         "bad value '%s' for mount option '%s' (a numeric IPv4 or IPv6 "
-			         "address)",
-			         value, key);
-			return rc;
-		}
-	} else if (strcmp(key, "soft") == 0 && !value) {
-		o->hard = false;
-	} else if (strcmp(key, "hard") == 0 && !value) {
-		o->hard = true;
-	} else if (strcmp(key, "noperm") == 0 && !value) {
-		o->noperm = true;
-	} else if (strcmp(key, "perm") == 0 && !value) {
-		o->noperm = false;
-	} else if (strcmp(key, "forceuid") == 0 && !value) {
-		o->forceuid = true;
-	} else if (strcmp(key, "noforceuid") == 0 && !value) {
-		o->forceuid = false;
-	} else if (strcmp(key, "forcegid") == 0 && !value) {
-		o->forcegid = true;
-	} else if (strcmp(key, "noforcegid") == 0 && !value) {
-		o->forcegid = false;
-	} else if ((strcmp(key, "posix") == 0 || strcmp(key, "unix") == 0) && !value) {
-		o->noposix = false;
-	} else if ((strcmp(key, "noposix") == 0 || strcmp(key, "nounix") == 0) && !value) {
-		o->noposix = true;
-	} else if (strcmp(key, "nosharesock") == 0 && !value) {
-		o->nosharesock = true;
-	} else if (strcmp(key, "mfsymlinks") == 0 && !value) {
-		o->mfsymlinks = true;
-	} else if (strcmp(key, "nomfsymlinks") == 0 && !value) {
-		o->mfsymlinks = false;
-	} else if (strcmp(key, "brl") == 0 && !value) {
-		o->nobrl = false;
-	} else if (strcmp(key, "nolease") == 0 && !value) {
-		o->nolease = true;
-	} else if (strcmp(key, "nobrl") == 0 && !value) {
-		o->nobrl = true;
-	} else if (strcmp(key, "nosubtype") == 0 && !value) {
-		o->nosubtype = true;
-	} else if (strcmp(key, "ro") == 0 && !value) {
-		o->ro = true;
-	} else if (strcmp(key, "rw") == 0 && !value) {
-		o->ro = false;
-	} else if (strcmp(key, "debug") == 0 && !value) {
-		o->debug = true;
-	} else if (strcmp(key, "rdma") == 0 && !value) {
-		o->rdma = true;
+		return apply_ip(o, key, value, err, errlen);
 	} else if (strcmp(key, "transport") == 0) {
-		NEEDS_VALUE();
-		if (strcmp(value, "rdma") == 0) {
-			o->rdma = true;
-			o->transport = NULL;
-		} else if (strcmp(value, "tcp") == 0 || strcmp(value, "quic") == 0 ||
-		           strcmp(value, "auto") == 0) {
-			o->rdma = false;
-			o->transport = value[0] == 't' ? "tcp" : value[0] == 'q' ? "quic" : "auto";
-		} else {
-			snprintf(
-			    err, errlen,
-			    "bad value '%s' for mount option 'transport' (tcp, rdma, quic or auto)",
-			    value);
-			return -EINVAL;
-		}
-	} else if (strcmp(key, "quic_port") == 0) {
-		NEEDS_VALUE();
-		if (parse_unsigned(value, 10, 65535, &v) < 0 || v == 0) {
-			snprintf(err, errlen,
-			         "bad value '%s' for mount option 'quic_port' (1-65535)", value);
-			return -EINVAL;
-		}
-		o->quic_port = (uint16_t)v;
-	} else if (strcmp(key, "cafile") == 0) {
-		NEEDS_VALUE();
-		return set_path(&o->cafile, key, value, err, errlen);
-	} else if (strcmp(key, "certfile") == 0) {
-		NEEDS_VALUE();
-		return set_path(&o->certfile, key, value, err, errlen);
-	} else if (strcmp(key, "keyfile") == 0) {
-		NEEDS_VALUE();
-		return set_path(&o->keyfile, key, value, err, errlen);
-	} else if (strcmp(key, "echo_interval") == 0) {
-		/* As mount.cifs: seconds, 1..600. */
-		NEEDS_VALUE();
-		if (parse_unsigned(value, 10, 600, &v) < 0 || v < 1)
-			BAD_VALUE();
-		o->echo_interval = (unsigned)v;
-	} else if (strcmp(key, "timeout") == 0) {
-		/* Seconds a request may wait for its answer (or for a reconnect). */
-		NEEDS_VALUE();
-		if (parse_unsigned(value, 10, 3600, &v) < 0 || v < 1)
-			BAD_VALUE();
-		o->timeout = (unsigned)v;
-	} else if (strcmp(key, "rdma_threshold") == 0) {
-		NEEDS_VALUE();
-		if (parse_unsigned(value, 10, 1u << 30, &v) < 0)
-			BAD_VALUE();
-		o->rdma_threshold = (unsigned)v;
-	} else if (strcmp(key, "multichannel") == 0 && !value) {
-		o->multichannel = true;
-	} else if (strcmp(key, "nomultichannel") == 0 && !value) {
-		o->multichannel = false;
-	} else if (strcmp(key, "interfaces") == 0 || strcmp(key, "daemon_user") == 0) {
+		return apply_transport(o, value, err, errlen);
+	} else if (strcmp(key, "cafile") == 0 || strcmp(key, "certfile") == 0 ||
+	           strcmp(key, "keyfile") == 0) {
+		char **slot = key[1] == 'a'   ? &o->cafile
+		              : key[1] == 'e' ? &o->certfile
+		                              : &o->keyfile;
+		return set_path(slot, key, value, err, errlen);
+	} else {
 		/* interfaces=: local interface names, ':'-separated (',' separates
 		 * options); daemon_user=: a user name or number (fuse/privs.h). */
 		bool ifs = key[0] == 'i';
-		NEEDS_VALUE();
 		if (!*value || strlen(value) > (ifs ? 255u : 63u))
-			BAD_VALUE();
-		if (set_string(ifs ? &o->interfaces : &o->daemon_user, value, false) < 0) {
+			bad = true;
+		else if (set_string(ifs ? &o->interfaces : &o->daemon_user, value, false) < 0) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
-	} else if (strcmp(key, "rdma_channels") == 0) {
-		/* SMB Direct connections per RDMA interface, as Windows'
-		 * ConnectionCountPerRdmaNetworkInterface. */
-		NEEDS_VALUE();
-		if (parse_unsigned(value, 10, 8, &v) < 0 || v < 1)
-			BAD_VALUE();
-		o->rdma_channels = (unsigned)v;
-	} else if (strcmp(key, "max_channels") == 0) {
-		/* As mount.cifs: 1..32; a value above 1 implies multichannel. */
-		NEEDS_VALUE();
-		if (parse_unsigned(value, 10, 32, &v) < 0 || v < 1)
-			BAD_VALUE();
-		o->max_channels = (unsigned)v;
-		if (v > 1)
-			o->multichannel = true;
-	} else if (!value && in_list(key, kernel_flags, ARRAY_LEN(kernel_flags))) {
-		return add_kernel_flag(o, key, err, errlen);
-	} else if (!value && in_list(key, ignored_flags, ARRAY_LEN(ignored_flags))) {
-		/* accepted, nothing to do */
-	} else if (strncmp(key, "x-", 2) == 0 || strcmp(key, "comment") == 0) {
-		/* userspace-only options of mount(8)/systemd */
-	} else if (value && (in_list(key, value_less, ARRAY_LEN(value_less)) ||
-	                     in_list(key, kernel_flags, ARRAY_LEN(kernel_flags)) ||
-	                     in_list(key, ignored_flags, ARRAY_LEN(ignored_flags)))) {
-		/* "user" is not here: user= is username= */
-		snprintf(err, errlen, "mount option '%s' takes no value ('%s', not '%s=%s')", key,
-		         key, key, value);
-		return -EINVAL;
-	} else if (!sloppy) {
-		snprintf(err, errlen, "unknown mount option '%s'", key);
+	}
+	if (bad) {
+		snprintf(err, errlen, "bad value '%s' for mount option '%s'", value, key);
 		return -EINVAL;
 	}
 	return 0;
-#undef NEEDS_VALUE
-#undef BAD_VALUE
 }
 
 static bool is_password_key(const char *key, size_t len)
