@@ -117,6 +117,8 @@ static void dir_cb(void *arg, int err, uint32_t st, const struct smb_dirent *e, 
 	wake(w, err, st);
 }
 
+/* Long for a reason: the probe is one linear session - connect, then each
+ * operation in turn with its printout - and reads best top to bottom. */
 int main(int argc, char **argv)
 {
 	if (argc < 4) {

@@ -427,6 +427,8 @@ static uint16_t dialect_of(const char *v)
 	return 0;
 }
 
+/* The command line, checked.  Long for a reason: one getopt case per option
+ * of smbrdma-bench(1), in the man page's order; nothing else happens here. */
 static int parse_args(int argc, char **argv, struct cfg *c)
 {
 	enum {
@@ -731,6 +733,80 @@ static int run_meta(struct smbrdma *s, const struct cfg *c, const char *target)
 	return rc || rrc ? 1 : 0;
 }
 
+/* What every job did, summed. */
+struct totals {
+	struct hist rl, wl;
+	uint64_t rbytes, wbytes, mism, errors;
+	int first_err;
+};
+
+static void totals_add(struct totals *t, const struct job *j)
+{
+	hist_merge(&t->rl, &j->rlat);
+	hist_merge(&t->wl, &j->wlat);
+	t->rbytes += j->rbytes;
+	t->wbytes += j->wbytes;
+	t->mism += j->mismatches;
+	t->errors += j->errors;
+	if (!t->first_err)
+		t->first_err = j->first_err;
+}
+
+/* The result, as JSON (--json) or text, and the errors on stderr. */
+static void print_report(const struct cfg *c, const char *target, const struct totals *t,
+                         const struct smbrdma_info *before, const struct smbrdma_info *after,
+                         bool registered, double secs, double cpu)
+{
+	double gib = (double)(t->rbytes + t->wbytes) / (1u << 30);
+	if (c->json) {
+		printf("{\n  \"tool\": \"smbrdma-bench\", \"version\": \"%s\",\n",
+		       smbrdma_version());
+		printf("  \"target\": \"%s\", \"rw\": \"%s\", \"bs\": %zu, \"iodepth\": %u, "
+		       "\"numjobs\": %u, \"size\": %" PRIu64 ", \"runtime_s\": %.3f,\n",
+		       target, c->rw_name, c->bs, c->depth, c->jobs, c->size, secs);
+		printf("  \"session\": {\"dialect\": \"0x%04x\", \"channels\": %u, "
+		       "\"rdma_channels\": %u, \"signing\": %s, \"encryption\": %s, "
+		       "\"registered\": %s},\n",
+		       after->dialect, after->channels, after->rdma_channels,
+		       after->signing ? "true" : "false", after->encryption ? "true" : "false",
+		       registered ? "true" : "false");
+		json_dir(stdout, "read", t->rbytes, &t->rl, secs, false);
+		json_dir(stdout, "write", t->wbytes, &t->wl, secs, false);
+		printf("  \"bytes\": {\"rdma\": %" PRIu64 ", \"inline\": %" PRIu64
+		       ", \"copied\": %" PRIu64 "},\n",
+		       after->rdma_bytes - before->rdma_bytes,
+		       after->inline_bytes - before->inline_bytes,
+		       after->copied_bytes - before->copied_bytes);
+		printf("  \"cpu_s\": %.3f, \"cpu_s_per_gib\": %.3f,\n", cpu,
+		       gib > 0 ? cpu / gib : 0);
+		printf("  \"verify\": %s, \"mismatches\": %" PRIu64 ", \"errors\": %" PRIu64
+		       ", \"first_error\": \"%s\"\n}\n",
+		       c->verify ? "true" : "false", t->mism, t->errors,
+		       t->first_err ? strerror(-t->first_err) : "");
+	} else {
+		printf("smbrdma-bench %s: %s %s bs=%zu iodepth=%u numjobs=%u, %.2f s, dialect "
+		       "0x%04x, %u channel(s), %u RDMA, buffers %sregistered\n",
+		       smbrdma_version(), target, c->rw_name, c->bs, c->depth, c->jobs, secs,
+		       after->dialect, after->channels, after->rdma_channels,
+		       registered ? "" : "not ");
+		text_dir("read", t->rbytes, &t->rl, secs);
+		text_dir("write", t->wbytes, &t->wl, secs);
+		printf("bytes by RDMA %" PRIu64 ", inline %" PRIu64 ", copied %" PRIu64
+		       "; CPU %.2f s (%.2f s/GiB)\n",
+		       after->rdma_bytes - before->rdma_bytes,
+		       after->inline_bytes - before->inline_bytes,
+		       after->copied_bytes - before->copied_bytes, cpu, gib > 0 ? cpu / gib : 0);
+		if (c->verify)
+			printf("verify: %" PRIu64 " mismatching block(s)\n", t->mism);
+	}
+	if (t->errors)
+		fprintf(stderr, "smbrdma-bench: %" PRIu64 " I/O error(s); the first: %s\n",
+		        t->errors, strerror(-t->first_err));
+	if (t->mism)
+		fprintf(stderr, "smbrdma-bench: verify failed: %" PRIu64 " block(s) differ\n",
+		        t->mism);
+}
+
 /* ---- main --------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -865,69 +941,14 @@ int main(int argc, char **argv)
 	struct smbrdma_info after;
 	smbrdma_get_info(s, &after);
 
-	struct hist rl = {0}, wl = {0};
-	uint64_t rbytes = 0, wbytes = 0, mism = 0, errors = 0;
-	int first_err = 0;
+	struct totals t = {0};
 	for (unsigned i = 0; i < c.jobs && jobs[i]; i++) {
 		struct job *j = jobs[i];
 		if (j->f && j->written && !status)
 			verify_written(j, j->slots[0].buf);
-		hist_merge(&rl, &j->rlat);
-		hist_merge(&wl, &j->wlat);
-		rbytes += j->rbytes;
-		wbytes += j->wbytes;
-		mism += j->mismatches;
-		errors += j->errors;
-		if (!first_err)
-			first_err = j->first_err;
+		totals_add(&t, j);
 	}
-	double gib = (double)(rbytes + wbytes) / (1u << 30);
-	if (c.json) {
-		printf("{\n  \"tool\": \"smbrdma-bench\", \"version\": \"%s\",\n",
-		       smbrdma_version());
-		printf("  \"target\": \"%s\", \"rw\": \"%s\", \"bs\": %zu, \"iodepth\": %u, "
-		       "\"numjobs\": %u, \"size\": %" PRIu64 ", \"runtime_s\": %.3f,\n",
-		       argv[optind], c.rw_name, c.bs, c.depth, c.jobs, c.size, secs);
-		printf("  \"session\": {\"dialect\": \"0x%04x\", \"channels\": %u, "
-		       "\"rdma_channels\": %u, \"signing\": %s, \"encryption\": %s, "
-		       "\"registered\": %s},\n",
-		       after.dialect, after.channels, after.rdma_channels,
-		       after.signing ? "true" : "false", after.encryption ? "true" : "false",
-		       reg == 0 ? "true" : "false");
-		json_dir(stdout, "read", rbytes, &rl, secs, false);
-		json_dir(stdout, "write", wbytes, &wl, secs, false);
-		printf("  \"bytes\": {\"rdma\": %" PRIu64 ", \"inline\": %" PRIu64
-		       ", \"copied\": %" PRIu64 "},\n",
-		       after.rdma_bytes - before.rdma_bytes,
-		       after.inline_bytes - before.inline_bytes,
-		       after.copied_bytes - before.copied_bytes);
-		printf("  \"cpu_s\": %.3f, \"cpu_s_per_gib\": %.3f,\n", cpu,
-		       gib > 0 ? cpu / gib : 0);
-		printf("  \"verify\": %s, \"mismatches\": %" PRIu64 ", \"errors\": %" PRIu64
-		       ", \"first_error\": \"%s\"\n}\n",
-		       c.verify ? "true" : "false", mism, errors,
-		       first_err ? strerror(-first_err) : "");
-	} else {
-		printf("smbrdma-bench %s: %s %s bs=%zu iodepth=%u numjobs=%u, %.2f s, dialect "
-		       "0x%04x, %u channel(s), %u RDMA, buffers %sregistered\n",
-		       smbrdma_version(), argv[optind], c.rw_name, c.bs, c.depth, c.jobs, secs,
-		       after.dialect, after.channels, after.rdma_channels, reg == 0 ? "" : "not ");
-		text_dir("read", rbytes, &rl, secs);
-		text_dir("write", wbytes, &wl, secs);
-		printf("bytes by RDMA %" PRIu64 ", inline %" PRIu64 ", copied %" PRIu64
-		       "; CPU %.2f s (%.2f s/GiB)\n",
-		       after.rdma_bytes - before.rdma_bytes,
-		       after.inline_bytes - before.inline_bytes,
-		       after.copied_bytes - before.copied_bytes, cpu, gib > 0 ? cpu / gib : 0);
-		if (c.verify)
-			printf("verify: %" PRIu64 " mismatching block(s)\n", mism);
-	}
-	if (errors)
-		fprintf(stderr, "smbrdma-bench: %" PRIu64 " I/O error(s); the first: %s\n", errors,
-		        strerror(-first_err));
-	if (mism)
-		fprintf(stderr, "smbrdma-bench: verify failed: %" PRIu64 " block(s) differ\n",
-		        mism);
+	print_report(&c, argv[optind], &t, &before, &after, reg == 0, secs, cpu);
 	for (unsigned i = 0; i < c.jobs && jobs[i]; i++) {
 		if (jobs[i]->f) {
 			smbrdma_close(jobs[i]->f);
@@ -942,5 +963,5 @@ int main(int argc, char **argv)
 	free(mem);
 	free(host);
 	free(share);
-	return status || errors || mism ? 1 : 0;
+	return status || t.errors || t.mism ? 1 : 0;
 }

@@ -50,6 +50,8 @@ const char *smb2_command_str(uint16_t command)
 	return "UNKNOWN_COMMAND";
 }
 
+/* Long for a reason: one case per NTSTATUS we name - a table the compiler
+ * checks for duplicate values. */
 const char *smb2_status_str(uint32_t status)
 {
 	static _Thread_local char unknown[32];

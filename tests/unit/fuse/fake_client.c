@@ -156,6 +156,8 @@ static int apply_setattr(int fd, const char *path, const struct smb_setattr_args
 	return 0;
 }
 
+/* Long for a reason: one case per engine call the fake serves, each a few
+ * lines against the local directory. */
 static void run_job(struct smb_client *c, struct job *j, int fail)
 {
 	char *p = j->path ? full_path(c, j->path) : NULL;

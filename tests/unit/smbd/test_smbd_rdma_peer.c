@@ -131,6 +131,8 @@ static int have_rdma_device(void)
 	return n;
 }
 
+/* Long for a reason: one scripted exchange with the peer, read top to
+ * bottom, each step beside its checks. */
 int main(void)
 {
 	const char *addr = getenv("SMBRDMA_TEST_RDMA_ADDR");

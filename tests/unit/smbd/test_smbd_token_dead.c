@@ -310,6 +310,8 @@ static int io_round(struct ctx *c, int round, int access, uint8_t *buf, uint32_t
 	return 0;
 }
 
+/* Long for a reason: the scenario, step by step, as the peer sees it; split
+ * up it would only move the steps away from their checks. */
 int main(int argc, char **argv)
 {
 	const char *mode = "remote", *retry = "read", *oldkind = "token";
