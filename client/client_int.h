@@ -50,10 +50,12 @@ struct smb_client {
 	char *addr; /* numeric address to dial instead of resolving host; NULL */
 	uint16_t port;
 	bool rdma;
-	/* How channel 0 is dialled: "tcp", "rdma", "quic" or "auto"; and how
-	 * it was (stream_kind: "tcp" or "quic", what multichannel's non-RDMA
-	 * channels use).  quic: server name and certificates, strings in c. */
-	const char *dial_kind, *stream_kind;
+	/* How channel 0 is dialled: dial_kind, or (dial_auto) the TCP/QUIC
+	 * race; and how it was (stream_kind: TCP or QUIC, what multichannel's
+	 * non-RDMA channels use).  quic: server name and certificates, strings
+	 * in c. */
+	enum smb_transport_kind dial_kind, stream_kind;
+	bool dial_auto;
 	uint16_t quic_port;
 	struct smb_quic_params quic;
 	struct smb_dial_racers racers; /* transport=auto contestants still running */
@@ -172,7 +174,7 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
                            size_t blob_len, void *mem, char *errbuf, size_t errlen);
 /* Allocate a channel (talloc child of c) with its conn open to addr; kind
  * "quic" uses c->quic. */
-int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr *addr,
+int smb_chan_open(struct smb_client *c, enum smb_transport_kind kind, const struct sockaddr *addr,
                   socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
                   struct smb_chan **out);
 /* A channel (unpublished) to the mount's server address, trying each
@@ -181,7 +183,7 @@ int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr 
 int smb_client_dial(struct smb_client *c, unsigned ctimeout, struct smb_chan **out,
                     const char **gai_error);
 /* The port a channel of kind ("tcp", "quic") dials. */
-uint16_t smb_client_kind_port(const struct smb_client *c, const char *kind);
+uint16_t smb_client_kind_port(const struct smb_client *c, enum smb_transport_kind kind);
 /* Publish a set-up channel: the scheduler may pick it from now on. */
 int smb_chan_publish(struct smb_client *c, struct smb_chan *ch);
 /* Close and free a channel that was never published. */

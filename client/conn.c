@@ -23,19 +23,6 @@
 #define CONN_CREDIT_TARGET 512  /* credits we try to keep available */
 #define CONN_CREDIT_MAX    8192 /* never believe more than this */
 
-const char *smb_conn_state_str(enum smb_conn_state s)
-{
-	switch (s) {
-	case SMB_CONN_NEW:
-		return "NEW";
-	case SMB_CONN_UP:
-		return "UP";
-	case SMB_CONN_DEAD:
-		return "DEAD";
-	}
-	return "?";
-}
-
 uint16_t smb_credit_charge(const struct smb_conn *c, size_t len)
 {
 	if (!c->large_mtu)
@@ -206,7 +193,8 @@ void smb_req_finish(struct smb_req *req)
 		/* Whichever of us and tx_done() sees both "finished" and "no send
 		 * held" last takes done_waiting back and runs done(). */
 		__atomic_store_n(&req->done_waiting, true, __ATOMIC_SEQ_CST);
-		if (tx_held(req) || !__atomic_exchange_n(&req->done_waiting, false, __ATOMIC_SEQ_CST))
+		if (tx_held(req) ||
+		    !__atomic_exchange_n(&req->done_waiting, false, __ATOMIC_SEQ_CST))
 			return;
 	}
 	req->done(req);
@@ -1081,9 +1069,51 @@ static void conn_tick(void *arg)
 
 /* ---- open / close -------------------------------------------------------------- */
 
-int smb_conn_open(struct ev_loop *loop, const char *kind, const struct smb_quic_params *quic,
-                  const struct sockaddr *addr, socklen_t addrlen, const char *peer,
-                  unsigned connect_timeout_ms, unsigned timeout_ms, struct smb_conn **out)
+static int new_tcp(struct ev_loop *loop, const struct smb_transport_up *up,
+                   const struct smb_quic_params *quic, struct smb_transport **out)
+{
+	return smb_transport_tcp_new(loop, up, out);
+}
+
+static int new_quic(struct ev_loop *loop, const struct smb_transport_up *up,
+                    const struct smb_quic_params *quic, struct smb_transport **out)
+{
+	return smb_transport_quic_new(loop, up, quic, out);
+}
+
+static int new_rdma(struct ev_loop *loop, const struct smb_transport_up *up,
+                    const struct smb_quic_params *quic, struct smb_transport **out)
+{
+	return smb_transport_rdma_new(loop, up, out);
+}
+
+static const struct {
+	const char *name;
+	int (*create)(struct ev_loop *loop, const struct smb_transport_up *up,
+	              const struct smb_quic_params *quic, struct smb_transport **out);
+} transports[SMB_TRANSPORT_KINDS] = {
+    [SMB_TRANSPORT_TCP] = {"tcp", new_tcp},
+    [SMB_TRANSPORT_QUIC] = {"quic", new_quic},
+    [SMB_TRANSPORT_RDMA] = {"rdma", new_rdma},
+};
+
+const char *smb_transport_kind_name(enum smb_transport_kind kind)
+{
+	return (unsigned)kind < SMB_TRANSPORT_KINDS ? transports[kind].name : "?";
+}
+
+int smb_transport_kind_parse(const char *name)
+{
+	for (int k = 0; k < SMB_TRANSPORT_KINDS; k++)
+		if (strcmp(name, transports[k].name) == 0)
+			return k;
+	return -1;
+}
+
+int smb_conn_open(struct ev_loop *loop, enum smb_transport_kind kind,
+                  const struct smb_quic_params *quic, const struct sockaddr *addr,
+                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
+                  unsigned timeout_ms, struct smb_conn **out)
 {
 	struct smb_conn *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -1095,13 +1125,9 @@ int smb_conn_open(struct ev_loop *loop, const char *kind, const struct smb_quic_
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->dead_cv, NULL);
 	struct smb_transport_up up = {.recv = conn_recv, .dead = conn_dead, .arg = c};
-	int err;
-	if (strcmp(kind, "rdma") == 0)
-		err = smb_transport_rdma_new(loop, &up, &c->transport);
-	else if (strcmp(kind, "quic") == 0)
-		err = smb_transport_quic_new(loop, &up, quic, &c->transport);
-	else
-		err = smb_transport_tcp_new(loop, &up, &c->transport);
+	int err = (unsigned)kind < SMB_TRANSPORT_KINDS
+	              ? transports[kind].create(loop, &up, quic, &c->transport)
+	              : -EINVAL;
 	if (err)
 		goto fail;
 	err = smb_transport_connect(c->transport, addr, addrlen, connect_timeout_ms);

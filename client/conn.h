@@ -84,20 +84,20 @@ struct smb_req {
 	struct smb_conn *conn;
 	int npdu;
 	struct smb_pdu pdu[SMB_REQ_MAX_PDU];
-	bool related;        /* PDUs 2..n carry SMB2_FLAGS_RELATED_OPERATIONS */
-	bool no_sign;        /* session setup: never sign this request */
-	bool force_sign;     /* sign even when signing is not active (3.1.1 TREE_CONNECT) */
-	bool no_verify;      /* caller verifies response signatures itself */
-	bool sealed;         /* went out encrypted: its answer must come so */
-	bool replay;         /* resent after its channel died: SMB2_FLAGS_REPLAY_OPERATION */
-	bool no_replay;      /* channel-bound (session setup): never move it */
+	bool related;    /* PDUs 2..n carry SMB2_FLAGS_RELATED_OPERATIONS */
+	bool no_sign;    /* session setup: never sign this request */
+	bool force_sign; /* sign even when signing is not active (3.1.1 TREE_CONNECT) */
+	bool no_verify;  /* caller verifies response signatures itself */
+	bool sealed;     /* went out encrypted: its answer must come so */
+	bool replay;     /* resent after its channel died: SMB2_FLAGS_REPLAY_OPERATION */
+	bool no_replay;  /* channel-bound (session setup): never move it */
 	/* A PDU's payload is the caller's memory, not the request's
 	 * (smb_req_set_payload_lent()): done() then runs only once no transport
 	 * holds a send of it - a request that times out or dies while its
 	 * bytes still wait in a transport's queue is finished when the
 	 * transport lets go (smb_req_finish()). */
 	bool payload_lent;
-	bool done_waiting; /* atomic: finished, done() deferred to the last tx_done */
+	bool done_waiting;   /* atomic: finished, done() deferred to the last tx_done */
 	uint16_t sent_seq;   /* ChannelSequence it went out with */
 	uint8_t seq_retries; /* resent for STATUS_FILE_NOT_AVAILABLE */
 	uint64_t session_id;
@@ -127,7 +127,6 @@ enum smb_conn_state {
 	SMB_CONN_UP,
 	SMB_CONN_DEAD,
 };
-const char *smb_conn_state_str(enum smb_conn_state s);
 
 #define SMB_PENDING_BUCKETS 1024
 
@@ -182,13 +181,27 @@ struct smb_conn {
 	uint64_t st_lat_ewma_us; /* recent round trip of small requests (1/8 EWMA) */
 };
 
+/* The transports a channel can run on.  smb_conn_open() builds one from a
+ * table of constructors (client/transport_tcp.c, client/transport_quic.c,
+ * smbd/smbd_transport.c); nothing above conn.c compares names. */
+enum smb_transport_kind {
+	SMB_TRANSPORT_TCP,
+	SMB_TRANSPORT_QUIC,
+	SMB_TRANSPORT_RDMA,
+	SMB_TRANSPORT_KINDS
+};
+/* "tcp", "quic", "rdma": for messages and option values. */
+const char *smb_transport_kind_name(enum smb_transport_kind kind);
+/* The kind an option value names ("tcp", "quic", "rdma"), or -1. */
+int smb_transport_kind_parse(const char *name);
+
 /* Allocate a conn and connect its transport (blocking, not on the loop).
- * kind: "tcp", "rdma" or "quic"; quic: what a "quic" transport needs (NULL
- * for the others). */
+ * quic: what a QUIC transport needs (NULL for the others). */
 struct smb_quic_params;
-int smb_conn_open(struct ev_loop *loop, const char *kind, const struct smb_quic_params *quic,
-                  const struct sockaddr *addr, socklen_t addrlen, const char *peer,
-                  unsigned connect_timeout_ms, unsigned timeout_ms, struct smb_conn **out);
+int smb_conn_open(struct ev_loop *loop, enum smb_transport_kind kind,
+                  const struct smb_quic_params *quic, const struct sockaddr *addr,
+                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
+                  unsigned timeout_ms, struct smb_conn **out);
 /* Fail everything pending with -ECONNABORTED, shut the transport down, wait
  * for its death report, free.  Not on the loop thread. */
 void smb_conn_close(struct smb_conn *c);

@@ -24,7 +24,7 @@ struct race {
 	int finished; /* contestants done; under lock */
 	bool decided; /* the caller took a result or gave up; under lock */
 	struct smb_conn *winner;
-	const char *winner_kind;
+	enum smb_transport_kind winner_kind;
 	int err_tcp, err_quic;
 	int cancel_fd; /* eventfd: makes the QUIC handshake give up */
 	struct ev_loop *loop;
@@ -86,16 +86,17 @@ static void *contestant_main(void *arg)
 	struct smb_conn *conn = NULL;
 	const struct sockaddr *addr =
 	    (const struct sockaddr *)(quic ? &r->quic_addr : &r->tcp_addr);
-	int err = smb_conn_open(r->loop, quic ? "quic" : "tcp", quic ? &r->quic : NULL, addr,
-	                        r->spec.addrlen, quic ? r->quic_peer : r->tcp_peer,
-	                        r->spec.connect_timeout_ms, r->spec.timeout_ms, &conn);
+	int err = smb_conn_open(r->loop, quic ? SMB_TRANSPORT_QUIC : SMB_TRANSPORT_TCP,
+	                        quic ? &r->quic : NULL, addr, r->spec.addrlen,
+	                        quic ? r->quic_peer : r->tcp_peer, r->spec.connect_timeout_ms,
+	                        r->spec.timeout_ms, &conn);
 	pthread_mutex_lock(&r->lock);
 	struct smb_conn *loser = NULL;
 	if (err) {
 		*(quic ? &r->err_quic : &r->err_tcp) = err;
 	} else if (!r->winner && !r->decided) {
 		r->winner = conn;
-		r->winner_kind = quic ? "quic" : "tcp";
+		r->winner_kind = quic ? SMB_TRANSPORT_QUIC : SMB_TRANSPORT_TCP;
 	} else {
 		loser = conn;
 	}
@@ -152,7 +153,8 @@ static int start_contestant(struct race *r, bool quic)
 }
 
 int smb_dial_race(struct ev_loop *loop, struct smb_dial_racers *racers,
-                  const struct smb_dial_spec *spec, struct smb_conn **out, const char **kind)
+                  const struct smb_dial_spec *spec, struct smb_conn **out,
+                  enum smb_transport_kind *kind)
 {
 	if (spec->addrlen > sizeof(struct sockaddr_storage))
 		return -EINVAL;
@@ -190,7 +192,7 @@ int smb_dial_race(struct ev_loop *loop, struct smb_dial_racers *racers,
 		pthread_cond_wait(&r->cv, &r->lock);
 	r->decided = true;
 	struct smb_conn *w = r->winner;
-	const char *wk = r->winner_kind;
+	enum smb_transport_kind wk = r->winner_kind;
 	int err = r->err_quic ? r->err_quic : r->err_tcp;
 	pthread_mutex_unlock(&r->lock);
 	if (w) {
@@ -200,8 +202,8 @@ int smb_dial_race(struct ev_loop *loop, struct smb_dial_racers *racers,
 			smb_debug("dial race: cannot cancel the other contestant: %s",
 			          strerror(errno));
 		smb_info("%s: connected over %s first (transport=auto)",
-		         strcmp(wk, "quic") == 0 ? r->quic_peer : r->tcp_peer,
-		         strcmp(wk, "quic") == 0 ? "QUIC" : "TCP");
+		         wk == SMB_TRANSPORT_QUIC ? r->quic_peer : r->tcp_peer,
+		         wk == SMB_TRANSPORT_QUIC ? "QUIC" : "TCP");
 		*out = w;
 		*kind = wk;
 		err = 0;

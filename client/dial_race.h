@@ -16,11 +16,12 @@
 #ifndef SMBRDMA_CLIENT_DIAL_RACE_H
 #define SMBRDMA_CLIENT_DIAL_RACE_H
 
+#include "client/conn.h" /* enum smb_transport_kind */
+
 #include <pthread.h>
 #include <sys/socket.h>
 
 struct ev_loop;
-struct smb_conn;
 struct smb_quic_params;
 
 /* Contestant threads still running, per client. */
@@ -42,10 +43,11 @@ struct smb_dial_spec {
 	unsigned connect_timeout_ms, timeout_ms;
 };
 
-/* Returns 0 with *out (a conn) and *kind ("tcp" or "quic"), or the error of
+/* Returns 0 with *out (a conn) and *kind (TCP or QUIC), or the error of
  * the last contestant to fail (QUIC's when both fail, as it says more: a
  * refused certificate). */
 int smb_dial_race(struct ev_loop *loop, struct smb_dial_racers *racers,
-                  const struct smb_dial_spec *spec, struct smb_conn **out, const char **kind);
+                  const struct smb_dial_spec *spec, struct smb_conn **out,
+                  enum smb_transport_kind *kind);
 
 #endif

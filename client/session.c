@@ -114,8 +114,12 @@ static ssize_t enc_negotiate(uint8_t *b, size_t cap, const struct smb2_negotiate
 	return smb2_negotiate_req_encode(b, cap, r);
 }
 
-int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct smb_client_opts *o,
-                       uint8_t **sec_blob, size_t *sec_len, void *mem, char *errbuf, size_t errlen)
+/* The NEGOTIATE request for channel ch: the dialects in [min, max], our
+ * signing, capabilities, ClientGuid (the session's), preauth salt, signing
+ * and cipher preferences.  0, or -EINVAL with the reason in errbuf. */
+static int negotiate_request(struct smb_client *c, struct smb_chan *ch,
+                             const struct smb_client_opts *o, struct smb2_negotiate_req *out,
+                             char *errbuf, size_t errlen)
 {
 	bool primary = ch->index == 0;
 	bool sign = o->require_signing;
@@ -166,13 +170,171 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 		    SMB2_GLOBAL_CAP_LEASING |
 		    (hi >= SMB2_DIALECT_0300 ? SMB2_GLOBAL_CAP_DIRECTORY_LEASING : 0);
 	nr.posix_extensions = o->posix && hi >= SMB2_DIALECT_0311;
+	*out = nr;
+	return 0;
+}
+
+/* READ/WRITE sizes of channel ch from the server's, rsize=/wsize=, the
+ * transport's message limits, and RDMA offload (set up here when the
+ * transport has it).  0, or -EPROTO with the reason in errbuf. */
+static int negotiate_sizes(struct smb_client *c, struct smb_chan *ch,
+                           const struct smb_client_opts *o, const struct smb2_negotiate_rsp *rsp,
+                           char *errbuf, size_t errlen)
+{
+	bool primary = ch->index == 0;
+	ch->max_read = rsp->max_read_size;
+	ch->max_write = rsp->max_write_size;
+	/* rsize=/wsize=: only ever lower; the limits below lower further. */
+	if (o->max_read && ch->max_read > o->max_read)
+		ch->max_read = o->max_read;
+	if (o->max_write && ch->max_write > o->max_write)
+		ch->max_write = o->max_write;
+	if (!(rsp->capabilities & SMB2_GLOBAL_CAP_LARGE_MTU) || c->dialect == SMB2_DIALECT_0202) {
+		ch->max_read = ch->max_read > 65536 ? 65536 : ch->max_read;
+		ch->max_write = ch->max_write > 65536 ? 65536 : ch->max_write;
+		if (primary)
+			c->max_transact = c->max_transact > 65536 ? 65536 : c->max_transact;
+	} else {
+		ch->conn->large_mtu = true;
+	}
+	if (ch->max_read > (8u << 20))
+		ch->max_read = 8u << 20;
+	if (ch->max_write > (8u << 20))
+		ch->max_write = 8u << 20;
+	/* A transport that limits whole messages (SMB Direct without offload)
+	 * bounds READ/WRITE/QUERY sizes: headers plus slack must fit too. */
+	struct smb_transport_info ti;
+	ch->conn->transport->ops->info(ch->conn->transport, &ti);
+	if (ti.max_inline_recv) {
+		uint32_t lim = ti.max_inline_recv > 512 ? (ti.max_inline_recv - 256) & ~4095u : 0;
+		ch->inline_max_read = lim;
+		if (primary && c->max_transact > lim)
+			c->max_transact = lim;
+	}
+	if (ti.max_inline_send)
+		ch->inline_max_write =
+		    ti.max_inline_send > 512 ? (ti.max_inline_send - 256) & ~4095u : 0;
+	/* With offload a READ/WRITE carries a buffer descriptor and may be as
+	 * large as a pool buffer (the transport's MaxReadWriteSize, at most
+	 * 1 MiB, FUSE's largest request); without it, what fits inline. */
+	uint32_t bufsize =
+	    ti.max_read_write && ti.max_read_write < (1u << 20) ? ti.max_read_write : (1u << 20);
+	ch->conn->transport->ops->set_dialect(ch->conn->transport, c->dialect);
+	if (c->dialect >= SMB2_DIALECT_0300)
+		ch->conn->channel_sequence = &c->channel_sequence;
+	ch->rdma = ti.caps & SMB_TRANSPORT_CAP_RDMA;
+	int offload_err = -EOPNOTSUPP;
+	if ((ti.caps & SMB_TRANSPORT_CAP_RDMA) && bufsize >= 65536) {
+		offload_err = smb_offload_setup(ch, bufsize);
+		if (offload_err)
+			smb_warn("%s: no RDMA offload (registering the I/O buffers failed: %s); "
+			         "READ/WRITE go inline",
+			         ch->conn->peer, strerror(-offload_err));
+	}
+	if (offload_err == 0) {
+		smb_info("%s: RDMA offload on for READ/WRITE above %u bytes (up to %u per I/O)",
+		         ch->conn->peer, c->rdma_threshold, bufsize);
+		if (ch->max_read > bufsize)
+			ch->max_read = bufsize;
+		if (ch->max_write > bufsize)
+			ch->max_write = bufsize;
+	} else {
+		if (ch->inline_max_read && ch->max_read > ch->inline_max_read)
+			ch->max_read = ch->inline_max_read;
+		if (ch->inline_max_write && ch->max_write > ch->inline_max_write)
+			ch->max_write = ch->inline_max_write;
+	}
+	if (ch->max_read < 4096 || ch->max_write < 4096) {
+		set_err(errbuf, errlen, "%s offers unusable read/write sizes (%u/%u)",
+		        ch->conn->peer, ch->max_read, ch->max_write);
+		return -EPROTO;
+	}
+	if (primary) {
+		c->max_read = ch->max_read;
+		c->max_write = ch->max_write;
+	}
+	return 0;
+}
+
+/* Signing algorithm and cipher of channel ch ([MS-SMB2] 3.2.5.2), the 3.1.1
+ * preauth hash started over the NEGOTIATE pair p, and every later channel
+ * held to what the first chose.  0, or -errno with the reason in errbuf. */
+static int negotiate_crypto(struct smb_client *c, struct smb_chan *ch,
+                            const struct smb_client_opts *o, const struct smb2_negotiate_rsp *rsp,
+                            const struct smb_pdu *p, char *errbuf, size_t errlen)
+{
+	bool primary = ch->index == 0;
+	uint16_t alg =
+	    c->dialect >= SMB2_DIALECT_0300 ? SMB2_SIGNING_AES_CMAC : SMB2_SIGNING_HMAC_SHA256;
+	if (c->dialect == SMB2_DIALECT_0311) {
+		if (!rsp->preauth_seen || rsp->preauth_hash_alg != SMB2_PREAUTH_INTEGRITY_SHA512) {
+			set_err(errbuf, errlen,
+			        "%s negotiated SMB 3.1.1 without SHA-512 preauth integrity",
+			        c->host);
+			return -EPROTO;
+		}
+		if (rsp->signing_seen)
+			alg = rsp->signing_alg;
+		memset(ch->preauth, 0, sizeof(ch->preauth));
+		preauth_update(ch->preauth, p->buf, p->len);
+		preauth_update(ch->preauth, p->rsp, p->rsp_len);
+	}
+	/* [MS-SMB2] 3.2.5.2: 3.1.1 names the cipher in a context; 3.0.x
+	 * servers that can encrypt say so by a capability, and use CCM. */
+	uint16_t cipher = 0;
+	if (c->dialect == SMB2_DIALECT_0311 && rsp->cipher_seen)
+		cipher = rsp->cipher;
+	else if (c->dialect >= SMB2_DIALECT_0300 && c->dialect < SMB2_DIALECT_0311 &&
+	         (rsp->capabilities & SMB2_GLOBAL_CAP_ENCRYPTION))
+		cipher = SMB2_ENCRYPTION_AES128_CCM;
+	if (cipher && !smb_cipher_key_len(cipher)) {
+		smb_warn("%s chose cipher 0x%04x, which was not offered; no encryption",
+		         ch->conn->peer, cipher);
+		cipher = 0;
+	}
+	if (primary) {
+		c->crypt.cipher = cipher;
+		if (o->require_encryption && !cipher) {
+			set_err(errbuf, errlen,
+			        "seal: %s cannot encrypt (SMB %s, %s); mount without seal or "
+			        "enable SMB3 encryption on the server",
+			        c->host, smb2_dialect_str(c->dialect),
+			        c->dialect < SMB2_DIALECT_0300 ? "SMB2 has no encryption"
+			                                       : "no cipher in common");
+			return -EPROTONOSUPPORT;
+		}
+	} else if (cipher != c->crypt.cipher) {
+		set_err(errbuf, errlen, "%s chose cipher %s on a new channel, %s on the first",
+		        ch->conn->peer, smb2_cipher_str(cipher), smb2_cipher_str(c->crypt.cipher));
+		return -EPROTO;
+	}
+	if (primary)
+		c->signing.alg = alg;
+	else if (alg != c->signing.alg) {
+		set_err(errbuf, errlen, "%s chose signing %s on a new channel, %s on the first",
+		        ch->conn->peer, smb2_signing_alg_str(alg),
+		        smb2_signing_alg_str(c->signing.alg));
+		return -EPROTO;
+	}
+	ch->signing.alg = alg;
+	return 0;
+}
+
+int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct smb_client_opts *o,
+                       uint8_t **sec_blob, size_t *sec_len, void *mem, char *errbuf, size_t errlen)
+{
+	bool primary = ch->index == 0;
+	struct smb2_negotiate_req nr;
+	int err = negotiate_request(c, ch, o, &nr, errbuf, errlen);
+	if (err)
+		return err;
 
 	struct smb_req *req = smb_chan_req(ch, mem);
 	if (!req)
 		return -ENOMEM;
 	req->no_replay = true;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_NEGOTIATE, 512);
-	int err = body ? smb_req_end_pdu(req, enc_negotiate(body, 512, &nr)) : -ENOMEM;
+	err = body ? smb_req_end_pdu(req, enc_negotiate(body, 512, &nr)) : -ENOMEM;
 	if (err) {
 		smb_req_put(req);
 		return err;
@@ -239,135 +401,13 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 		c->posix = nr.posix_extensions && rsp.dialect == SMB2_DIALECT_0311 &&
 		           rsp.posix_seen && !c->posix_share_off;
 	}
-	ch->max_read = rsp.max_read_size;
-	ch->max_write = rsp.max_write_size;
-	/* rsize=/wsize=: only ever lower; the limits below lower further. */
-	if (o->max_read && ch->max_read > o->max_read)
-		ch->max_read = o->max_read;
-	if (o->max_write && ch->max_write > o->max_write)
-		ch->max_write = o->max_write;
-	if (!(rsp.capabilities & SMB2_GLOBAL_CAP_LARGE_MTU) || c->dialect == SMB2_DIALECT_0202) {
-		ch->max_read = ch->max_read > 65536 ? 65536 : ch->max_read;
-		ch->max_write = ch->max_write > 65536 ? 65536 : ch->max_write;
-		if (primary)
-			c->max_transact = c->max_transact > 65536 ? 65536 : c->max_transact;
-	} else {
-		ch->conn->large_mtu = true;
-	}
-	if (ch->max_read > (8u << 20))
-		ch->max_read = 8u << 20;
-	if (ch->max_write > (8u << 20))
-		ch->max_write = 8u << 20;
-	/* A transport that limits whole messages (SMB Direct without offload)
-	 * bounds READ/WRITE/QUERY sizes: headers plus slack must fit too. */
-	struct smb_transport_info ti;
-	ch->conn->transport->ops->info(ch->conn->transport, &ti);
-	if (ti.max_inline_recv) {
-		uint32_t lim = ti.max_inline_recv > 512 ? (ti.max_inline_recv - 256) & ~4095u : 0;
-		ch->inline_max_read = lim;
-		if (primary && c->max_transact > lim)
-			c->max_transact = lim;
-	}
-	if (ti.max_inline_send)
-		ch->inline_max_write =
-		    ti.max_inline_send > 512 ? (ti.max_inline_send - 256) & ~4095u : 0;
-	/* With offload a READ/WRITE carries a buffer descriptor and may be as
-	 * large as a pool buffer (the transport's MaxReadWriteSize, at most
-	 * 1 MiB, FUSE's largest request); without it, what fits inline. */
-	uint32_t bufsize =
-	    ti.max_read_write && ti.max_read_write < (1u << 20) ? ti.max_read_write : (1u << 20);
-	ch->conn->transport->ops->set_dialect(ch->conn->transport, c->dialect);
-	if (c->dialect >= SMB2_DIALECT_0300)
-		ch->conn->channel_sequence = &c->channel_sequence;
-	ch->rdma = ti.caps & SMB_TRANSPORT_CAP_RDMA;
-	int offload_err = -EOPNOTSUPP;
-	if ((ti.caps & SMB_TRANSPORT_CAP_RDMA) && bufsize >= 65536) {
-		offload_err = smb_offload_setup(ch, bufsize);
-		if (offload_err)
-			smb_warn("%s: no RDMA offload (registering the I/O buffers failed: %s); "
-			         "READ/WRITE go inline",
-			         ch->conn->peer, strerror(-offload_err));
-	}
-	if (offload_err == 0) {
-		smb_info("%s: RDMA offload on for READ/WRITE above %u bytes (up to %u per I/O)",
-		         ch->conn->peer, c->rdma_threshold, bufsize);
-		if (ch->max_read > bufsize)
-			ch->max_read = bufsize;
-		if (ch->max_write > bufsize)
-			ch->max_write = bufsize;
-	} else {
-		if (ch->inline_max_read && ch->max_read > ch->inline_max_read)
-			ch->max_read = ch->inline_max_read;
-		if (ch->inline_max_write && ch->max_write > ch->inline_max_write)
-			ch->max_write = ch->inline_max_write;
-	}
-	if (ch->max_read < 4096 || ch->max_write < 4096) {
-		set_err(errbuf, errlen, "%s offers unusable read/write sizes (%u/%u)",
-		        ch->conn->peer, ch->max_read, ch->max_write);
+	err = negotiate_sizes(c, ch, o, &rsp, errbuf, errlen);
+	if (!err)
+		err = negotiate_crypto(c, ch, o, &rsp, p, errbuf, errlen);
+	if (err) {
 		smb_req_put(req);
-		return -EPROTO;
+		return err;
 	}
-	if (primary) {
-		c->max_read = ch->max_read;
-		c->max_write = ch->max_write;
-	}
-	uint16_t alg =
-	    c->dialect >= SMB2_DIALECT_0300 ? SMB2_SIGNING_AES_CMAC : SMB2_SIGNING_HMAC_SHA256;
-	if (c->dialect == SMB2_DIALECT_0311) {
-		if (!rsp.preauth_seen || rsp.preauth_hash_alg != SMB2_PREAUTH_INTEGRITY_SHA512) {
-			set_err(errbuf, errlen,
-			        "%s negotiated SMB 3.1.1 without SHA-512 preauth integrity",
-			        c->host);
-			smb_req_put(req);
-			return -EPROTO;
-		}
-		if (rsp.signing_seen)
-			alg = rsp.signing_alg;
-		memset(ch->preauth, 0, sizeof(ch->preauth));
-		preauth_update(ch->preauth, p->buf, p->len);
-		preauth_update(ch->preauth, p->rsp, p->rsp_len);
-	}
-	/* [MS-SMB2] 3.2.5.2: 3.1.1 names the cipher in a context; 3.0.x
-	 * servers that can encrypt say so by a capability, and use CCM. */
-	uint16_t cipher = 0;
-	if (c->dialect == SMB2_DIALECT_0311 && rsp.cipher_seen)
-		cipher = rsp.cipher;
-	else if (c->dialect >= SMB2_DIALECT_0300 && c->dialect < SMB2_DIALECT_0311 &&
-	         (rsp.capabilities & SMB2_GLOBAL_CAP_ENCRYPTION))
-		cipher = SMB2_ENCRYPTION_AES128_CCM;
-	if (cipher && !smb_cipher_key_len(cipher)) {
-		smb_warn("%s chose cipher 0x%04x, which was not offered; no encryption",
-		         ch->conn->peer, cipher);
-		cipher = 0;
-	}
-	if (primary) {
-		c->crypt.cipher = cipher;
-		if (o->require_encryption && !cipher) {
-			set_err(errbuf, errlen,
-			        "seal: %s cannot encrypt (SMB %s, %s); mount without seal or "
-			        "enable SMB3 encryption on the server",
-			        c->host, smb2_dialect_str(c->dialect),
-			        c->dialect < SMB2_DIALECT_0300 ? "SMB2 has no encryption"
-			                                       : "no cipher in common");
-			smb_req_put(req);
-			return -EPROTONOSUPPORT;
-		}
-	} else if (cipher != c->crypt.cipher) {
-		set_err(errbuf, errlen, "%s chose cipher %s on a new channel, %s on the first",
-		        ch->conn->peer, smb2_cipher_str(cipher), smb2_cipher_str(c->crypt.cipher));
-		smb_req_put(req);
-		return -EPROTO;
-	}
-	if (primary)
-		c->signing.alg = alg;
-	else if (alg != c->signing.alg) {
-		set_err(errbuf, errlen, "%s chose signing %s on a new channel, %s on the first",
-		        ch->conn->peer, smb2_signing_alg_str(alg),
-		        smb2_signing_alg_str(c->signing.alg));
-		smb_req_put(req);
-		return -EPROTO;
-	}
-	ch->signing.alg = alg;
 	*sec_len = rsp.security_buffer_len;
 	*sec_blob = *sec_len ? talloc_memdup(mem, rsp.security_buffer, *sec_len) : NULL;
 	smb_info("%s: negotiated SMB %s, max read %u write %u, signing %s by server",
@@ -515,6 +555,209 @@ static bool guest_wanted(const struct smb_client_opts *o)
 	       (!o->password || !o->password[0]);
 }
 
+/* The authentication mechanism the options ask for (Kerberos or NTLMSSP,
+ * both inside SPNEGO), a talloc child of mem.  0, or -errno with the reason
+ * in errbuf. */
+static int auth_start(struct smb_client *c, const struct smb_client_opts *o,
+                      const struct smb_auth_creds *creds, void *mem, struct smb_auth **auth,
+                      char *errbuf, size_t errlen)
+{
+	int err;
+	if (o->sec == SMB_SEC_KRB5) {
+		struct smb_auth_krb5_opts ko = {
+		    .server_name = c->host,
+		    .user = o->user,
+		    .domain = o->domain,
+		    .keytab = o->keytab,
+		};
+		char why[512] = "";
+		err = smb_auth_krb5_new(mem, &ko, auth, why, sizeof(why));
+		if (err) {
+			set_err(errbuf, errlen, "%s",
+			        why[0] ? why : "sec=krb5: cannot start Kerberos authentication");
+			return err;
+		}
+	} else {
+		err = smb_auth_ntlmssp_new(mem, creds, auth);
+		if (err) {
+			set_err(errbuf, errlen, "cannot start NTLMSSP: %s", strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* The last SESSION_SETUP response (p, decoded in ssr) accepted us: derive
+ * the keys from the mechanism's session key and the preauth hash, and make
+ * the server prove it knows them - a binding's signature ([MS-SMB2]
+ * 3.2.5.3.3), or the session's signed final response on 3.x - then turn on
+ * signing and encryption as the options and the server ask.  0, or -errno
+ * with the reason in errbuf. */
+static int setup_done(struct smb_client *c, struct smb_chan *ch, const struct smb_client_opts *o,
+                      bool binding, bool guest, struct smb_auth *auth,
+                      const struct smb2_session_setup_rsp *ssr, const struct smb_pdu *p,
+                      const uint8_t hash[64], const char *who, char *errbuf, size_t errlen)
+{
+	bool sign = o->require_signing;
+	int err;
+	uint8_t skey[64], key16[16] = {0};
+	size_t skey_len = sizeof(skey);
+	err = smb_auth_session_key(auth, skey, &skey_len);
+	if (!err)
+		memcpy(key16, skey, skey_len < 16 ? skey_len : 16);
+	if (binding) {
+		smb_wipe(skey, sizeof(skey));
+		/* [MS-SMB2] 3.2.5.3.3 */
+		if (!err && (guest || !(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
+			set_err(errbuf, errlen, "%s answered the channel binding %s",
+			        ch->conn->peer, guest ? "as guest" : "unsigned");
+			err = -EPROTO;
+		} else if (!err && bind_channel_key(c, ch, key16, hash, p) < 0) {
+			set_err(errbuf, errlen,
+			        "the channel binding response from %s has a bad signature",
+			        ch->conn->peer);
+			err = -EIO;
+		}
+		smb_wipe(key16, sizeof(key16));
+		if (err)
+			return err;
+		ch->conn->signing = &ch->signing;
+		ch->conn->crypt = &c->crypt;
+		if (smb_client_sealed(c)) {
+			if (ch->inline_max_read && ch->max_read > ch->inline_max_read)
+				ch->max_read = ch->inline_max_read;
+			if (ch->inline_max_write && ch->max_write > ch->inline_max_write)
+				ch->max_write = ch->inline_max_write;
+		}
+		smb_info("%s: channel bound to session 0x%llx", ch->conn->peer,
+		         (unsigned long long)c->session_id);
+		return 0;
+	}
+	if (!err && !guest) {
+		memcpy(ch->preauth, hash, 64);
+		memcpy(c->session_key, key16, 16);
+		err = derive_signing_key(c->dialect, key16, hash, c->signing.key);
+		c->signing.have_key = !err;
+	}
+	if (!err && !guest && c->crypt.cipher) {
+		err = derive_cipher_keys(c->dialect, c->crypt.cipher, skey, skey_len, hash,
+		                         c->crypt.enc_key, c->crypt.dec_key);
+		c->crypt.session_id = c->session_id;
+		if (!err)
+			err = smb_random_bytes(c->crypt.salt, sizeof(c->crypt.salt));
+		c->crypt.have_key = !err;
+	}
+	smb_wipe(skey, sizeof(skey));
+	smb_wipe(key16, sizeof(key16));
+	bool must_sign = sign || (c->server_security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
+	/* [MS-SMB2] 3.3.5.5.3: on 3.x a server signs the final response of
+	 * a non-guest session with the key both sides derived; that
+	 * signature is its proof that it knows the password (or holds the
+	 * service key), whether or not signing is required afterwards. */
+	bool prove = c->dialect >= SMB2_DIALECT_0300 && !guest_wanted(o);
+	if (!err && !guest && (prove || must_sign || (p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
+		if (!(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) && prove) {
+			set_err(errbuf, errlen,
+			        "%s did not sign the final SESSION_SETUP response, so it has "
+			        "not proved that it knows the password: refused",
+			        c->host);
+			err = -EACCES;
+		} else if ((p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) &&
+		           smb_verify_pdu(&c->signing, p->rsp, p->rsp_len) < 0) {
+			set_err(errbuf, errlen,
+			        "the final SESSION_SETUP response from %s has a bad "
+			        "signature (wrong password, or tampering)",
+			        c->host);
+			err = -EACCES;
+		}
+	}
+	if (!err && must_sign) {
+		if (guest) {
+			set_err(errbuf, errlen,
+			        "%s logged us on as guest, and guest sessions cannot be signed",
+			        c->host);
+			err = -EACCES;
+		} else {
+			c->signing.active = true;
+		}
+	}
+	bool want_seal =
+	    o->require_encryption || (ssr->session_flags & SMB2_SESSION_FLAG_ENCRYPT_DATA);
+	if (!err && want_seal) {
+		if (guest) {
+			set_err(errbuf, errlen,
+			        "%s logged us on as guest, and guest sessions cannot be "
+			        "encrypted",
+			        c->host);
+			err = -EACCES;
+		} else if (!c->crypt.have_key) {
+			set_err(errbuf, errlen,
+			        "%s requires encryption for the session, but no cipher was "
+			        "negotiated (SMB %s)",
+			        c->host, smb2_dialect_str(c->dialect));
+			err = -EPROTONOSUPPORT;
+		} else {
+			crypt_activate(c, o->require_encryption
+			                      ? "seal"
+			                      : "the server requires it for the session");
+		}
+	}
+	c->guest = guest;
+	if (err)
+		return err;
+	smb_info("%s: session 0x%llx set up for '%s' (%s), signing %s", c->host,
+	         (unsigned long long)c->session_id, who, guest ? "guest" : "user",
+	         c->signing.active ? "on" : "off");
+	return 0;
+}
+
+/* Send one SESSION_SETUP carrying the mechanism's token out[outlen] on ch
+ * (a binding's signed with the session's key) and wait for the answer:
+ * 0 and the answered request in *reqp (the caller puts it), or -errno with
+ * the reason in errbuf. */
+static int setup_round(struct smb_client *c, struct smb_chan *ch, bool binding, bool sign,
+                       const uint8_t *out, size_t outlen, void *mem, struct smb_req **reqp,
+                       char *errbuf, size_t errlen)
+{
+	int err;
+	struct smb2_session_setup_req sr = {
+	    .flags = binding ? SMB2_SESSION_FLAG_BINDING : 0,
+	    .security_mode = (uint8_t)(SMB2_NEGOTIATE_SIGNING_ENABLED |
+	                               (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0)),
+	    .previous_session_id = binding ? 0 : c->previous_session_id,
+	    .security_buffer = out,
+	    .security_buffer_len = (uint16_t)outlen,
+	};
+	struct smb_req *req = smb_chan_req(ch, mem);
+	if (!req)
+		return -ENOMEM;
+	req->tree_id = 0;
+	req->no_replay = true;
+	if (binding)
+		req->force_sign = true;
+	else
+		req->no_sign = true;
+	req->no_verify = true;
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_SESSION_SETUP, 64 + outlen);
+	err = body ? smb_req_end_pdu(req, enc_session_setup(body, 64 + outlen, &sr)) : -ENOMEM;
+	if (err) {
+		smb_req_put(req);
+		return err;
+	}
+	req->deadline_ms = ev_now_ms() + setup_timeout_ms(c);
+	err = smb_client_submit_sync(c, req);
+	if (err) {
+		char why[168];
+		smb_conn_dead_why(ch->conn, why, sizeof(why));
+		set_err(errbuf, errlen, "no SESSION_SETUP answer from %s: %s%s", ch->conn->peer,
+		        strerror(-err), why);
+		smb_req_put(req);
+		return err;
+	}
+	*reqp = req;
+	return 0;
+}
+
 int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
                            const struct smb_client_opts *o, bool binding, const uint8_t *blob,
                            size_t blob_len, void *mem, char *errbuf, size_t errlen)
@@ -533,27 +776,9 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 	                  : o->sec == SMB_SEC_KRB5 ? "(the ticket's principal)"
 	                                           : "";
 	int err;
-	if (o->sec == SMB_SEC_KRB5) {
-		struct smb_auth_krb5_opts ko = {
-		    .server_name = c->host,
-		    .user = o->user,
-		    .domain = o->domain,
-		    .keytab = o->keytab,
-		};
-		char why[512] = "";
-		err = smb_auth_krb5_new(mem, &ko, &auth, why, sizeof(why));
-		if (err) {
-			set_err(errbuf, errlen, "%s",
-			        why[0] ? why : "sec=krb5: cannot start Kerberos authentication");
-			return err;
-		}
-	} else {
-		err = smb_auth_ntlmssp_new(mem, &creds, &auth);
-		if (err) {
-			set_err(errbuf, errlen, "cannot start NTLMSSP: %s", strerror(-err));
-			return err;
-		}
-	}
+	err = auth_start(c, o, &creds, mem, &auth, errbuf, errlen);
+	if (err)
+		return err;
 	uint8_t hash[64];
 	memcpy(hash, ch->preauth, 64);
 	const uint8_t *in = blob;
@@ -586,42 +811,9 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 			smb_auth_free(auth);
 			return -EPROTO;
 		}
-		struct smb2_session_setup_req sr = {
-		    .flags = binding ? SMB2_SESSION_FLAG_BINDING : 0,
-		    .security_mode = (uint8_t)(SMB2_NEGOTIATE_SIGNING_ENABLED |
-		                               (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0)),
-		    .previous_session_id = binding ? 0 : c->previous_session_id,
-		    .security_buffer = out,
-		    .security_buffer_len = (uint16_t)outlen,
-		};
-		struct smb_req *req = smb_chan_req(ch, mem);
-		if (!req) {
-			smb_auth_free(auth);
-			return -ENOMEM;
-		}
-		req->tree_id = 0;
-		req->no_replay = true;
-		if (binding)
-			req->force_sign = true;
-		else
-			req->no_sign = true;
-		req->no_verify = true;
-		uint8_t *body = smb_req_begin_pdu(req, SMB2_SESSION_SETUP, 64 + outlen);
-		err = body ? smb_req_end_pdu(req, enc_session_setup(body, 64 + outlen, &sr))
-		           : -ENOMEM;
+		struct smb_req *req;
+		err = setup_round(c, ch, binding, sign, out, outlen, mem, &req, errbuf, errlen);
 		if (err) {
-			smb_req_put(req);
-			smb_auth_free(auth);
-			return err;
-		}
-		req->deadline_ms = ev_now_ms() + setup_timeout_ms(c);
-		err = smb_client_submit_sync(c, req);
-		if (err) {
-			char why[168];
-			smb_conn_dead_why(ch->conn, why, sizeof(why));
-			set_err(errbuf, errlen, "no SESSION_SETUP answer from %s: %s%s",
-			        ch->conn->peer, strerror(-err), why);
-			smb_req_put(req);
 			smb_auth_free(auth);
 			return err;
 		}
@@ -707,123 +899,11 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 			smb_auth_free(auth);
 			return -EACCES;
 		}
-		uint8_t skey[64], key16[16] = {0};
-		size_t skey_len = sizeof(skey);
-		err = smb_auth_session_key(auth, skey, &skey_len);
-		if (!err)
-			memcpy(key16, skey, skey_len < 16 ? skey_len : 16);
-		if (binding) {
-			smb_wipe(skey, sizeof(skey));
-			/* [MS-SMB2] 3.2.5.3.3 */
-			if (!err && (guest || !(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
-				set_err(errbuf, errlen, "%s answered the channel binding %s",
-				        ch->conn->peer, guest ? "as guest" : "unsigned");
-				err = -EPROTO;
-			} else if (!err && bind_channel_key(c, ch, key16, hash, p) < 0) {
-				set_err(errbuf, errlen,
-				        "the channel binding response from %s has a bad signature",
-				        ch->conn->peer);
-				err = -EIO;
-			}
-			smb_wipe(key16, sizeof(key16));
-			smb_req_put(req);
-			smb_auth_free(auth);
-			if (err)
-				return err;
-			ch->conn->signing = &ch->signing;
-			ch->conn->crypt = &c->crypt;
-			if (smb_client_sealed(c)) {
-				if (ch->inline_max_read && ch->max_read > ch->inline_max_read)
-					ch->max_read = ch->inline_max_read;
-				if (ch->inline_max_write && ch->max_write > ch->inline_max_write)
-					ch->max_write = ch->inline_max_write;
-			}
-			smb_info("%s: channel bound to session 0x%llx", ch->conn->peer,
-			         (unsigned long long)c->session_id);
-			return 0;
-		}
-		if (!err && !guest) {
-			memcpy(ch->preauth, hash, 64);
-			memcpy(c->session_key, key16, 16);
-			err = derive_signing_key(c->dialect, key16, hash, c->signing.key);
-			c->signing.have_key = !err;
-		}
-		if (!err && !guest && c->crypt.cipher) {
-			err = derive_cipher_keys(c->dialect, c->crypt.cipher, skey, skey_len, hash,
-			                         c->crypt.enc_key, c->crypt.dec_key);
-			c->crypt.session_id = c->session_id;
-			if (!err)
-				err = smb_random_bytes(c->crypt.salt, sizeof(c->crypt.salt));
-			c->crypt.have_key = !err;
-		}
-		smb_wipe(skey, sizeof(skey));
-		smb_wipe(key16, sizeof(key16));
-		bool must_sign =
-		    sign || (c->server_security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
-		/* [MS-SMB2] 3.3.5.5.3: on 3.x a server signs the final response of
-		 * a non-guest session with the key both sides derived; that
-		 * signature is its proof that it knows the password (or holds the
-		 * service key), whether or not signing is required afterwards. */
-		bool prove = c->dialect >= SMB2_DIALECT_0300 && !guest_wanted(o);
-		if (!err && !guest &&
-		    (prove || must_sign || (p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
-			if (!(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) && prove) {
-				set_err(
-				    errbuf, errlen,
-				    "%s did not sign the final SESSION_SETUP response, so it has "
-				    "not proved that it knows the password: refused",
-				    c->host);
-				err = -EACCES;
-			} else if ((p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) &&
-			           smb_verify_pdu(&c->signing, p->rsp, p->rsp_len) < 0) {
-				set_err(errbuf, errlen,
-				        "the final SESSION_SETUP response from %s has a bad "
-				        "signature (wrong password, or tampering)",
-				        c->host);
-				err = -EACCES;
-			}
-		}
-		if (!err && must_sign) {
-			if (guest) {
-				set_err(
-				    errbuf, errlen,
-				    "%s logged us on as guest, and guest sessions cannot be signed",
-				    c->host);
-				err = -EACCES;
-			} else {
-				c->signing.active = true;
-			}
-		}
-		bool want_seal =
-		    o->require_encryption || (ssr.session_flags & SMB2_SESSION_FLAG_ENCRYPT_DATA);
-		if (!err && want_seal) {
-			if (guest) {
-				set_err(errbuf, errlen,
-				        "%s logged us on as guest, and guest sessions cannot be "
-				        "encrypted",
-				        c->host);
-				err = -EACCES;
-			} else if (!c->crypt.have_key) {
-				set_err(errbuf, errlen,
-				        "%s requires encryption for the session, but no cipher was "
-				        "negotiated (SMB %s)",
-				        c->host, smb2_dialect_str(c->dialect));
-				err = -EPROTONOSUPPORT;
-			} else {
-				crypt_activate(c, o->require_encryption
-				                      ? "seal"
-				                      : "the server requires it for the session");
-			}
-		}
-		c->guest = guest;
+		err =
+		    setup_done(c, ch, o, binding, guest, auth, &ssr, p, hash, who, errbuf, errlen);
 		smb_req_put(req);
 		smb_auth_free(auth);
-		if (err)
-			return err;
-		smb_info("%s: session 0x%llx set up for '%s' (%s), signing %s", c->host,
-		         (unsigned long long)c->session_id, who, guest ? "guest" : "user",
-		         c->signing.active ? "on" : "off");
-		return 0;
+		return err;
 	}
 	smb_auth_free(auth);
 	set_err(errbuf, errlen, "authentication with %s did not finish", c->host);
@@ -1273,7 +1353,7 @@ static int chan_adopt(struct smb_client *c, struct smb_conn *conn, struct smb_ch
 	return 0;
 }
 
-int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr *addr,
+int smb_chan_open(struct smb_client *c, enum smb_transport_kind kind, const struct sockaddr *addr,
                   socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
                   struct smb_chan **out)
 {
@@ -1284,9 +1364,9 @@ int smb_chan_open(struct smb_client *c, const char *kind, const struct sockaddr 
 	return err ? err : chan_adopt(c, conn, out);
 }
 
-uint16_t smb_client_kind_port(const struct smb_client *c, const char *kind)
+uint16_t smb_client_kind_port(const struct smb_client *c, enum smb_transport_kind kind)
 {
-	return strcmp(kind, "quic") == 0 ? c->quic_port : c->port;
+	return kind == SMB_TRANSPORT_QUIC ? c->quic_port : c->port;
 }
 
 int smb_chan_publish(struct smb_client *c, struct smb_chan *ch)
@@ -1345,11 +1425,11 @@ static int dial_one(struct smb_client *c, const struct addrinfo *ai, const char 
 		((struct sockaddr_in6 *)&quic)->sin6_port = qport;
 	snprintf(tcp_peer, sizeof(tcp_peer), "%s port %u", name, c->port);
 	snprintf(quic_peer, sizeof(quic_peer), "%s udp port %u (quic)", name, c->quic_port);
-	if (strcmp(c->dial_kind, "auto") != 0) {
-		bool q = strcmp(c->dial_kind, "quic") == 0;
+	if (!c->dial_auto) {
+		bool q = c->dial_kind == SMB_TRANSPORT_QUIC;
 		int err = smb_chan_open(c, c->dial_kind, (struct sockaddr *)(q ? &quic : &tcp),
 		                        ai->ai_addrlen, q ? quic_peer : tcp_peer, ctimeout, out);
-		if (!err && strcmp(c->dial_kind, "rdma") != 0)
+		if (!err && c->dial_kind != SMB_TRANSPORT_RDMA)
 			c->stream_kind = c->dial_kind;
 		return err;
 	}
@@ -1364,7 +1444,7 @@ static int dial_one(struct smb_client *c, const struct addrinfo *ai, const char 
 	    .timeout_ms = c->hard ? 0 : c->timeout_ms,
 	};
 	struct smb_conn *conn;
-	const char *kind;
+	enum smb_transport_kind kind;
 	int err = smb_dial_race(c->loop, &c->racers, &spec, &conn, &kind);
 	if (err)
 		return err;
@@ -1418,7 +1498,7 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 	struct smb_chan *ch = NULL;
 	const char *gai_error;
 	int err = smb_client_dial(c, ctimeout, &ch, &gai_error);
-	bool dquic = strcmp(c->dial_kind, "quic") == 0;
+	bool dquic = !c->dial_auto && c->dial_kind == SMB_TRANSPORT_QUIC;
 	const char *dport_what = dquic ? "udp port" : "port";
 	unsigned dport = dquic ? c->quic_port : c->port;
 	if (gai_error) {
@@ -1451,7 +1531,7 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 		        "the TLS certificate of %s (QUIC, udp port %u) was refused: see the line "
 		        "above for why; cafile= names the CA to trust",
 		        c->host, c->quic_port);
-	else if (strcmp(c->dial_kind, "auto") == 0 && err)
+	else if (c->dial_auto && err)
 		set_err(errbuf, errlen,
 		        "neither TCP port %u nor QUIC (udp port %u) of %s connected: %s", c->port,
 		        c->quic_port, c->host, strerror(-err));
@@ -1494,18 +1574,19 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	c->port = o->port ? o->port : 445;
 	c->rdma = o->rdma;
 	c->quic_port = o->quic_port ? o->quic_port : 443;
-	c->dial_kind = o->rdma ? "rdma" : o->transport ? talloc_strdup(c, o->transport) : "tcp";
-	c->stream_kind = "tcp";
+	const char *dial = o->rdma ? "rdma" : o->transport ? o->transport : "tcp";
+	int dial_kind = smb_transport_kind_parse(dial);
+	c->dial_auto = strcmp(dial, "auto") == 0;
+	c->dial_kind = dial_kind < 0 ? SMB_TRANSPORT_TCP : (enum smb_transport_kind)dial_kind;
+	c->stream_kind = SMB_TRANSPORT_TCP;
 	c->quic.server_name = c->host;
 	c->quic.cafile = o->cafile ? talloc_strdup(c, o->cafile) : NULL;
 	c->quic.certfile = o->certfile ? talloc_strdup(c, o->certfile) : NULL;
 	c->quic.keyfile = o->keyfile ? talloc_strdup(c, o->keyfile) : NULL;
 	c->quic.cancel_fd = -1;
 	smb_dial_racers_init(&c->racers);
-	if (strcmp(c->dial_kind, "tcp") && strcmp(c->dial_kind, "rdma") &&
-	    strcmp(c->dial_kind, "quic") && strcmp(c->dial_kind, "auto")) {
-		set_err(errbuf, errlen, "unknown transport '%s' (tcp, rdma, quic or auto)",
-		        c->dial_kind);
+	if (dial_kind < 0 && !c->dial_auto) {
+		set_err(errbuf, errlen, "unknown transport '%s' (tcp, rdma, quic or auto)", dial);
 		err = -EINVAL;
 		goto fail;
 	}

@@ -199,7 +199,7 @@ static bool rdma_allowed(struct smb_mc *mc)
 	struct smb_client *c = mc->c;
 	if (mc->opts->no_rdma_channels)
 		return false;
-	if (strcmp(c->stream_kind, "quic") != 0 || smb_client_sealed(c))
+	if (c->stream_kind != SMB_TRANSPORT_QUIC || smb_client_sealed(c))
 		return true;
 	if (!mc->said_no_rdma) {
 		mc->said_no_rdma = true;
@@ -277,7 +277,7 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 	socklen_t sl;
 	char host[INET6_ADDRSTRLEN] = "?", peer[96], err[256] = "";
 	/* Non-RDMA channels go the way channel 0 went (TCP or QUIC). */
-	const char *kind = rdma ? "rdma" : c->stream_kind;
+	enum smb_transport_kind kind = rdma ? SMB_TRANSPORT_RDMA : c->stream_kind;
 	netif_sockaddr(f, rdma ? 0 : smb_client_kind_port(c, kind), &ss, &sl);
 	inet_ntop(f->family, f->addr, host, sizeof(host));
 	if (!route_allowed(mc, &ss, sl)) {
@@ -285,7 +285,7 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 		          mc->opts->mc_interfaces);
 		return -ENETUNREACH;
 	}
-	snprintf(peer, sizeof(peer), "%s %s channel", host, kind);
+	snprintf(peer, sizeof(peer), "%s %s channel", host, smb_transport_kind_name(kind));
 
 	void *mem = talloc_new(NULL);
 	struct smb_chan *ch = NULL;

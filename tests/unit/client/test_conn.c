@@ -27,7 +27,7 @@ struct fake {
 	struct smb2_hdr sent[MAX_SENT]; /* headers of every PDU sent */
 	int nsent;
 	bool dead;
-	bool hold;                  /* keep txbufs (a full socket) until released */
+	bool hold; /* keep txbufs (a full socket) until released */
 	struct smb_txbuf *held[8];
 	int nheld;
 };
@@ -248,8 +248,8 @@ static struct smb_conn *open_conn(unsigned timeout_ms)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	struct smb_conn *c;
-	int err = smb_conn_open(loop, "tcp", NULL, (struct sockaddr *)&sa, sizeof(sa), "fake", 1000,
-	                        timeout_ms, &c);
+	int err = smb_conn_open(loop, SMB_TRANSPORT_TCP, NULL, (struct sockaddr *)&sa, sizeof(sa),
+	                        "fake", 1000, timeout_ms, &c);
 	CHECK_EQ(err, 0);
 	return c;
 }
