@@ -722,6 +722,58 @@ int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_loc
 	return -EOPNOTSUPP;
 }
 
+/* Nor the calls of client/ops_fsctl.c. */
+int smb_copy_range(struct smb_client *c, struct smb2_fileid src, uint64_t src_off,
+                   struct smb2_fileid dst, uint64_t dst_off, uint64_t len, smb_copy_cb cb,
+                   void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_zero_range(struct smb_client *c, struct smb2_fileid fid, uint64_t off, uint64_t len,
+                   bool punch, smb_status_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_query_ranges(struct smb_client *c, struct smb2_fileid fid, uint64_t off, uint64_t len,
+                     smb_ranges_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_list_eas(struct smb_client *c, const char *path, const char *name, smb_eas_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_lock_range(struct smb_client *c, struct smb2_fileid fid, uint64_t off, uint64_t len,
+                   uint32_t flags, smb_status_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_mfsymlink_create(struct smb_client *c, const char *path, const char *target,
+                         smb_status_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_mfsymlink_read(struct smb_client *c, const char *path, smb_target_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_read_symlink(struct smb_client *c, const char *path, smb_target_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_read_rdev(struct smb_client *c, const char *path, smb_rdev_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
 void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg)
 {
 	/* the fake grants no oplocks and breaks none */
