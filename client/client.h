@@ -213,13 +213,13 @@ struct smb_attr {
 	bool symlink;             /* never set by the engine: fuse/ marks mfsymlinks */
 	uint8_t oplock;           /* smb_open only: the oplock granted (SMB2_OPLOCK_LEVEL_*) */
 	uint32_t lease;           /* smb_open only, oplock SMB2_OPLOCK_LEVEL_LEASE: the lease
-	                             state granted (SMB2_LEASE_*, client/proto/smb2_lease.h) */
+	                             state granted (SMB2_LEASE_*, client/proto/smb2_const.h) */
 	/* With the SMB3 POSIX extensions in use (smb_client_info.posix) every
 	 * smb_attr the engine hands out has posix set and these filled from
 	 * the server's POSIX information; file_id is then its inode number. */
 	bool posix;
 	uint32_t mode;     /* S_IFMT type bits | permission bits (07777) */
-	uint32_t uid, gid; /* SMB2_POSIX_ID_NONE (client/proto/smb2_posix.h): a SID
+	uint32_t uid, gid; /* SMB2_POSIX_ID_NONE (client/proto/smb2_const.h): a SID
 	                      with no Unix id */
 	uint32_t rdev;     /* device number of a character or block device, as
 	                      SMB_ATTR_RDEV() makes it: the POSIX information's
@@ -406,6 +406,18 @@ int smb_fsctl(struct smb_client *c, struct smb2_fileid fid, uint32_t code, const
 struct smb2_lock_elem;
 int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_lock_elem *e,
              uint16_t n, smb_status_cb cb, void *arg);
+
+/* ---- the public constants ------------------------------------------------------------ *
+ * This header is all fuse/ and lib/ include of the engine.  The numbers they
+ * need (STATUS_*, FILE_ATTRIBUTE_*, FILE_* access and create values,
+ * SMB2_OPLOCK_LEVEL_*, SMB2_LEASE_*, SMB2_POSIX_ID_NONE, dialects, ciphers)
+ * come with it from client/proto/smb2_const.h, through the
+ * client/proto/smb2.h included above for struct smb2_fileid and the name and
+ * time helpers.  smb2_const.h holds #defines and enums only, no code, so it
+ * serves as the public constants header as it is; a second copy of the
+ * numbers here could only drift from it.  The codec's encoders and decoders
+ * that smb2.h also declares are not for fuse/ or lib/: every PDU and payload
+ * is built and parsed in client/ (the calls below). */
 
 /* ---- byte ranges, EA lists, locks and links as parsed values ---------------------- *
  * (client/ops_fsctl.c.)  fuse/ and lib/ use these rather than smb_fsctl(),
