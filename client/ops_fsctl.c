@@ -289,23 +289,19 @@ static void eas_done(void *arg, int err, uint32_t status, const uint8_t *buf, si
 		len = 0;
 	}
 	if (!err && status == STATUS_SUCCESS) {
-		/* each entry takes at least 12 bytes (8, a name, its NUL, 4-aligned) */
-		size_t max = len / 12 + 1;
+		size_t max = SMB2_EA_LIST_MAX(len);
+		struct smb2_ea *e = talloc_array(o, struct smb2_ea, max);
 		eas = talloc_array(o, struct smb_ea_entry, max);
-		uint32_t off = 0;
-		struct smb2_ea e;
-		int step = 0;
-		if (!eas)
+		if (!e || !eas) {
 			err = -ENOMEM;
-		while (!err && (step = smb2_ea_next(buf, len, &off, &e)) == 1 && n < max)
-			if (e.value_len)
-				eas[n++] =
-				    (struct smb_ea_entry){e.name, e.name_len, e.value, e.value_len};
-		if (!err && step != 0) {
+		} else if (smb2_ea_list_decode(buf, len, e, max, &n) < 0 || n > max) {
 			smb_err("%s: malformed EA list from the server; failing with EIO",
 			        o->c->host);
 			err = -EIO;
 		}
+		for (size_t i = 0; !err && i < n; i++)
+			eas[i] = (struct smb_ea_entry){e[i].name, e[i].name_len, e[i].value,
+			                               e[i].value_len};
 	}
 	if (err) {
 		status = 0;
