@@ -488,6 +488,10 @@ typedef void (*smb_eas_cb)(void *arg, int err, uint32_t status, const struct smb
 int smb_list_eas(struct smb_client *c, const char *path, const char *name, smb_eas_cb cb,
                  void *arg);
 
+/* The default of smb_client_opts.rdma_threshold: READ/WRITE of at most
+ * this many bytes go inline, copied (fuse/ lends no buffer for them). */
+#define SMB_CLIENT_RDMA_THRESHOLD 4096
+
 /* Byte-range locks: one LOCK request with one element.  flags: SMB_LOCK_SHARED
  * or SMB_LOCK_EXCLUSIVE, with SMB_LOCK_FAIL_IMMEDIATELY not to wait on the
  * server; or SMB_LOCK_UNLOCK alone. */

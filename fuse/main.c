@@ -868,6 +868,7 @@ static int run(struct mount_args *a)
 			         "once into the engine's buffers",
 			         a->source, strerror(-err));
 	}
+	fs.lend_min = copts.rdma_threshold ? copts.rdma_threshold : SMB_CLIENT_RDMA_THRESHOLD;
 	fs.policy.uid = a->opts.uid;
 	fs.policy.gid = a->opts.gid;
 	fs.policy.file_mode = a->opts.file_mode;

@@ -420,8 +420,10 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	ctx->nodeid = ino;
 	/* buf lies in the request buffer the pump read into: borrow that
 	 * buffer until the write is done, and the engine can have the server
-	 * RDMA-Read the payload from it in place.  Else smb_write() copies. */
-	ctx->lent = reqbuf_lend(fs->reqbufs, buf, size);
+	 * RDMA-Read the payload from it in place.  Else smb_write() copies; a
+	 * write at or below the RDMA threshold goes inline and is copied
+	 * anyway, so it leaves the buffer to the pump. */
+	ctx->lent = size > fs->lend_min ? reqbuf_lend(fs->reqbufs, buf, size) : -1;
 	if (ctx->lent >= 0)
 		rc = smb_write_lent(fs->client, smbfs_file_of(fi)->fid, (uint64_t)off, buf, size,
 		                    write_done, ctx);

@@ -59,6 +59,9 @@ struct smbfs {
 	struct smbfs_file *handles; /* guarded by handles_lock */
 	/* The buffers /dev/fuse is read into; writes borrow them (reqbuf.h). */
 	struct reqbuf_pool *reqbufs;
+	/* Writes of at most this many bytes go inline (the mount's
+	 * rdma_threshold): the engine copies them, so they borrow nothing. */
+	size_t lend_min;
 	/* Lease breaks acknowledged from cache.c's threads: under ack_lock,
 	 * and not once client_gone (set before smb_client_destroy()). */
 	pthread_mutex_t ack_lock;
