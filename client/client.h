@@ -434,7 +434,9 @@ int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_loc
  * dst at dst_off, clamped to the source's end of file: QUERY_INFO on src,
  * FSCTL_SRV_REQUEST_RESUME_KEY on src, then FSCTL_SRV_COPYCHUNK_WRITE on dst
  * (dst opened with read access too) in requests of at most 16 chunks of
- * 1 MiB, until done or the server copies less than asked.  cb gets copied,
+ * 1 MiB (Samba's limits; a server that answers STATUS_INVALID_PARAMETER
+ * with lower ones gets the request again within them), until done or the
+ * server copies less than asked.  cb gets copied,
  * the bytes copied (a partial copy is one: report it like a short write),
  * and the (err, status) that stopped the copy (0/STATUS_SUCCESS when it
  * ended normally, also when the source ends at src_off: copied 0).

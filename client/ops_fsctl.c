@@ -34,7 +34,8 @@ _Static_assert(SMB_LOCK_UNLOCK == SMB2_LOCKFLAG_UNLOCK, "lock flags");
 _Static_assert(SMB_LOCK_FAIL_IMMEDIATELY == SMB2_LOCKFLAG_FAIL_IMMEDIATELY, "lock flags");
 
 /* Samba's copychunk limits (what it answers STATUS_INVALID_PARAMETER with);
- * Windows allows the same or more. */
+ * Windows allows the same or more.  A server that allows less says so in
+ * that answer, and the copy goes on within its limits. */
 #define CHUNK_SIZE (1u << 20)
 #define CHUNKS_MAX 16
 #define RANGES_OUT 65536
@@ -49,6 +50,8 @@ struct copy_op {
 	uint64_t off_in, off_out, left, done;
 	uint8_t key[SMB2_RESUME_KEY_LEN];
 	uint32_t asked; /* bytes in the request in flight */
+	/* per request: chunks, bytes per chunk, bytes in all */
+	uint32_t chunks_max, chunk_size, total_max;
 };
 
 static void copy_finish(struct copy_op *o, int err, uint32_t status, bool no_offload)
@@ -62,10 +65,37 @@ static void copy_finish(struct copy_op *o, int err, uint32_t status, bool no_off
 
 static void copy_next(struct copy_op *o);
 
+/* STATUS_INVALID_PARAMETER with the server's limits ([MS-SMB2] 3.3.5.15.6:
+ * ChunksWritten, ChunkBytesWritten, TotalBytesWritten are its maximums):
+ * take them when any is below ours, so the copy is retried within them.
+ * Each retry lowers a limit, so a server cannot keep it going. */
+static bool copy_take_limits(struct copy_op *o, const struct smb2_copychunk_rsp *r)
+{
+	if (!r->chunks_written || !r->chunk_bytes_written || !r->total_bytes_written ||
+	    (r->chunks_written >= o->chunks_max && r->chunk_bytes_written >= o->chunk_size &&
+	     r->total_bytes_written >= o->total_max))
+		return false;
+	if (r->chunks_written < o->chunks_max)
+		o->chunks_max = r->chunks_written;
+	if (r->chunk_bytes_written < o->chunk_size)
+		o->chunk_size = r->chunk_bytes_written;
+	if (r->total_bytes_written < o->total_max)
+		o->total_max = r->total_bytes_written;
+	smb_info("%s: server-side copy within the server's limits: %u chunks of %u bytes, "
+	         "%u bytes a request",
+	         o->c->host, o->chunks_max, o->chunk_size, o->total_max);
+	return true;
+}
+
 static void copy_chunked(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
 {
 	struct copy_op *o = arg;
 	struct smb2_copychunk_rsp r;
+	if (!err && status == STATUS_INVALID_PARAMETER && buf &&
+	    smb2_copychunk_rsp_decode(buf, len, &r) == 0 && copy_take_limits(o, &r)) {
+		copy_next(o);
+		return;
+	}
 	if (err || status != STATUS_SUCCESS) {
 		copy_finish(o, err, status, false);
 		return;
@@ -92,8 +122,9 @@ static void copy_next(struct copy_op *o)
 	struct smb2_chunk ch[CHUNKS_MAX];
 	uint32_t n = 0;
 	uint64_t asked = 0;
-	while (n < CHUNKS_MAX && asked < o->left) {
-		uint64_t l = o->left - asked < CHUNK_SIZE ? o->left - asked : CHUNK_SIZE;
+	uint64_t most = o->left < o->total_max ? o->left : o->total_max;
+	while (n < o->chunks_max && asked < most) {
+		uint64_t l = most - asked < o->chunk_size ? most - asked : o->chunk_size;
 		ch[n++] = (struct smb2_chunk){o->off_in + asked, o->off_out + asked, (uint32_t)l};
 		asked += l;
 	}
@@ -154,7 +185,10 @@ int smb_copy_range(struct smb_client *c, struct smb2_fileid src, uint64_t src_of
 	                      .dst = dst,
 	                      .off_in = src_off,
 	                      .off_out = dst_off,
-	                      .left = len};
+	                      .left = len,
+	                      .chunks_max = CHUNKS_MAX,
+	                      .chunk_size = CHUNK_SIZE,
+	                      .total_max = CHUNKS_MAX * CHUNK_SIZE};
 	int rc = smb_fstat(c, src, copy_have_size, o);
 	if (rc < 0)
 		talloc_free(o);
