@@ -436,10 +436,10 @@ int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_loc
  * (dst opened with read access too) in requests of at most 16 chunks of
  * 1 MiB (Samba's limits; a server that answers STATUS_INVALID_PARAMETER
  * with lower ones gets the request again within them), until done or the
- * server copies less than asked.  cb gets copied,
- * the bytes copied (a partial copy is one: report it like a short write),
- * and the (err, status) that stopped the copy (0/STATUS_SUCCESS when it
- * ended normally, also when the source ends at src_off: copied 0).
+ * server copies less than asked.  cb gets copied, the bytes copied (a
+ * partial copy is one: report it like a short write), and the (err,
+ * status) that stopped the copy (0/STATUS_SUCCESS when it ended normally,
+ * also when the source ends at src_off: copied 0).
  * no_offload: the failure came from the resume key request, i.e. the server
  * does no server-side copy from this handle (the caller falls back to read
  * and write). */
