@@ -213,13 +213,13 @@ struct smb_attr {
 	bool symlink;             /* never set by the engine: fuse/ marks mfsymlinks */
 	uint8_t oplock;           /* smb_open only: the oplock granted (SMB2_OPLOCK_LEVEL_*) */
 	uint32_t lease;           /* smb_open only, oplock SMB2_OPLOCK_LEVEL_LEASE: the lease
-	                             state granted (SMB2_LEASE_*, client/proto/smb2_lease.h) */
+	                             state granted (SMB2_LEASE_*, client/proto/smb2_const.h) */
 	/* With the SMB3 POSIX extensions in use (smb_client_info.posix) every
 	 * smb_attr the engine hands out has posix set and these filled from
 	 * the server's POSIX information; file_id is then its inode number. */
 	bool posix;
 	uint32_t mode;     /* S_IFMT type bits | permission bits (07777) */
-	uint32_t uid, gid; /* SMB2_POSIX_ID_NONE (client/proto/smb2_posix.h): a SID
+	uint32_t uid, gid; /* SMB2_POSIX_ID_NONE (client/proto/smb2_const.h): a SID
 	                      with no Unix id */
 	uint32_t rdev;     /* device number of a character or block device, as
 	                      SMB_ATTR_RDEV() makes it: the POSIX information's
@@ -409,6 +409,128 @@ int smb_fsctl(struct smb_client *c, struct smb2_fileid fid, uint32_t code, const
 struct smb2_lock_elem;
 int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_lock_elem *e,
              uint16_t n, smb_status_cb cb, void *arg);
+
+/* ---- the public constants ------------------------------------------------------------ *
+ * This header is all fuse/ and lib/ include of the engine.  The numbers they
+ * need (STATUS_*, FILE_ATTRIBUTE_*, FILE_* access and create values,
+ * SMB2_OPLOCK_LEVEL_*, SMB2_LEASE_*, SMB2_POSIX_ID_NONE, dialects, ciphers)
+ * come with it from client/proto/smb2_const.h, through the
+ * client/proto/smb2.h included above for struct smb2_fileid and the name and
+ * time helpers.  smb2_const.h holds #defines and enums only, no code, so it
+ * serves as the public constants header as it is; a second copy of the
+ * numbers here could only drift from it.  The codec's encoders and decoders
+ * that smb2.h also declares are not for fuse/ or lib/: every PDU and payload
+ * is built and parsed in client/ (the calls below). */
+
+/* ---- byte ranges, EA lists, locks and links as parsed values ---------------------- *
+ * (client/ops_fsctl.c.)  fuse/ and lib/ use these rather than smb_fsctl(),
+ * smb_query_eas(), smb_lock() and smb_get_reparse() with a payload they would
+ * encode or decode themselves: every SMB2 structure is built and parsed in
+ * the engine.  The rules at the top of this file hold: a call fails
+ * synchronously (-errno, no callback) or calls back exactly once on the loop
+ * thread; any thread may call them.  Every pointer handed to a callback is
+ * valid during it only (the engine's talloc memory, freed after the callback
+ * returns; copy what is to be kept).  A payload the server sent that does not
+ * parse is logged and reported as err -EIO. */
+
+/* Server-side copy of len (> 0, else -EINVAL) bytes from src at src_off to
+ * dst at dst_off, clamped to the source's end of file: QUERY_INFO on src,
+ * FSCTL_SRV_REQUEST_RESUME_KEY on src, then FSCTL_SRV_COPYCHUNK_WRITE on dst
+ * (dst opened with read access too) in requests of at most 16 chunks of
+ * 1 MiB (Samba's limits; a server that answers STATUS_INVALID_PARAMETER
+ * with lower ones gets the request again within them), until done or the
+ * server copies less than asked.  cb gets copied, the bytes copied (a
+ * partial copy is one: report it like a short write), and the (err,
+ * status) that stopped the copy (0/STATUS_SUCCESS when it ended normally,
+ * also when the source ends at src_off: copied 0).
+ * no_offload: the failure came from the resume key request, i.e. the server
+ * does no server-side copy from this handle (the caller falls back to read
+ * and write). */
+typedef void (*smb_copy_cb)(void *arg, int err, uint32_t status, uint64_t copied, bool no_offload);
+int smb_copy_range(struct smb_client *c, struct smb2_fileid src, uint64_t src_off,
+                   struct smb2_fileid dst, uint64_t dst_off, uint64_t len, smb_copy_cb cb,
+                   void *arg);
+
+/* Zero [off, off+len) of an open file: FSCTL_SET_ZERO_DATA.  punch: first
+ * FSCTL_SET_SPARSE (its result ignored: without sparse files the range just
+ * stays allocated), so the range is deallocated.  The size never changes.
+ * -EINVAL if off + len overflows. */
+int smb_zero_range(struct smb_client *c, struct smb2_fileid fid, uint64_t off, uint64_t len,
+                   bool punch, smb_status_cb cb, void *arg);
+
+/* The allocated (data) ranges of an open file inside [off, off+len):
+ * FSCTL_QUERY_ALLOCATED_RANGES, at most 64 KiB of answer (4096 ranges).
+ * cb gets them in ascending, non-overlapping order with status
+ * STATUS_SUCCESS, or STATUS_BUFFER_OVERFLOW when the server cut the list
+ * (the ranges given are still valid); any other status with none
+ * (STATUS_INVALID_DEVICE_REQUEST, STATUS_NOT_SUPPORTED: the server or file
+ * system keeps no such list). */
+struct smb_range {
+	uint64_t off, len;
+};
+typedef void (*smb_ranges_cb)(void *arg, int err, uint32_t status, const struct smb_range *r,
+                              size_t n);
+int smb_query_ranges(struct smb_client *c, struct smb2_fileid fid, uint64_t off, uint64_t len,
+                     smb_ranges_cb cb, void *arg);
+
+/* Extended attributes as a list.  An EA with no value does not exist
+ * (Windows semantics: setting one to "" removes it), so such entries are
+ * left out; a file with no EAs (STATUS_NO_EAS_ON_FILE, or
+ * STATUS_NONEXISTENT_EA_ENTRY when name is asked for) is an empty list with
+ * STATUS_SUCCESS.  name is NUL-terminated at name_len and holds no NUL; the
+ * server compares names case-insensitively (so should the caller). */
+#define SMB_EA_NAME_MAX  255   /* EaNameLength is one byte */
+#define SMB_EA_VALUE_MAX 65535 /* EaValueLength is two */
+struct smb_ea_entry {
+	const char *name;
+	size_t name_len;
+	const uint8_t *value;
+	size_t value_len; /* > 0 */
+};
+typedef void (*smb_eas_cb)(void *arg, int err, uint32_t status, const struct smb_ea_entry *eas,
+                           size_t n);
+/* All EAs of path, or only name's (NULL: all): smb_query_eas(), parsed. */
+int smb_list_eas(struct smb_client *c, const char *path, const char *name, smb_eas_cb cb,
+                 void *arg);
+
+/* The default of smb_client_opts.rdma_threshold: READ/WRITE of at most
+ * this many bytes go inline (a lent buffer is sent in place). */
+#define SMB_CLIENT_RDMA_THRESHOLD 4096
+
+/* Byte-range locks: one LOCK request with one element.  flags: SMB_LOCK_SHARED
+ * or SMB_LOCK_EXCLUSIVE, with SMB_LOCK_FAIL_IMMEDIATELY not to wait on the
+ * server; or SMB_LOCK_UNLOCK alone. */
+#define SMB_LOCK_SHARED           0x01u
+#define SMB_LOCK_EXCLUSIVE        0x02u
+#define SMB_LOCK_UNLOCK           0x04u
+#define SMB_LOCK_FAIL_IMMEDIATELY 0x10u
+int smb_lock_range(struct smb_client *c, struct smb2_fileid fid, uint64_t off, uint64_t len,
+                   uint32_t flags, smb_status_cb cb, void *arg);
+
+/* Minshall+French symlink files ("mfsymlinks", as cifs.ko): a regular file
+ * of exactly SMB_MFSYMLINK_SIZE bytes holding the target and its MD5. */
+#define SMB_MFSYMLINK_SIZE       1067
+#define SMB_MFSYMLINK_TARGET_MAX 1024
+/* Create path (it must not exist) as an mfsymlink to target (1 ..
+ * SMB_MFSYMLINK_TARGET_MAX bytes, else -EINVAL): smb_put_small(). */
+int smb_mfsymlink_create(struct smb_client *c, const char *path, const char *target,
+                         smb_status_cb cb, void *arg);
+/* Read path as an mfsymlink: smb_get_small() of SMB_MFSYMLINK_SIZE bytes.
+ * target (NUL-terminated) is NULL, with STATUS_SUCCESS, when the file is
+ * none (not in the format, or its MD5 does not match). */
+typedef void (*smb_target_cb)(void *arg, int err, uint32_t status, const char *target);
+int smb_mfsymlink_read(struct smb_client *c, const char *path, smb_target_cb cb, void *arg);
+/* The target of a symbolic link the server keeps as one (its symlink
+ * reparse point: smb_get_reparse()): its substitute name in UTF-8, as the
+ * server wrote it (at most PATH_MAX - 1 bytes); err -EINVAL when path is
+ * no symbolic link (any more). */
+int smb_read_symlink(struct smb_client *c, const char *path, smb_target_cb cb, void *arg);
+/* The device numbers of a device node from its NFS reparse point
+ * (smb_get_reparse(); Samba 4.22 describes its share's devices so):
+ * rdev as SMB_ATTR_RDEV() makes it; err -EOPNOTSUPP when the reparse
+ * point is well formed but no character or block device's. */
+typedef void (*smb_rdev_cb)(void *arg, int err, uint32_t status, uint32_t rdev);
+int smb_read_rdev(struct smb_client *c, const char *path, smb_rdev_cb cb, void *arg);
 
 /* ---- time helpers ----------------------------------------------------------- */
 /* See smb_nttime_to_timespec() in client/proto/smb2.h. */

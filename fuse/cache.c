@@ -60,8 +60,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/proto/smb2_const.h"
-#include "client/proto/smb2_lease.h"
 #include "common/log.h"
 
 struct inval_job {

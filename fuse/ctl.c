@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "client/client.h"
-#include "client/proto/smb2_const.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "fuse/ctl.h"

@@ -4,7 +4,7 @@
  *
  * Symbolic links are Minshall+French symlink files (the `mfsymlinks` format
  * cifs.ko uses): a regular file of exactly 1067 bytes holding the target
- * and its MD5 (client/proto/smb2_fsctl.h).  smbfs_stat() is smb_stat() that
+ * and its MD5 (smb_mfsymlink_create/read() of the engine).  smbfs_stat() is smb_stat() that
  * also recognises them: a 1067-byte file is read (one round trip) and, if
  * it is one, reported as a symlink whose size is the target's length.
  * Without the mfsymlinks option none of this happens and symlink() fails
@@ -24,8 +24,6 @@
 #include "fuse/smbfs.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,38 +31,12 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-#include "client/proto/smb2_const.h"
-#include "client/proto/smb2_fsctl.h"
 #include "common/log.h"
 #include "fuse/errno_map.h"
 
 #define XATTR_USER "user."
 /* The largest FILE_FULL_EA_INFORMATION entry Samba 4.17 accepts. */
-#define SMB2_EA_ENTRY_MAX 65536
-
-static void md5_hex(const void *p, size_t n, char out[33])
-{
-	unsigned char d[EVP_MAX_MD_SIZE];
-	unsigned int dl = 0;
-	if (!EVP_Digest(p, n, d, &dl, EVP_md5(), NULL) || dl != 16) {
-		memset(out, '0', 32);
-	} else {
-		for (unsigned i = 0; i < 16; i++)
-			snprintf(out + 2 * i, 3, "%02x", d[i]);
-	}
-	out[32] = '\0';
-}
-
-/* Is buf[0..len) an mfsymlink whose recorded MD5 matches?  Its target then. */
-static bool mfsymlink_target(const uint8_t *buf, size_t len, const char **t, size_t *tl)
-{
-	const char *md5;
-	char want[33];
-	if (smb_mfsymlink_decode(buf, len, t, tl, &md5) != 0)
-		return false;
-	md5_hex(*t, *tl, want);
-	return strncasecmp(want, md5, 32) == 0;
-}
+#define SMB_EA_ENTRY_MAX 65536
 
 /* ---- smbfs_stat: smb_stat that sees mfsymlinks and device numbers --------------------- */
 
@@ -76,15 +48,13 @@ struct stat_ctx {
 	char path[];
 };
 
-static void stat_link_read(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+static void stat_link_read(void *arg, int err, uint32_t status, const char *target)
 {
 	struct stat_ctx *ctx = arg;
-	const char *t;
-	size_t tl;
 	/* Unreadable (no permission, gone): report the file as it stands. */
-	if (!err && status == STATUS_SUCCESS && mfsymlink_target(buf, len, &t, &tl)) {
+	if (!err && status == STATUS_SUCCESS && target) {
 		ctx->attr.symlink = true;
-		ctx->attr.end_of_file = tl;
+		ctx->attr.end_of_file = strlen(target);
 	}
 	ctx->cb(ctx->arg, 0, STATUS_SUCCESS, &ctx->attr);
 	free(ctx);
@@ -95,13 +65,11 @@ static void stat_link_read(void *arg, int err, uint32_t status, const uint8_t *b
  * numbers of a device only in the NFS reparse point it reports for it
  * (4.22, util_reparse.c); ksmbd has no such reparse point and puts the
  * device's numbers (the kernel's dev_t) in DeviceId, which then stay. */
-static void stat_dev_read(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+static void stat_dev_read(void *arg, int err, uint32_t status, uint32_t rdev)
 {
 	struct stat_ctx *ctx = arg;
-	struct smb2_nfs_reparse r;
-	if (!err && status == STATUS_SUCCESS && smb2_nfs_reparse_decode(buf, len, &r) == 0 &&
-	    (r.type == NFS_SPECFILE_CHR || r.type == NFS_SPECFILE_BLK))
-		ctx->attr.rdev = SMB_ATTR_RDEV(r.major, r.minor);
+	if (!err && status == STATUS_SUCCESS)
+		ctx->attr.rdev = rdev;
 	ctx->cb(ctx->arg, 0, STATUS_SUCCESS, &ctx->attr);
 	free(ctx);
 }
@@ -121,9 +89,8 @@ static void stat_done(void *arg, int err, uint32_t status, const struct smb_attr
 	}
 	ctx->attr = *attr;
 	int rc = posix_device(attr)
-	             ? smb_get_reparse(ctx->fs->client, ctx->path, stat_dev_read, ctx)
-	             : smb_get_small(ctx->fs->client, ctx->path, SMB_MFSYMLINK_SIZE, stat_link_read,
-	                             ctx);
+	             ? smb_read_rdev(ctx->fs->client, ctx->path, stat_dev_read, ctx)
+	             : smb_mfsymlink_read(ctx->fs->client, ctx->path, stat_link_read, ctx);
 	if (rc < 0) {
 		ctx->cb(ctx->arg, 0, STATUS_SUCCESS, &ctx->attr);
 		free(ctx);
@@ -303,53 +270,25 @@ void smbfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 	char *path = new_path_or_reply(req, parent, name);
 	if (!path)
 		return;
-	uint8_t buf[SMB_MFSYMLINK_SIZE];
-	char md5[33];
-	md5_hex(link, tl, md5);
-	ssize_t n = smb_mfsymlink_encode(buf, sizeof(buf), link, tl, md5);
-	struct new_ctx *ctx = n < 0 ? NULL : new_ctx_new(req, parent, name, path);
-	int rc = n < 0  ? (int)n
-	         : !ctx ? -ENOMEM
-	                : smb_put_small(fs->client, path, buf, (size_t)n, new_made, ctx);
+	struct new_ctx *ctx = new_ctx_new(req, parent, name, path);
+	int rc = !ctx ? -ENOMEM : smb_mfsymlink_create(fs->client, path, link, new_made, ctx);
 	if (rc < 0)
 		new_failed(req, ctx, path, rc);
 }
 
-static void readlink_done(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+/* The target of an mfsymlink, or of a link the server keeps as one (SMB3
+ * POSIX: Samba 4.22 reports the symbolic links of its share as S_IFLNK and
+ * gives their target as a symlink reparse point, the target as readlink(2)
+ * reads it there, except that an absolute one inside the link's own
+ * directory comes relative). */
+static void readlink_done(void *arg, int err, uint32_t status, const char *target)
 {
 	fuse_req_t req = arg;
-	const char *t;
-	size_t tl;
-	int rc = smb_errno(err, status);
-	if (rc) {
-		fuse_reply_err(req, rc);
-	} else if (!mfsymlink_target(buf, len, &t, &tl)) {
-		/* it stopped being one since the lookup */
-		fuse_reply_err(req, EINVAL);
-	} else {
-		char target[SMB_MFSYMLINK_TARGET_MAX + 1];
-		memcpy(target, t, tl);
-		target[tl] = '\0';
-		fuse_reply_readlink(req, target);
-	}
-}
-
-/* A link the server keeps as one (SMB3 POSIX: Samba 4.22 reports the
- * symbolic links of its share as S_IFLNK and gives their target as a
- * symlink reparse point, the target as readlink(2) reads it there, except
- * that an absolute one inside the link's own directory comes relative). */
-static void readlink_reparse_done(void *arg, int err, uint32_t status, const uint8_t *buf,
-                                  size_t len)
-{
-	fuse_req_t req = arg;
-	struct smb2_symlink l;
-	char target[PATH_MAX];
 	int rc = smb_errno(err, status);
 	if (rc)
 		fuse_reply_err(req, rc);
-	else if (smb2_symlink_reparse_decode(buf, len, &l) < 0 ||
-	         smb_utf16le_to_utf8(l.subst16, l.subst16_len, target, sizeof(target)) <= 0)
-		fuse_reply_err(req, EINVAL); /* not a symbolic link (any more) */
+	else if (!target) /* it stopped being one since the lookup */
+		fuse_reply_err(req, EINVAL);
 	else
 		fuse_reply_readlink(req, target);
 }
@@ -370,9 +309,9 @@ void smbfs_readlink(fuse_req_t req, fuse_ino_t ino)
 	bool native = server_symlink(fs, ino);
 	int rc = fs->mfsymlinks || native ? smb_inode_path(fs->inodes, ino, NULL, &path) : -EINVAL;
 	if (rc == 0 && native)
-		rc = smb_get_reparse(fs->client, path, readlink_reparse_done, req);
+		rc = smb_read_symlink(fs->client, path, readlink_done, req);
 	else if (rc == 0)
-		rc = smb_get_small(fs->client, path, SMB_MFSYMLINK_SIZE, readlink_done, req);
+		rc = smb_mfsymlink_read(fs->client, path, readlink_done, req);
 	free(path);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -404,13 +343,18 @@ static const char *ea_name(const char *xattr)
 	if (strncmp(xattr, XATTR_USER, strlen(XATTR_USER)) != 0)
 		return NULL;
 	const char *n = xattr + strlen(XATTR_USER);
-	return *n && strlen(n) <= SMB2_EA_NAME_MAX ? n : NULL;
+	return *n && strlen(n) <= SMB_EA_NAME_MAX ? n : NULL;
 }
 
-/* No EAs (or none by that name) is an empty list, not an error. */
-static bool no_eas(uint32_t status)
+/* The entry of eas named name (the server compares them case-insensitively),
+ * or NULL. */
+static const struct smb_ea_entry *ea_find(const struct smb_ea_entry *eas, size_t n,
+                                          const char *name)
 {
-	return status == STATUS_NO_EAS_ON_FILE || status == STATUS_NONEXISTENT_EA_ENTRY;
+	for (size_t i = 0; i < n; i++)
+		if (strcasecmp(eas[i].name, name) == 0)
+			return &eas[i];
+	return NULL;
 }
 
 struct xattr_ctx {
@@ -419,43 +363,29 @@ struct xattr_ctx {
 	char name[]; /* getxattr: the EA name */
 };
 
-static void getxattr_done(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+static void getxattr_done(void *arg, int err, uint32_t status, const struct smb_ea_entry *eas,
+                          size_t n)
 {
 	struct xattr_ctx *ctx = arg;
 	fuse_req_t req = ctx->req;
-	int rc = !err && no_eas(status) ? ENODATA : smb_errno(err, status);
-	struct smb2_ea e = {0};
-	bool found = false;
-	uint32_t off = 0;
-	int step;
-	while (!rc && (step = smb2_ea_next(buf, len, &off, &e)) == 1) {
-		if (e.name_len == strlen(ctx->name) &&
-		    strncasecmp(e.name, ctx->name, e.name_len) == 0) {
-			found = e.value_len > 0;
-			break;
-		}
-	}
-	if (!rc && step < 0) {
-		smb_err("malformed EA list from the server for user.%s; failing with EIO",
-		        ctx->name);
-		rc = EIO;
-	}
+	int rc = smb_errno(err, status);
+	const struct smb_ea_entry *e = rc ? NULL : ea_find(eas, n, ctx->name);
 	size_t size = ctx->size;
 	free(ctx);
-	if (!rc && !found)
+	if (!rc && !e)
 		rc = ENODATA;
 	if (rc)
 		fuse_reply_err(req, rc);
 	else if (size == 0)
-		fuse_reply_xattr(req, e.value_len);
-	else if (size < e.value_len)
+		fuse_reply_xattr(req, e->value_len);
+	else if (size < e->value_len)
 		fuse_reply_err(req, ERANGE);
 	else
-		fuse_reply_buf(req, (const char *)e.value, e.value_len);
+		fuse_reply_buf(req, (const char *)e->value, e->value_len);
 }
 
 /* Query ino's EAs (all, or ea's) and hand them to done with a xattr_ctx. */
-static void query_eas(fuse_req_t req, fuse_ino_t ino, const char *ea, size_t size, smb_buf_cb done)
+static void query_eas(fuse_req_t req, fuse_ino_t ino, const char *ea, size_t size, smb_eas_cb done)
 {
 	struct smbfs *fs = smbfs_of(req);
 	char *path = NULL;
@@ -467,7 +397,7 @@ static void query_eas(fuse_req_t req, fuse_ino_t ino, const char *ea, size_t siz
 		ctx->req = req;
 		ctx->size = size;
 		strcpy(ctx->name, ea ? ea : "");
-		rc = smb_query_eas(fs->client, path, ea, done, ctx);
+		rc = smb_list_eas(fs->client, path, ea, done, ctx);
 		if (rc < 0)
 			free(ctx);
 	}
@@ -486,35 +416,27 @@ void smbfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		query_eas(req, ino, ea, size, getxattr_done);
 }
 
-static void listxattr_done(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+static void listxattr_done(void *arg, int err, uint32_t status, const struct smb_ea_entry *eas,
+                           size_t n)
 {
 	struct xattr_ctx *ctx = arg;
 	fuse_req_t req = ctx->req;
 	size_t size = ctx->size;
 	free(ctx);
-	int rc = !err && no_eas(status) ? 0 : smb_errno(err, status);
-	if (!err && no_eas(status))
-		len = 0;
-	/* "user.NAME\0" for each EA with a value */
-	char *out = rc ? NULL : malloc(len * 2 + 1);
+	int rc = smb_errno(err, status);
+	/* "user.NAME\0" for each EA (the engine lists only those with a value) */
 	size_t used = 0;
-	uint32_t off = 0;
-	struct smb2_ea e;
-	int step = 0;
+	for (size_t i = 0; !rc && i < n; i++)
+		used += strlen(XATTR_USER) + eas[i].name_len + 1;
+	char *out = rc ? NULL : malloc(used + 1);
 	if (!rc && !out)
 		rc = ENOMEM;
-	while (!rc && (step = smb2_ea_next(buf, len, &off, &e)) == 1) {
-		if (!e.value_len)
-			continue;
+	used = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
 		memcpy(out + used, XATTR_USER, strlen(XATTR_USER));
 		used += strlen(XATTR_USER);
-		memcpy(out + used, e.name, e.name_len);
-		used += e.name_len;
-		out[used++] = '\0';
-	}
-	if (!rc && step < 0) {
-		smb_err("malformed EA list from the server; failing listxattr with EIO");
-		rc = EIO;
+		memcpy(out + used, eas[i].name, eas[i].name_len + 1);
+		used += eas[i].name_len + 1;
 	}
 	if (rc)
 		fuse_reply_err(req, rc);
@@ -565,17 +487,12 @@ static void setx_send(struct setx_ctx *ctx)
 	}
 }
 
-static void setx_checked(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+static void setx_checked(void *arg, int err, uint32_t status, const struct smb_ea_entry *eas,
+                         size_t n)
 {
 	struct setx_ctx *ctx = arg;
-	int rc = !err && no_eas(status) ? 0 : smb_errno(err, status);
-	bool exists = false;
-	uint32_t off = 0;
-	struct smb2_ea e;
-	while (!rc && smb2_ea_next(buf, len, &off, &e) == 1)
-		if (e.value_len && e.name_len == strlen(ctx->ea) &&
-		    strncasecmp(e.name, ctx->ea, e.name_len) == 0)
-			exists = true;
+	int rc = smb_errno(err, status);
+	bool exists = !rc && ea_find(eas, n, ctx->ea);
 	if (!rc && (ctx->flags & XATTR_CREATE) && exists)
 		rc = EEXIST;
 	if (!rc && (ctx->flags & XATTR_REPLACE) && !exists)
@@ -609,7 +526,7 @@ static void set_or_remove(fuse_req_t req, fuse_ino_t ino, const char *name, cons
 	 * FILE_FULL_EA_INFORMATION entry (8 + name + NUL + value) above
 	 * 64 KiB with STATUS_INVALID_PARAMETER, which would read EINVAL.
 	 * Both are "too big for this file system": E2BIG. */
-	if (size > SMB2_EA_VALUE_MAX || 8 + strlen(ea) + 1 + size > SMB2_EA_ENTRY_MAX) {
+	if (size > SMB_EA_VALUE_MAX || 8 + strlen(ea) + 1 + size > SMB_EA_ENTRY_MAX) {
 		fuse_reply_err(req, E2BIG);
 		return;
 	}
@@ -638,7 +555,7 @@ static void set_or_remove(fuse_req_t req, fuse_ino_t ino, const char *name, cons
 		setx_send(ctx);
 		return;
 	}
-	rc = smb_query_eas(fs->client, path, ea, setx_checked, ctx);
+	rc = smb_list_eas(fs->client, path, ea, setx_checked, ctx);
 	if (rc < 0) {
 		free(ctx->path);
 		free(ctx);

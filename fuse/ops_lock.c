@@ -41,8 +41,6 @@
 #include <stdlib.h>
 #include <sys/file.h>
 
-#include "client/proto/smb2_const.h"
-#include "client/proto/smb2_fsctl.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "fuse/errno_map.h"
@@ -66,8 +64,7 @@ static void flock_send(struct flock_ctx *c);
  * blocking request polls instead). */
 static uint32_t lock_flags(bool exclusive)
 {
-	return (exclusive ? SMB2_LOCKFLAG_EXCLUSIVE_LOCK : SMB2_LOCKFLAG_SHARED_LOCK) |
-	       SMB2_LOCKFLAG_FAIL_IMMEDIATELY;
+	return (exclusive ? SMB_LOCK_EXCLUSIVE : SMB_LOCK_SHARED) | SMB_LOCK_FAIL_IMMEDIATELY;
 }
 
 static void flock_reply(struct flock_ctx *c, int rc)
@@ -120,12 +117,8 @@ static void flock_done(void *arg, int err, uint32_t status)
 
 static void flock_send(struct flock_ctx *c)
 {
-	struct smb2_lock_elem e = {.offset = FLOCK_BYTE, .length = 1};
-	if (c->step == 0)
-		e.flags = SMB2_LOCKFLAG_UNLOCK;
-	else
-		e.flags = lock_flags(c->op == LOCK_EX);
-	int rc = smb_lock(c->fs->client, c->f->fid, &e, 1, flock_done, c);
+	uint32_t flags = c->step == 0 ? SMB_LOCK_UNLOCK : lock_flags(c->op == LOCK_EX);
+	int rc = smb_lock_range(c->fs->client, c->f->fid, FLOCK_BYTE, 1, flags, flock_done, c);
 	if (rc < 0)
 		flock_reply(c, -rc);
 }
@@ -450,9 +443,9 @@ static void plk_commit(struct plk_ctx *c)
 static void plk_send(struct plk_ctx *c, const struct smbfs_file *f, uint64_t start, uint64_t end,
                      uint32_t flags)
 {
-	struct smb2_lock_elem e = {.offset = srv_off(start), .flags = flags};
-	e.length = srv_off(end) - e.offset + 1;
-	int rc = smb_lock(c->fs->client, f->fid, &e, 1, plk_done, c);
+	uint64_t off = srv_off(start);
+	int rc =
+	    smb_lock_range(c->fs->client, f->fid, off, srv_off(end) - off + 1, flags, plk_done, c);
 	if (rc < 0)
 		plk_done(c, rc, 0);
 }
@@ -461,7 +454,7 @@ static void plk_send(struct plk_ctx *c, const struct smbfs_file *f, uint64_t sta
 static void plk_send_seg(struct plk_ctx *c, const struct plock_seg *g, bool lock)
 {
 	plk_send(c, g->fh, g->start, g->end,
-	         lock ? lock_flags(g->type == F_WRLCK) : SMB2_LOCKFLAG_UNLOCK);
+	         lock ? lock_flags(g->type == F_WRLCK) : SMB_LOCK_UNLOCK);
 }
 
 /* F_GETLK: probe gap i through the request's handle. */
@@ -516,13 +509,13 @@ static void plk_step(struct plk_ctx *c)
 		plk_finish(c, 0, &(struct flock){.l_type = F_UNLCK, .l_whence = SEEK_SET});
 		return;
 	case PLK_PROBE_UN:
-		plk_send_gap(c, SMB2_LOCKFLAG_UNLOCK);
+		plk_send_gap(c, SMB_LOCK_UNLOCK);
 		return;
 	case PLK_PROBE_SH:
 		plk_send_gap(c, lock_flags(false));
 		return;
 	case PLK_PROBE_SH_UN:
-		plk_send_gap(c, SMB2_LOCKFLAG_UNLOCK);
+		plk_send_gap(c, SMB_LOCK_UNLOCK);
 		return;
 	}
 }

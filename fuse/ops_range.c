@@ -1,8 +1,9 @@
 /* fuse/ops_range.c — ops on byte ranges of an open file that the server
- * does for us: copy_file_range (server-side copy, FSCTL_SRV_COPYCHUNK_WRITE),
- * fallocate (FSCTL_SET_ZERO_DATA for punch-hole and zero-range, end of file
- * for the plain mode) and lseek SEEK_DATA / SEEK_HOLE
- * (FSCTL_QUERY_ALLOCATED_RANGES).
+ * does for us: copy_file_range (server-side copy: smb_copy_range()),
+ * fallocate (smb_zero_range() for punch-hole and zero-range, end of file
+ * for the plain mode) and lseek SEEK_DATA / SEEK_HOLE (smb_query_ranges()).
+ * The engine builds and parses the FSCTLs (client/ops_fsctl.c); this file
+ * maps the FUSE ops onto them and their results to errno.
  *
  * Each op is a short chain of engine calls; its context is malloc'd and
  * freed by the step that replies.  All steps run on the loop thread.
@@ -16,16 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/proto/smb2_const.h"
-#include "client/proto/smb2_fsctl.h"
 #include "common/log.h"
 #include "fuse/errno_map.h"
-
-/* Samba's limits (what it answers STATUS_INVALID_PARAMETER with); Windows
- * allows the same or more. */
-#define CHUNK_SIZE (1u << 20)
-#define CHUNKS_MAX 16
-#define RANGES_OUT 65536
 
 /* ---- copy_file_range -------------------------------------------------------------- */
 
@@ -33,17 +26,12 @@ struct copy_ctx {
 	fuse_req_t req;
 	struct smbfs *fs;
 	uint64_t out_ino;
-	struct smb2_fileid src, dst;
-	uint64_t off_in, off_out, left, done;
-	uint8_t key[SMB2_RESUME_KEY_LEN];
-	uint32_t asked; /* bytes in the request in flight */
 };
 
-static void copy_finish(struct copy_ctx *c, int rc)
+static void copy_finish(struct copy_ctx *c, int rc, uint64_t done)
 {
 	fuse_req_t req = c->req;
 	smb_inode_invalidate_attr(c->fs->inodes, c->out_ino);
-	uint64_t done = c->done;
 	free(c);
 	/* a partial copy is reported as such, like write() */
 	if (done)
@@ -54,86 +42,13 @@ static void copy_finish(struct copy_ctx *c, int rc)
 		fuse_reply_write(req, 0);
 }
 
-static void copy_next(struct copy_ctx *c);
-
-static void copy_chunked(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+static void copy_done(void *arg, int err, uint32_t status, uint64_t copied, bool no_offload)
 {
-	struct copy_ctx *c = arg;
-	struct smb2_copychunk_rsp r;
 	int rc = smb_errno(err, status);
-	if (!rc && smb2_copychunk_rsp_decode(buf, len, &r) < 0) {
-		smb_err("%s: malformed SRV_COPYCHUNK response; failing the copy with EIO",
-		        c->fs->source);
-		rc = EIO;
-	}
-	if (rc) {
-		copy_finish(c, rc);
-		return;
-	}
-	uint64_t n = r.total_bytes_written > c->asked ? c->asked : r.total_bytes_written;
-	c->done += n;
-	c->left -= n;
-	c->off_in += n;
-	c->off_out += n;
-	if (n < c->asked || !c->left)
-		copy_finish(c, 0);
-	else
-		copy_next(c);
-}
-
-static void copy_next(struct copy_ctx *c)
-{
-	struct smb2_chunk ch[CHUNKS_MAX];
-	uint32_t n = 0;
-	uint64_t asked = 0;
-	while (n < CHUNKS_MAX && asked < c->left) {
-		uint64_t l = c->left - asked < CHUNK_SIZE ? c->left - asked : CHUNK_SIZE;
-		ch[n++] = (struct smb2_chunk){c->off_in + asked, c->off_out + asked, (uint32_t)l};
-		asked += l;
-	}
-	uint8_t in[SMB2_RESUME_KEY_LEN + 8 + CHUNKS_MAX * SMB2_COPYCHUNK_CHUNK_SIZE];
-	ssize_t inlen = smb2_copychunk_encode(in, sizeof(in), c->key, ch, n);
-	c->asked = (uint32_t)asked;
-	int rc = inlen < 0 ? (int)inlen
-	                   : smb_fsctl(c->fs->client, c->dst, FSCTL_SRV_COPYCHUNK_WRITE, in,
-	                               (size_t)inlen, 12, copy_chunked, c);
-	if (rc < 0)
-		copy_finish(c, -rc);
-}
-
-static void copy_have_key(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
-{
-	struct copy_ctx *c = arg;
-	int rc = smb_errno(err, status);
-	if (!rc && smb2_resume_key_decode(buf, len, c->key) < 0)
-		rc = EIO;
-	if (rc) {
-		/* no server-side copy here: the kernel falls back to read+write */
-		copy_finish(c, rc == EINVAL || rc == EOPNOTSUPP ? EOPNOTSUPP : rc);
-		return;
-	}
-	copy_next(c);
-}
-
-static void copy_have_size(void *arg, int err, uint32_t status, const struct smb_attr *a)
-{
-	struct copy_ctx *c = arg;
-	int rc = smb_errno(err, status);
-	if (rc) {
-		copy_finish(c, rc);
-		return;
-	}
-	/* nothing to copy at or past the source's end */
-	uint64_t eof = a->end_of_file;
-	c->left = c->off_in >= eof ? 0 : eof - c->off_in < c->left ? eof - c->off_in : c->left;
-	if (!c->left) {
-		copy_finish(c, 0);
-		return;
-	}
-	rc = smb_fsctl(c->fs->client, c->src, FSCTL_SRV_REQUEST_RESUME_KEY, NULL, 0, 32,
-	               copy_have_key, c);
-	if (rc < 0)
-		copy_finish(c, -rc);
+	/* no server-side copy here: the kernel falls back to read+write */
+	if (no_offload && (rc == EINVAL || rc == EOPNOTSUPP))
+		rc = EOPNOTSUPP;
+	copy_finish(arg, rc, copied);
 }
 
 void smbfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
@@ -155,17 +70,12 @@ void smbfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	*c = (struct copy_ctx){.req = req,
-	                       .fs = fs,
-	                       .out_ino = ino_out,
-	                       .src = in->fid,
-	                       .dst = out->fid,
-	                       .off_in = (uint64_t)off_in,
-	                       .off_out = (uint64_t)off_out,
-	                       .left = len};
-	int rc = len ? smb_fstat(fs->client, in->fid, copy_have_size, c) : 0;
+	*c = (struct copy_ctx){.req = req, .fs = fs, .out_ino = ino_out};
+	int rc = len ? smb_copy_range(fs->client, in->fid, (uint64_t)off_in, out->fid,
+	                              (uint64_t)off_out, len, copy_done, c)
+	             : 0;
 	if (!len || rc < 0)
-		copy_finish(c, -rc);
+		copy_finish(c, -rc, 0);
 }
 
 /* ---- fallocate ------------------------------------------------------------------------- */
@@ -217,7 +127,7 @@ static void falloc_have_attr(void *arg, int err, uint32_t status, const struct s
 		falloc_extend(f, a);
 }
 
-static void falloc_zeroed(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+static void falloc_zeroed(void *arg, int err, uint32_t status)
 {
 	struct falloc_ctx *f = arg;
 	int rc = smb_errno(err, status);
@@ -226,20 +136,6 @@ static void falloc_zeroed(void *arg, int err, uint32_t status, const uint8_t *bu
 		return;
 	}
 	rc = smb_fstat(f->fs->client, f->fid, falloc_have_attr, f);
-	if (rc < 0)
-		falloc_reply(f, -rc);
-}
-
-/* Zero the range (after SET_SPARSE for a punched hole, whose result does
- * not matter: without sparse files the range just stays allocated). */
-static void falloc_zero(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
-{
-	struct falloc_ctx *f = arg;
-	uint8_t in[16];
-	ssize_t n = smb2_zero_data_encode(in, sizeof(in), f->off, f->len);
-	int rc = n < 0 ? (int)n
-	               : smb_fsctl(f->fs->client, f->fid, FSCTL_SET_ZERO_DATA, in, (size_t)n, 0,
-	                           falloc_zeroed, f);
 	if (rc < 0)
 		falloc_reply(f, -rc);
 }
@@ -276,12 +172,9 @@ void smbfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
 	                         .off = (uint64_t)off,
 	                         .len = (uint64_t)len};
 	int rc;
-	if (mode & FALLOC_FL_ZERO_RANGE) {
-		falloc_zero(f, 0, 0, NULL, 0);
-		return;
-	}
-	if (mode & FALLOC_FL_PUNCH_HOLE) /* sparse first, so the range is freed */
-		rc = smb_fsctl(fs->client, file->fid, FSCTL_SET_SPARSE, NULL, 0, 0, falloc_zero, f);
+	if (mode & (FALLOC_FL_ZERO_RANGE | FALLOC_FL_PUNCH_HOLE)) /* punch: sparse first */
+		rc = smb_zero_range(fs->client, file->fid, f->off, f->len,
+		                    mode & FALLOC_FL_PUNCH_HOLE, falloc_zeroed, f);
 	else /* plain: the server allocates as it writes; only the size changes */
 		rc = smb_fstat(fs->client, file->fid, falloc_have_attr, f);
 	if (rc < 0)
@@ -298,7 +191,8 @@ struct seek_ctx {
 	uint64_t off, eof;
 };
 
-static void seek_have_ranges(void *arg, int err, uint32_t status, const uint8_t *buf, size_t len)
+static void seek_have_ranges(void *arg, int err, uint32_t status, const struct smb_range *r,
+                             size_t n)
 {
 	struct seek_ctx *s = arg;
 	fuse_req_t req = s->req;
@@ -310,17 +204,9 @@ static void seek_have_ranges(void *arg, int err, uint32_t status, const uint8_t 
 		fuse_reply_lseek(req, whence == SEEK_DATA ? (off_t)off : (off_t)eof);
 		return;
 	}
+	/* a cut list (BUFFER_OVERFLOW) still holds the first ranges */
 	int rc = smb_errno(err, status == STATUS_BUFFER_OVERFLOW ? STATUS_SUCCESS : status);
-	size_t n = 0;
-	struct smb2_range *r = rc ? NULL : malloc((len / 16 ? len / 16 : 1) * sizeof(*r));
-	if (!rc && !r)
-		rc = ENOMEM;
-	if (!rc && smb2_ranges_decode(buf, len, r, len / 16, &n) < 0) {
-		smb_err("malformed QUERY_ALLOCATED_RANGES answer; failing lseek with EIO");
-		rc = EIO;
-	}
 	if (rc) {
-		free(r);
 		fuse_reply_err(req, rc);
 		return;
 	}
@@ -339,7 +225,6 @@ static void seek_have_ranges(void *arg, int err, uint32_t status, const uint8_t 
 			break; /* pos is in a hole */
 		pos = r_end;   /* data up to r_end; look on */
 	}
-	free(r);
 	if (whence == SEEK_DATA && (!found || pos >= eof))
 		fuse_reply_err(req, ENXIO);
 	else
@@ -354,11 +239,8 @@ static void seek_have_size(void *arg, int err, uint32_t status, const struct smb
 		rc = ENXIO;
 	if (!rc) {
 		s->eof = a->end_of_file;
-		uint8_t in[16];
-		ssize_t n = smb2_range_encode(in, sizeof(in), s->off, s->eof - s->off);
-		rc = n < 0 ? (int)-n
-		           : -smb_fsctl(s->fs->client, s->fid, FSCTL_QUERY_ALLOCATED_RANGES, in,
-		                        (size_t)n, RANGES_OUT, seek_have_ranges, s);
+		rc = -smb_query_ranges(s->fs->client, s->fid, s->off, s->eof - s->off,
+		                       seek_have_ranges, s);
 	}
 	if (rc) {
 		fuse_req_t req = s->req;

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/proto/smb2_const.h"
+#include "client/client.h"
 #include "common/secret.h"
 
 void smb_mount_opts_init(struct smb_mount_opts *o, uid_t uid, gid_t gid)

@@ -5,9 +5,6 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
-#include "client/proto/smb2.h"
-#include "client/proto/smb2_posix.h"
-
 /* The server's owner and group (SMB3 POSIX), where they have Unix ids. */
 static void posix_ids(const struct smb_attr *a, const struct smb_stat_policy *p, struct stat *st)
 {

@@ -10,7 +10,6 @@
 #include "smbrdma.h"
 
 #include "client/client.h"
-#include "client/proto/smb2.h"
 #include "common/evloop.h"
 #include "config.h"
 #include "fuse/errno_map.h"

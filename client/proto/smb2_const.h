@@ -112,6 +112,18 @@ enum smb2_command {
 #define SMB2_OPLOCK_LEVEL_LEASE          0xFF
 #define SMB2_IMPERSONATION_IMPERSONATION 0x00000002u
 
+/* LeaseState bits ([MS-SMB2] 2.2.13.2.8): fuse/ reads them in smb_attr.lease
+ * and in lease breaks. */
+#define SMB2_LEASE_NONE           0x00u
+#define SMB2_LEASE_READ_CACHING   0x01u
+#define SMB2_LEASE_HANDLE_CACHING 0x02u
+#define SMB2_LEASE_WRITE_CACHING  0x04u
+#define SMB2_LEASE_RWH            0x07u
+
+/* SMB3 POSIX extensions: an owner or group the server sent with no Unix id
+ * we know (smb_attr.uid/gid; UINT32_MAX). */
+#define SMB2_POSIX_ID_NONE 0xFFFFFFFFu
+
 #define FILE_READ_DATA        0x00000001u
 #define FILE_LIST_DIRECTORY   0x00000001u
 #define FILE_WRITE_DATA       0x00000002u

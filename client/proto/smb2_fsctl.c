@@ -86,6 +86,29 @@ int smb2_ea_next(const uint8_t *buf, size_t len, uint32_t *off, struct smb2_ea *
 	return 1;
 }
 
+int smb2_ea_list_decode(const uint8_t *buf, size_t len, struct smb2_ea *out, size_t max,
+                        size_t *count)
+{
+	/* every entry but the last takes at least 12 bytes (8, a name, its
+	 * NUL, 4-aligned), the last at least 10: SMB2_EA_LIST_MAX */
+	uint32_t off = 0;
+	struct smb2_ea e;
+	size_t n = 0;
+	int rc;
+	*count = 0;
+	while ((rc = smb2_ea_next(buf, len, &off, &e)) == 1) {
+		if (!e.value_len)
+			continue;
+		if (n < max)
+			out[n] = e;
+		n++;
+	}
+	if (rc < 0)
+		return rc;
+	*count = n;
+	return 0;
+}
+
 /* ---- server-side copy ----------------------------------------------------------- */
 
 int smb2_resume_key_decode(const uint8_t *buf, size_t len, uint8_t key[SMB2_RESUME_KEY_LEN])

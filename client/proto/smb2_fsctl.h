@@ -51,6 +51,15 @@ ssize_t smb2_get_ea_encode(uint8_t *buf, size_t cap, const char *name, size_t na
  * 4-byte aligned, an empty name or one without its NUL). */
 int smb2_ea_next(const uint8_t *buf, size_t len, uint32_t *off, struct smb2_ea *out);
 
+/* A whole FILE_FULL_EA_INFORMATION chain (smb2_ea_next() over all of it),
+ * keeping only the EAs with a value (one without does not exist).  Fills
+ * up to max (out may be NULL when max is 0) and sets *count to how many
+ * the chain holds; -EBADMSG (and *count 0) if any entry is malformed.
+ * SMB2_EA_LIST_MAX(len) entries always suffice. */
+#define SMB2_EA_LIST_MAX(len) ((len) / 12 + 1)
+int smb2_ea_list_decode(const uint8_t *buf, size_t len, struct smb2_ea *out, size_t max,
+                        size_t *count);
+
 /* ---- server-side copy ----------------------------------------------------------- */
 
 #define SMB2_RESUME_KEY_LEN       24

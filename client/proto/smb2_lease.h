@@ -16,12 +16,7 @@
 
 #include "client/proto/smb2.h"
 
-/* LeaseState bits */
-#define SMB2_LEASE_NONE           0x00u
-#define SMB2_LEASE_READ_CACHING   0x01u
-#define SMB2_LEASE_HANDLE_CACHING 0x02u
-#define SMB2_LEASE_WRITE_CACHING  0x04u
-#define SMB2_LEASE_RWH            0x07u
+/* LeaseState bits (SMB2_LEASE_*): smb2_const.h. */
 
 /* RqLs Flags */
 #define SMB2_LEASE_FLAG_BREAK_IN_PROGRESS    0x02u

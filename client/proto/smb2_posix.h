@@ -25,12 +25,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "client/proto/smb2_const.h"
+
 /* FileInformationClass of the POSIX information, for QUERY_INFO and
  * QUERY_DIRECTORY alike. */
 #define SMB2_FILE_POSIX_INFORMATION 100
 
-/* An owner or group the server sent with no Unix id we know. */
-#define SMB2_POSIX_ID_NONE UINT32_MAX
+/* An owner or group the server sent with no Unix id we know:
+ * SMB2_POSIX_ID_NONE, in smb2_const.h. */
 
 /* The POSIX create context's name: the 16 bytes of SMB2_POSIX_GUID_BYTES
  * followed by a NUL (none of the 16 is 0), so it can stand as the name of a

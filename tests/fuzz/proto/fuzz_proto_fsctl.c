@@ -33,6 +33,21 @@ static void eas(const uint8_t *b, size_t len)
 	}
 	if (rc != 0 && rc != -EBADMSG)
 		abort();
+	/* the whole-chain decoder agrees with the walk: the entries with a
+	 * value, inside the input, within SMB2_EA_LIST_MAX */
+	static struct smb2_ea list[SMB2_EA_LIST_MAX(65536)];
+	size_t max = SMB2_EA_LIST_MAX(len), n = 99;
+	if (max > sizeof(list) / sizeof(list[0]))
+		return;
+	int lrc = smb2_ea_list_decode(b, len, list, max, &n);
+	if (lrc != rc || (rc < 0 && n != 0) || n > max || n > (size_t)steps)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		fuzz_in((const uint8_t *)list[i].name, list[i].name_len, b, len);
+		fuzz_in(list[i].value, list[i].value_len, b, len);
+		if (!list[i].value_len)
+			abort();
+	}
 }
 
 static void ranges(const uint8_t *b, size_t len)

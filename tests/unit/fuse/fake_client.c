@@ -666,13 +666,11 @@ int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_
 	SUBMIT(j);
 }
 
-/* Not served by the fake: EAs, hard links, the small-file calls of mfsymlinks
- * (the integration tests cover them against Samba). */
-int smb_query_eas(struct smb_client *c, const char *path, const char *name, smb_buf_cb cb,
-                  void *arg)
-{
-	return -EOPNOTSUPP;
-}
+/* Not served by the fake: EAs, hard links, mfsymlinks (the integration
+ * tests cover them against Samba).  fuse/ calls none of smb_fsctl,
+ * smb_lock, smb_query_eas, smb_get_reparse, smb_get_small and
+ * smb_put_small (it has the parsed-value calls of client/ops_fsctl.c), so
+ * the fake defines none: the daemon would not link if it did. */
 
 int smb_set_ea(struct smb_client *c, const char *path, const char *name, const void *value,
                size_t len, smb_status_cb cb, void *arg)
@@ -696,30 +694,54 @@ int smb_link(struct smb_client *c, const char *from, const char *to, smb_status_
 	return -EOPNOTSUPP;
 }
 
-int smb_put_small(struct smb_client *c, const char *path, const void *data, size_t len,
-                  smb_status_cb cb, void *arg)
+/* Nor the calls of client/ops_fsctl.c. */
+int smb_copy_range(struct smb_client *c, struct smb2_fileid src, uint64_t src_off,
+                   struct smb2_fileid dst, uint64_t dst_off, uint64_t len, smb_copy_cb cb,
+                   void *arg)
 {
 	return -EOPNOTSUPP;
 }
 
-int smb_get_small(struct smb_client *c, const char *path, size_t max, smb_buf_cb cb, void *arg)
+int smb_zero_range(struct smb_client *c, struct smb2_fileid fid, uint64_t off, uint64_t len,
+                   bool punch, smb_status_cb cb, void *arg)
 {
 	return -EOPNOTSUPP;
 }
 
-int smb_get_reparse(struct smb_client *c, const char *path, smb_buf_cb cb, void *arg)
+int smb_query_ranges(struct smb_client *c, struct smb2_fileid fid, uint64_t off, uint64_t len,
+                     smb_ranges_cb cb, void *arg)
 {
 	return -EOPNOTSUPP;
 }
 
-int smb_fsctl(struct smb_client *c, struct smb2_fileid fid, uint32_t code, const void *in,
-              size_t inlen, uint32_t max_out, smb_buf_cb cb, void *arg)
+int smb_list_eas(struct smb_client *c, const char *path, const char *name, smb_eas_cb cb, void *arg)
 {
 	return -EOPNOTSUPP;
 }
 
-int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_lock_elem *e,
-             uint16_t n, smb_status_cb cb, void *arg)
+int smb_lock_range(struct smb_client *c, struct smb2_fileid fid, uint64_t off, uint64_t len,
+                   uint32_t flags, smb_status_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_mfsymlink_create(struct smb_client *c, const char *path, const char *target,
+                         smb_status_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_mfsymlink_read(struct smb_client *c, const char *path, smb_target_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_read_symlink(struct smb_client *c, const char *path, smb_target_cb cb, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+int smb_read_rdev(struct smb_client *c, const char *path, smb_rdev_cb cb, void *arg)
 {
 	return -EOPNOTSUPP;
 }

@@ -70,6 +70,55 @@ static void test_ea_bad(void)
 	}
 }
 
+/* The whole-chain decoder the engine hands fuse/ and lib/ lists with. */
+static void test_ea_list(void)
+{
+	uint8_t buf[256];
+	const uint8_t v1[] = {1, 2, 3}, v2[] = "hello";
+	struct smb2_ea in[] = {
+	    {.name = "gone", .name_len = 4},
+	    {.name = "user.a", .name_len = 6, .value = v1, .value_len = 3},
+	    {.name = "empty", .name_len = 5},
+	    {.name = "B", .name_len = 1, .value = v2, .value_len = 5},
+	};
+	ssize_t n = smb2_ea_list_encode(buf, sizeof(buf), in, 4);
+	CHECK(n > 0);
+	struct smb2_ea out[SMB2_EA_LIST_MAX(256)];
+	size_t count = 99;
+	/* only the EAs with a value, in order, pointing into buf */
+	CHECK_EQ(smb2_ea_list_decode(buf, (size_t)n, out, 4, &count), 0);
+	CHECK_EQ(count, 2);
+	CHECK(out[0].name_len == 6 && memcmp(out[0].name, "user.a", 6) == 0);
+	CHECK(out[0].name[6] == '\0' && out[0].value_len == 3);
+	CHECK_MEM(out[0].value, v1, 3);
+	CHECK(out[0].value >= buf && out[0].value + 3 <= buf + n);
+	CHECK(out[1].name_len == 1 && out[1].name[0] == 'B' && out[1].value_len == 5);
+	/* a short out array: filled up to max, the count still says all */
+	CHECK_EQ(smb2_ea_list_decode(buf, (size_t)n, out, 1, &count), 0);
+	CHECK_EQ(count, 2);
+	CHECK_EQ(smb2_ea_list_decode(buf, (size_t)n, NULL, 0, &count), 0);
+	CHECK_EQ(count, 2);
+	/* the bound holds for the densest chain: one-letter names, no values */
+	struct smb2_ea tiny[20];
+	for (size_t i = 0; i < 20; i++)
+		tiny[i] = (struct smb2_ea){.name = "x", .name_len = 1};
+	n = smb2_ea_list_encode(buf, sizeof(buf), tiny, 20);
+	CHECK(n > 0 && (size_t)n == 19 * 12 + 10);
+	CHECK(SMB2_EA_LIST_MAX((size_t)n) >= 20);
+	CHECK_EQ(smb2_ea_list_decode(buf, (size_t)n, out, 0, &count), 0);
+	CHECK_EQ(count, 0);
+	/* no EAs: an empty list */
+	CHECK_EQ(smb2_ea_list_decode(buf, 0, out, 4, &count), 0);
+	CHECK_EQ(count, 0);
+	/* malformed anywhere, even after good entries: -EBADMSG, count 0 */
+	n = smb2_ea_list_encode(buf, sizeof(buf), in, 4);
+	for (size_t l = 1; l < (size_t)n; l++) {
+		count = 99;
+		int rc = smb2_ea_list_decode(buf, l, out, 4, &count);
+		CHECK(rc == -EBADMSG && count == 0);
+	}
+}
+
 static void test_copychunk(void)
 {
 	uint8_t key[SMB2_RESUME_KEY_LEN], buf[128];
@@ -238,6 +287,7 @@ int main(void)
 {
 	RUN(test_ea_round_trip);
 	RUN(test_ea_bad);
+	RUN(test_ea_list);
 	RUN(test_copychunk);
 	RUN(test_ranges);
 	RUN(test_lock);
