@@ -46,6 +46,10 @@ struct smb_chan {
 };
 
 struct smb_client {
+	/* The mount's options: one deep copy (opts.c) made by
+	 * smb_client_connect() before the reconnect and multichannel threads
+	 * start, read-only afterwards, freed with c (its password wiped). */
+	const struct smb_client_opts *opts;
 	char *host, *share, *user, *domain, *unc;
 	char *addr; /* numeric address to dial instead of resolving host; NULL */
 	uint16_t port;
@@ -263,7 +267,7 @@ int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsig
 void smb_opens_on_break(struct smb_client *c, const uint8_t *pdu, size_t len);
 
 /* ---- client/reconnect.c --------------------------------------------------------- */
-int smb_reconn_start(struct smb_client *c, const struct smb_client_opts *o);
+int smb_reconn_start(struct smb_client *c); /* uses c->opts */
 void smb_reconn_kick(struct smb_client *c); /* any thread */
 void smb_reconn_stop(struct smb_client *c);
 

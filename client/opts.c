@@ -1,7 +1,7 @@
-/* client/opts.c — the one deep copy of struct smb_client_opts that the
- * threads which outlive smb_client_connect() (reconnect.c, multichannel/)
- * keep: a libsmbrdma caller may free its strings as soon as
- * smb_client_connect() returns. */
+/* client/opts.c — the deep copy of struct smb_client_opts that
+ * smb_client_connect() keeps in c->opts, once, for the threads which
+ * outlive it (reconnect.c, multichannel/): a libsmbrdma caller may free its
+ * strings as soon as smb_client_connect() returns. */
 #include "client/client_int.h"
 #include "common/secret.h"
 

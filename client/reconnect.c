@@ -28,7 +28,7 @@
 
 struct smb_reconn {
 	struct smb_client *c;
-	struct smb_client_opts *opts; /* our own copy (smb_client_opts_dup) */
+	const struct smb_client_opts *opts; /* c->opts */
 	pthread_t thread;
 	bool thread_started;
 	int wake_fd;
@@ -204,17 +204,15 @@ static void *reconn_thread(void *arg)
 	return NULL;
 }
 
-int smb_reconn_start(struct smb_client *c, const struct smb_client_opts *o)
+int smb_reconn_start(struct smb_client *c)
 {
 	struct smb_reconn *r = talloc_zero(c, struct smb_reconn);
 	if (!r)
 		return -ENOMEM;
 	r->c = c;
-	r->opts = smb_client_opts_dup(r, o);
-	if (!r->opts)
-		return -ENOMEM;
-	r->opts->mc_interfaces = NULL; /* channel 0 goes where the mount went */
-	r->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 15000;
+	r->opts = c->opts;
+	r->connect_timeout_ms =
+	    r->opts->connect_timeout_ms ? r->opts->connect_timeout_ms : 15000;
 	pthread_mutex_init(&r->lock, NULL);
 	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (r->wake_fd < 0)

@@ -1631,12 +1631,20 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 	c->durable = c->dialect >= SMB2_DIALECT_0300 && !o->no_durable && !o->no_lease;
 	c->echo_ms = o->echo_ms ? o->echo_ms : 60000;
 	c->chans[0]->conn->echo_ms = c->echo_ms;
-	if ((err = smb_reconn_start(c, o)) < 0) {
+	/* The one deep copy of the options, for the threads that outlive this
+	 * call (a libsmbrdma caller may free its strings when we return). */
+	c->opts = smb_client_opts_dup(c, o);
+	if (!c->opts) {
+		err = -ENOMEM;
+		set_err(errbuf, errlen, "out of memory");
+		goto fail;
+	}
+	if ((err = smb_reconn_start(c)) < 0) {
 		set_err(errbuf, errlen, "cannot start the reconnect thread: %s", strerror(-err));
 		goto fail;
 	}
 	if ((o->multichannel || (o->rdma_channels > 1 && c->chans[0]->rdma)) &&
-	    (err = smb_mc_start(c, o)) < 0) {
+	    (err = smb_mc_start(c)) < 0) {
 		set_err(errbuf, errlen, "cannot start multichannel: %s", strerror(-err));
 		goto fail;
 	}

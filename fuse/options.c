@@ -573,9 +573,9 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		return apply_transport(o, value, err, errlen);
 	} else if (strcmp(key, "cafile") == 0 || strcmp(key, "certfile") == 0 ||
 	           strcmp(key, "keyfile") == 0) {
-		char **slot = key[1] == 'a'   ? &o->cafile
-		              : key[1] == 'e' ? &o->certfile
-		                              : &o->keyfile;
+		char **slot = strcmp(key, "cafile") == 0     ? &o->cafile
+		              : strcmp(key, "certfile") == 0 ? &o->certfile
+		                                             : &o->keyfile;
 		return set_path(slot, key, value, err, errlen);
 	} else {
 		/* interfaces=: local interface names, ':'-separated (',' separates

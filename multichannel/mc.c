@@ -29,7 +29,7 @@
 
 struct smb_mc {
 	struct smb_client *c;
-	struct smb_client_opts *opts; /* our own copy (smb_client_opts_dup) */
+	const struct smb_client_opts *opts; /* c->opts */
 	unsigned max_channels;
 	unsigned rdma_per_iface; /* rdma_channels=: SMB Direct channels per RDMA interface */
 	bool addr_only;          /* no multichannel: extra channels only to channel 0's address */
@@ -590,8 +590,9 @@ static void mc_wake(struct smb_mc *mc)
 		smb_debug("multichannel: cannot wake the channel thread: %s", strerror(errno));
 }
 
-int smb_mc_start(struct smb_client *c, const struct smb_client_opts *o)
+int smb_mc_start(struct smb_client *c)
 {
+	const struct smb_client_opts *o = c->opts;
 	if (c->dialect < SMB2_DIALECT_0300 || !(c->server_caps & SMB2_GLOBAL_CAP_MULTI_CHANNEL)) {
 		smb_warn("%s: the server does not offer multichannel (SMB %s%s); one channel",
 		         c->host, smb2_dialect_str(c->dialect),
@@ -606,9 +607,7 @@ int smb_mc_start(struct smb_client *c, const struct smb_client_opts *o)
 	if (!mc)
 		return -ENOMEM;
 	mc->c = c;
-	mc->opts = smb_client_opts_dup(mc, o);
-	if (!mc->opts)
-		return -ENOMEM;
+	mc->opts = o;
 	mc->rdma_per_iface = o->rdma_channels ? o->rdma_channels : 1;
 	mc->addr_only = !o->multichannel;
 	if (mc->addr_only)

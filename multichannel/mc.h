@@ -25,7 +25,7 @@ struct smb_client_opts;
 /* Bind the first extra channels now (errors are logged: the mount works
  * with the channels it got), then keep them up in the background.
  * 0, or -errno when the thread cannot start. */
-int smb_mc_start(struct smb_client *c, const struct smb_client_opts *o);
+int smb_mc_start(struct smb_client *c); /* uses c->opts */
 void smb_mc_stop(struct smb_client *c);
 void smb_mc_channel_died(struct smb_client *c, struct smb_chan *ch);
 /* Look for channels now (any thread; after a reconnect). */

@@ -93,6 +93,14 @@ static void test_transport(void)
 	CHECK_EQ(o.quic_port, 8443);
 	CHECK(o.cafile && strcmp(o.cafile, "/etc/hostname") == 0);
 	smb_mount_opts_free(&o);
+	/* each file in its own slot */
+	CHECK_EQ(parse(&o, "keyfile=/etc/group,certfile=/etc/passwd,cafile=/etc/hostname", false,
+	               err, sizeof(err)),
+	         0);
+	CHECK(o.cafile && strcmp(o.cafile, "/etc/hostname") == 0);
+	CHECK(o.certfile && strcmp(o.certfile, "/etc/passwd") == 0);
+	CHECK(o.keyfile && strcmp(o.keyfile, "/etc/group") == 0);
+	smb_mount_opts_free(&o);
 	CHECK_EQ(parse(&o, "transport=auto,transport=rdma", false, err, sizeof(err)), 0);
 	CHECK(o.rdma && o.transport == NULL);
 	smb_mount_opts_free(&o);
