@@ -26,7 +26,7 @@ Then it misbehaves on cue.  A hook says "when the Nth request of command X
 Actions (see the functions below): truncate, truncate_frame, patch,
 frame_edit, credits, message_id, command, response_flags, duplicate,
 duplicate_pdu, stray, drop, pending, sync_pending, bad_signature, unsigned,
-stop_mid_pdu, garbage, next_command, close, delay.  srv.grant sets the
+stop_mid_pdu, garbage, next_command, close, lost_reply, delay.  srv.grant sets the
 credit policy for every response (an int, or fn(request) -> int; None:
 what the client asked for, at least 1).  Counts are per server (across
 connections, so a client that reconnects does not reset them); times=None
@@ -71,6 +71,7 @@ FLAGS_SERVER_TO_REDIR = 0x1
 FLAGS_ASYNC = 0x2
 FLAGS_RELATED = 0x4
 FLAGS_SIGNED = 0x8
+FLAGS_REPLAY = 0x20000000   # SMB2_FLAGS_REPLAY_OPERATION ([MS-SMB2] 2.2.1.2)
 
 STATUS_SUCCESS = 0x00000000
 STATUS_PENDING = 0x00000103
@@ -322,6 +323,7 @@ class Open:
         self.durable = durable
         self.delete_on_close = delete_on_close
         self.dir_pos = None  # QUERY_DIRECTORY cursor; None: not started
+        self.action = 1      # CreateAction of the create that made it
 
 
 # ---- requests and responses --------------------------------------------------
@@ -684,6 +686,17 @@ def close(reset=False):
     def f(conn, ops):
         return [("reset",) if reset else ("close",)]
     return _Simple("close", frame=f)
+
+
+def lost_reply(reset=False):
+    """Carry the request out, then close the connection without sending its
+    answer: the client cannot tell whether it was done, and sends it again
+    (a replay).  (Every request of the frame is executed before any action
+    edits what goes out, so this is close() under the name the tests of
+    replays mean.)"""
+    a = close(reset)
+    a.name = "lost_reply"
+    return a
 
 
 def delay(seconds):
@@ -1269,6 +1282,18 @@ class Conn:
             ctx["fid"] = op.fid
             return self.create_rsp(req, op, 1, OPLOCK_LEVEL_BATCH,
                                    [(b"DH2Q", struct.pack("<II", 60000, 0))])
+        guid = contexts.get("DH2Q", b"\x00" * 32)[16:32] if "DH2Q" in contexts else None
+        if guid is not None and req.flags & FLAGS_REPLAY:
+            # [MS-SMB2] 3.3.5.9.10: a replayed create whose CreateGuid names
+            # an open still held (durable, so replay-eligible) gets that
+            # open back instead of being carried out a second time
+            op = next((o for o in srv.opens.values() if o.durable and o.create_guid == guid),
+                      None)
+            if op is not None:
+                srv.replayed_creates += 1
+                ctx["fid"] = op.fid
+                return self.create_rsp(req, op, op.action, OPLOCK_LEVEL_BATCH,
+                                       [(b"DH2Q", struct.pack("<II", 60000, 0))])
         parent = path.rpartition("/")[0]
         node = srv.fs.get(path)
         if path and (parent not in srv.fs or not srv.fs[parent].is_dir):
@@ -1294,9 +1319,9 @@ class Conn:
                 node.mtime = nt_now()
                 action = 0 if disp == FILE_SUPERSEDE else 3
         fid = srv._next_fid()
-        guid = contexts.get("DH2Q", b"\x00" * 32)[16:32] if "DH2Q" in contexts else None
         durable = guid is not None and srv.durable and oplock == OPLOCK_LEVEL_BATCH
         op = Open(fid, path, node, guid, durable, bool(opts & FILE_DELETE_ON_CLOSE))
+        op.action = action
         srv.opens[fid] = op
         ctx["fid"] = fid
         rctx = [(b"DH2Q", struct.pack("<II", 60000, 0))] if durable else []
@@ -1649,6 +1674,7 @@ class HostileServer:
         self.grant = None
         self.requests = []
         self.connections = 0
+        self.replayed_creates = 0   # creates answered from the CreateGuid (3.3.5.9.10)
         self.violations = []
         self.notes = []
         self.hooks = []
