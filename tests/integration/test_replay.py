@@ -41,7 +41,9 @@ FILE_CREATE = 2
 
 @pytest.fixture
 def srv(request):
-    s = HostileServer(files={"a.txt": HELLO, "victim.txt": HELLO * 200}).start()
+    """The scripted server; indirect parameters are HostileServer arguments."""
+    s = HostileServer(files={"a.txt": HELLO, "victim.txt": HELLO * 200},
+                      **getattr(request, "param", {})).start()
     s.add_dir("emptydir")
     yield s
     rep = getattr(request.node, "rep_call", None)
@@ -141,6 +143,22 @@ def test_exclusive_create(srv, m):
     assert replays(srv, SMB2_CREATE, "new.txt"), "the create was not replayed"
     assert srv.replayed_creates == 1, "the server did not recognise the replay"
     assert srv.file_data("new.txt") == b"mine"
+
+
+@pytest.mark.parametrize("srv", [{"durable": False}], indirect=True)
+def test_exclusive_create_no_durable_handle(srv, m):
+    """The same on a server that grants no durable handle: it keeps no
+    CreateGuid to know the replay by (3.3.5.9.10), so the replay meets the
+    file the first try made, and the user gets EEXIST (it may be someone
+    else's) - with a log line saying the reply was lost."""
+    h = lose(srv, SMB2_CREATE, exclusive_create("new.txt", False))
+    out = within(lambda: os.close(os.open(os.path.join(m.path, "new.txt"),
+                                          os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)))
+    check_lost(srv, h)
+    assert replays(srv, SMB2_CREATE, "new.txt"), "the create was not replayed"
+    assert srv.replayed_creates == 0
+    assert isinstance(out, OSError) and out.errno == errno.EEXIST, out
+    assert re.search(r"new\.txt.*reply was lost", m.log_text()), m.log_text()[-3000:]
 
 
 def test_mkdir(srv, m):
