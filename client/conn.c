@@ -986,17 +986,13 @@ enum smb_replay_class smb_req_replay_class(const struct smb_req *req)
 
 const char *smb_replay_class_str(enum smb_replay_class k)
 {
-	switch (k) {
-	case SMB_REPLAY_FREE:
-		return "idempotent";
-	case SMB_REPLAY_GUID:
-		return "CreateGuid";
-	case SMB_REPLAY_CHECKED:
-		return "not idempotent";
-	case SMB_REPLAY_NEVER:
-		return "channel-bound";
-	}
-	return "?";
+	static const char *const names[] = {
+	    [SMB_REPLAY_FREE] = "idempotent",
+	    [SMB_REPLAY_GUID] = "CreateGuid",
+	    [SMB_REPLAY_CHECKED] = "not idempotent",
+	    [SMB_REPLAY_NEVER] = "channel-bound",
+	};
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
 bool smb_req_replayed(const struct smb_req *req)
