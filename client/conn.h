@@ -235,8 +235,12 @@ int smb_req_reset_for_replay(struct smb_req *req); /* 0, or -EBUSY */
  *                                             done; CLOSE: FILE_CLOSED = done;
  *                                             exclusive create/mkdir: COLLISION stays
  *                                             EEXIST (whose it is cannot be told),
- *                                             logged as a lost reply.  LOCK and a
- *                                             continued listing: not read yet
+ *                                             logged as a lost reply.  unlock:
+ *                                             RANGE_NOT_LOCKED is taken as done by
+ *                                             fuse/ops_lock.c.  A lock meets its own
+ *                                             first grant (LockSequence, 3.2.4.19 /
+ *                                             3.3.5.14, is not sent) and a continued
+ *                                             listing skips a batch: not read yet
  *  NEVER    no_replay (session setup, binding, pipe transceive, RDMA-registered
  *           buffers): fails with its channel
  *
