@@ -21,6 +21,7 @@ rules are in client/conn.h (enum smb_replay_class).
 """
 
 import errno
+import fcntl
 import mmap
 import os
 import re
@@ -30,8 +31,9 @@ import time
 import pytest
 
 from lib.hostile_server import (
-    FLAGS_REPLAY, FILE_DIRECTORY_FILE, FileDispositionInformation, FileRenameInformation,
-    SMB2_CREATE, SMB2_READ, SMB2_SET_INFO, SMB2_WRITE, HostileServer, lost_reply)
+    FLAGS_REPLAY, FILE_DIRECTORY_FILE, LOCKFLAG_UNLOCK, FileDispositionInformation,
+    FileRenameInformation, SMB2_CREATE, SMB2_LOCK, SMB2_READ, SMB2_SET_INFO, SMB2_WRITE,
+    HostileServer, lost_reply)
 from lib.mount import timeout_scale
 
 OPTS = ["timeout=10", "actimeo=0"]
@@ -195,6 +197,40 @@ def test_write(srv, m):
     want = bytearray(HELLO * 200)
     want[4096:4096 + len(data)] = data
     assert srv.file_data("victim.txt") == bytes(want)
+
+
+def test_unlock(srv, m):
+    """flock(LOCK_UN) whose reply is lost: the replay finds the range
+    unlocked by the first try (STATUS_RANGE_NOT_LOCKED): done."""
+    fd = os.open(os.path.join(m.path, "victim.txt"), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        h = lose(srv, SMB2_LOCK, lambda r: r.path == "victim.txt"
+                 and int.from_bytes(r.body[40:44], "little") & LOCKFLAG_UNLOCK)
+        out = within(lambda: fcntl.flock(fd, fcntl.LOCK_UN))
+        check_lost(srv, h)
+        assert not isinstance(out, OSError), f"unlock failed: {out}"
+        assert replays(srv, SMB2_LOCK, "victim.txt"), "the unlock was not replayed"
+        assert not any(o.locks for o in srv.opens.values())
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.xfail(strict=True, reason="a replayed LOCK meets its own first grant: the "
+                   "client sends no LockSequence ([MS-SMB2] 3.2.4.19, 3.3.5.14)")
+def test_lock(srv, m):
+    """flock(LOCK_EX|LOCK_NB) whose reply is lost: the replay finds the
+    range locked - by the first try, through the same handle - and the user
+    gets EWOULDBLOCK for a lock they hold.  Known gap (issue 20)."""
+    fd = os.open(os.path.join(m.path, "victim.txt"), os.O_RDWR)
+    try:
+        h = lose(srv, SMB2_LOCK, lambda r: r.path == "victim.txt")
+        out = within(lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB))
+        check_lost(srv, h)
+        assert replays(srv, SMB2_LOCK, "victim.txt"), "the lock was not replayed"
+        assert not isinstance(out, OSError), f"lock failed: {out}"
+    finally:
+        os.close(fd)
 
 
 def test_read(srv, m):

@@ -87,6 +87,9 @@ STATUS_ACCESS_DENIED = 0xC0000022
 STATUS_BUFFER_TOO_SMALL = 0xC0000023
 STATUS_OBJECT_NAME_NOT_FOUND = 0xC0000034
 STATUS_OBJECT_NAME_COLLISION = 0xC0000035
+STATUS_RANGE_NOT_LOCKED = 0xC000007E
+STATUS_LOCK_NOT_GRANTED = 0xC0000055
+LOCKFLAG_UNLOCK = 0x4
 STATUS_OBJECT_PATH_NOT_FOUND = 0xC000003A
 STATUS_LOGON_FAILURE = 0xC000006D
 STATUS_FILE_IS_A_DIRECTORY = 0xC00000BA
@@ -324,6 +327,7 @@ class Open:
         self.delete_on_close = delete_on_close
         self.dir_pos = None  # QUERY_DIRECTORY cursor; None: not started
         self.action = 1      # CreateAction of the create that made it
+        self.locks = []      # (offset, length) byte ranges it holds
 
 
 # ---- requests and responses --------------------------------------------------
@@ -1362,6 +1366,26 @@ class Conn:
         return self.rsp(req, STATUS_SUCCESS, struct.pack("<HH", 4, 0))
 
     def lock(self, req, ctx):
+        """Byte-range locks kept per open: an unlock of a range the open
+        does not hold is STATUS_RANGE_NOT_LOCKED, a lock overlapping one
+        any open holds STATUS_LOCK_NOT_GRANTED ([MS-SMB2] 3.3.5.14; shared
+        locks are taken as exclusive)."""
+        op = self.open_for(req, ctx)
+        if op is None:
+            return self.rsp(req, STATUS_FILE_CLOSED)
+        count = struct.unpack_from("<H", req.body, 2)[0]
+        for i in range(count):
+            off, length, flags = struct.unpack_from("<QQI", req.body, 24 + 24 * i)
+            if flags & LOCKFLAG_UNLOCK:
+                if (off, length) not in op.locks:
+                    return self.rsp(req, STATUS_RANGE_NOT_LOCKED)
+                op.locks.remove((off, length))
+                continue
+            held = [r for o in self.server.opens.values() if o.node is op.node
+                    for r in o.locks]
+            if any(o < off + length and off < o + n for o, n in held):
+                return self.rsp(req, STATUS_LOCK_NOT_GRANTED)
+            op.locks.append((off, length))
         return self.rsp(req, STATUS_SUCCESS, struct.pack("<HH", 4, 0))
 
     def read(self, req, ctx):
