@@ -940,7 +940,7 @@ static enum smb_replay_class pdu_replay_class(const struct smb_pdu *p, bool in_c
 			return SMB_REPLAY_CHECKED;
 		if (disp != FILE_CREATE)
 			return SMB_REPLAY_FREE;
-		return create_has_guid(p) ? SMB_REPLAY_GUID : SMB_REPLAY_CHECKED;
+		return create_has_guid(p) ? SMB_REPLAY_KNOWN : SMB_REPLAY_CHECKED;
 	}
 	case SMB2_SET_INFO: {
 		uint8_t cls = body_u8(p, 3);
@@ -960,8 +960,8 @@ static enum smb_replay_class pdu_replay_class(const struct smb_pdu *p, bool in_c
 		           memcmp(p->buf + SMB2_HDR_SIZE + 8, related, 16) == 0;
 		return own ? SMB_REPLAY_FREE : SMB_REPLAY_CHECKED;
 	}
-	case SMB2_LOCK:
-		return SMB_REPLAY_CHECKED;
+	case SMB2_LOCK: /* LockSequence */
+		return body_u32(p, 4) ? SMB_REPLAY_KNOWN : SMB_REPLAY_CHECKED;
 	case SMB2_QUERY_DIRECTORY:
 		return body_u8(p, 3) & (SMB2_RESTART_SCANS | SMB2_REOPEN) ? SMB_REPLAY_FREE
 		                                                          : SMB_REPLAY_CHECKED;
@@ -988,7 +988,7 @@ const char *smb_replay_class_str(enum smb_replay_class k)
 {
 	static const char *const names[] = {
 	    [SMB_REPLAY_FREE] = "idempotent",
-	    [SMB_REPLAY_GUID] = "CreateGuid",
+	    [SMB_REPLAY_KNOWN] = "known to the server",
 	    [SMB_REPLAY_CHECKED] = "not idempotent",
 	    [SMB_REPLAY_NEVER] = "channel-bound",
 	};

@@ -222,25 +222,26 @@ int smb_req_reset_for_replay(struct smb_req *req); /* 0, or -EBUSY */
  *           or opens-or-makes (FILE_OPEN[_IF],
  *           OVERWRITE[_IF], SUPERSEDE); a
  *           compound's own CLOSE (RELATED)
- *  GUID     CREATE FILE_CREATE with a DH2Q   the server finds the open by CreateGuid
- *           (durable v2) CreateGuid           and answers with it (3.3.5.9.10), when
- *                                             it granted durability; else as CHECKED
+ *  KNOWN    CREATE FILE_CREATE with a DH2Q   the server knows the replay: it answers
+ *           (durable v2) CreateGuid; LOCK     the create with the open the first made
+ *           with a LockSequence (durable      (3.3.5.9.10), the lock with success
+ *           handles, client/opens.c)          (3.3.5.14) - when it granted durability
+ *                                             and keeps that state; else as CHECKED
  *  CHECKED  SET_INFO rename, link,           the caller, who knows the intent, reads
  *           disposition (unlink, rmdir);      the replay's failure (client/ops.c):
  *           CREATE FILE_CREATE without a      unlink/rmdir: NAME_NOT_FOUND or
  *           CreateGuid (mkdir, mknod) or      DELETE_PENDING = done; rename:
  *           with DELETE_ON_CLOSE; CLOSE of    NAME_NOT_FOUND and then the source gone
- *           a handle; LOCK; QUERY_DIRECTORY   and the target there = done; link:
- *           that continues a listing          COLLISION and both names one file id =
- *                                             done; CLOSE: FILE_CLOSED = done;
+ *           a handle; LOCK without a          and the target there = done; link:
+ *           LockSequence; QUERY_DIRECTORY     COLLISION and both names one file id =
+ *           that continues a listing          done; CLOSE: FILE_CLOSED = done;
  *                                             exclusive create/mkdir: COLLISION stays
  *                                             EEXIST (whose it is cannot be told),
  *                                             logged as a lost reply.  unlock:
  *                                             RANGE_NOT_LOCKED is taken as done by
  *                                             fuse/ops_lock.c.  A lock meets its own
- *                                             first grant (LockSequence, 3.2.4.19 /
- *                                             3.3.5.14, is not sent) and a continued
- *                                             listing skips a batch: not read yet
+ *                                             first grant, and a continued listing
+ *                                             skips a batch: not read yet
  *  NEVER    no_replay (session setup, binding, pipe transceive, RDMA-registered
  *           buffers): fails with its channel
  *
@@ -249,7 +250,7 @@ int smb_req_reset_for_replay(struct smb_req *req); /* 0, or -EBUSY */
  * left, refused by a dead transport, is sent again as new). */
 enum smb_replay_class {
 	SMB_REPLAY_FREE = 0,
-	SMB_REPLAY_GUID,
+	SMB_REPLAY_KNOWN,
 	SMB_REPLAY_CHECKED,
 	SMB_REPLAY_NEVER,
 };

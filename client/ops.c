@@ -176,9 +176,10 @@ struct op {
 	uint8_t create_guid[16];
 	bool want_durable;
 	struct smb2_fileid fid;
-	bool sids_asked;  /* sids_defer() ran a lookup for this answer */
-	uint8_t kind_cls; /* set_info_chain(): the SET_INFO's class */
-	char *path2;      /* set_info_chain(): a rename's or link's target */
+	bool sids_asked;   /* sids_defer() ran a lookup for this answer */
+	uint8_t kind_cls;  /* set_info_chain(): the SET_INFO's class */
+	char *path2;       /* set_info_chain(): a rename's or link's target */
+	uint32_t lock_seq; /* smb_lock(): the LockSequence sent (0: none) */
 };
 
 static struct smb_req *op_req(struct smb_client *c, void *cb, void *arg, struct op **out)
@@ -450,7 +451,7 @@ static bool mode_fix(struct op *op, const struct smb2_fileid *fid, const struct 
 }
 
 /* An exclusive create (FILE_CREATE) sent again after its reply was lost
- * whose replay meets the name taken (the CHECKED / GUID rows of the table
+ * whose replay meets the name taken (the CHECKED / KNOWN rows of the table
  * in client/conn.h): the first try may have made it, or another client;
  * nothing here tells them apart (a CreateGuid the server kept would have
  * answered with our open instead), so the caller gets the collision
@@ -1700,6 +1701,16 @@ int smb_fsctl(struct smb_client *c, struct smb2_fileid fid, uint32_t code, const
 	return op_submit(req, add_ioctl(req, fid, code, in, inlen, max_out), ioctl_done);
 }
 
+/* A LOCK sent again after its reply was lost carries the LockSequence of
+ * the first ([MS-SMB2] 3.3.5.14: a durable handle's server answers it
+ * without locking twice); the bucket is free again once it is answered. */
+static void lock_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_opens_lock_seq_done(op->c, op->fid, op->lock_seq);
+	status_done(req);
+}
+
 int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_lock_elem *e,
              uint16_t n, smb_status_cb cb, void *arg)
 {
@@ -1707,11 +1718,17 @@ int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_loc
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
 		return -ENOMEM;
+	op->fid = fid;
+	uint32_t seq = c->dialect >= SMB2_DIALECT_0300 ? smb_opens_lock_seq_take(c, fid) : 0;
+	op->lock_seq = seq;
 	size_t cap = 24 + 24 * (size_t)n;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_LOCK, cap);
 	int err =
-	    body ? smb_req_end_pdu(req, smb2_lock_req_encode(body, cap, fid, 0, e, n)) : -ENOMEM;
-	return op_submit(req, err, status_done);
+	    body ? smb_req_end_pdu(req, smb2_lock_req_encode(body, cap, fid, seq, e, n)) : -ENOMEM;
+	err = op_submit(req, err, lock_done);
+	if (err) /* never sent: lock_done() will not run */
+		smb_opens_lock_seq_done(c, fid, seq);
+	return err;
 }
 
 /* ---- QUERY_DIRECTORY ---------------------------------------------------------------- */
