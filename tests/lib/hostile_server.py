@@ -328,6 +328,7 @@ class Open:
         self.dir_pos = None  # QUERY_DIRECTORY cursor; None: not started
         self.action = 1      # CreateAction of the create that made it
         self.locks = []      # (offset, length) byte ranges it holds
+        self.lock_seqs = {}  # LockSequence bucket -> number of the last lock done
 
 
 # ---- requests and responses --------------------------------------------------
@@ -1369,11 +1370,23 @@ class Conn:
         """Byte-range locks kept per open: an unlock of a range the open
         does not hold is STATUS_RANGE_NOT_LOCKED, a lock overlapping one
         any open holds STATUS_LOCK_NOT_GRANTED ([MS-SMB2] 3.3.5.14; shared
-        locks are taken as exclusive)."""
+        locks are taken as exclusive); LockSequence replays on durable
+        handles are known."""
         op = self.open_for(req, ctx)
         if op is None:
             return self.rsp(req, STATUS_FILE_CLOSED)
-        count = struct.unpack_from("<H", req.body, 2)[0]
+        count, seq = struct.unpack_from("<HI", req.body, 2)
+        # [MS-SMB2] 3.3.5.14: on a durable handle, a LockSequence whose
+        # bucket (1..64) holds its number is a replay of a lock that was
+        # done: success, nothing locked again
+        bucket, number = seq >> 4, seq & 0xF
+        if not (op.durable and 1 <= bucket <= 64):
+            bucket = None
+        elif op.lock_seqs.get(bucket) == number:
+            self.server.replayed_locks += 1
+            return self.rsp(req, STATUS_SUCCESS, struct.pack("<HH", 4, 0))
+        else:
+            op.lock_seqs.pop(bucket, None)
         for i in range(count):
             off, length, flags = struct.unpack_from("<QQI", req.body, 24 + 24 * i)
             if flags & LOCKFLAG_UNLOCK:
@@ -1386,6 +1399,8 @@ class Conn:
             if any(o < off + length and off < o + n for o, n in held):
                 return self.rsp(req, STATUS_LOCK_NOT_GRANTED)
             op.locks.append((off, length))
+        if bucket is not None:
+            op.lock_seqs[bucket] = number
         return self.rsp(req, STATUS_SUCCESS, struct.pack("<HH", 4, 0))
 
     def read(self, req, ctx):
@@ -1699,6 +1714,7 @@ class HostileServer:
         self.requests = []
         self.connections = 0
         self.replayed_creates = 0   # creates answered from the CreateGuid (3.3.5.9.10)
+        self.replayed_locks = 0     # locks answered from the LockSequence (3.3.5.14)
         self.violations = []
         self.notes = []
         self.hooks = []

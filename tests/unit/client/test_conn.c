@@ -6,6 +6,7 @@
 #include "client/conn.h"
 #include "client/transport_quic.h"
 #include "client/crypto.h"
+#include "client/proto/smb2_fsctl.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "tests/unit/check.h"
@@ -584,12 +585,25 @@ static void test_replay_class(void)
 	CHECK_EQ(chain_class(c, FILE_OPEN, FILE_DELETE_ON_CLOSE, false, 0), SMB_REPLAY_CHECKED);
 	/* exclusive create, mkdir: only a CreateGuid lets the server know it */
 	CHECK_EQ(chain_class(c, FILE_CREATE, FILE_DIRECTORY_FILE, false, 0), SMB_REPLAY_CHECKED);
-	CHECK_EQ(chain_class(c, FILE_CREATE, 0, true, 0), SMB_REPLAY_GUID);
+	CHECK_EQ(chain_class(c, FILE_CREATE, 0, true, 0), SMB_REPLAY_KNOWN);
 	/* a CLOSE of a handle: the first may have closed it */
 	struct smb_req *req = smb_req_new(c, NULL);
 	add_close_pdu(req, (struct smb2_fileid){7, 8});
 	CHECK_EQ(smb_req_replay_class(req), SMB_REPLAY_CHECKED);
 	smb_req_put(req);
+	/* LOCK: known to the server by its LockSequence, else not idempotent */
+	struct smb2_lock_elem le = {
+	    .offset = 0, .length = 1, .flags = SMB2_LOCKFLAG_EXCLUSIVE_LOCK};
+	for (uint32_t seq = 0; seq <= 0x11; seq += 0x11) {
+		req = smb_req_new(c, NULL);
+		uint8_t *b = smb_req_begin_pdu(req, SMB2_LOCK, 48);
+		CHECK_EQ(
+		    smb_req_end_pdu(req, smb2_lock_req_encode(b, 48, (struct smb2_fileid){7, 8},
+		                                              seq, &le, 1)) < 0,
+		    false);
+		CHECK_EQ(smb_req_replay_class(req), seq ? SMB_REPLAY_KNOWN : SMB_REPLAY_CHECKED);
+		smb_req_put(req);
+	}
 	/* ECHO: idempotent; channel-bound ones never move */
 	req = echo_req(c, &r, 1);
 	CHECK_EQ(smb_req_replay_class(req), SMB_REPLAY_FREE);
