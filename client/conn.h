@@ -205,7 +205,8 @@ int smb_req_reset_for_replay(struct smb_req *req); /* 0, or -EBUSY */
  * 3.2.4.1.1, 3.2.5.1.x); the server uses them to order it against what it
  * still runs of the first try (3.3.5.2.10: STATUS_FILE_NOT_AVAILABLE, sent
  * again by conn.c), but carries the replay out like any request - except a
- * CREATE whose durable v2 CreateGuid names an open it holds (3.3.5.9.10).
+ * CREATE whose durable v2 CreateGuid names an open it holds (3.3.5.9.10),
+ * and a LOCK on a durable handle whose LockSequence it has seen (3.3.5.14).
  * When the reply was lost the first try may have been carried out, so
  * whether a replay is harmless depends on the request.  Its class, decided
  * here only (smb_req_replay_class(), from the PDUs):
