@@ -256,6 +256,13 @@ void smb_opens_add(struct smb_client *c, struct smb2_fileid fid, const char *pat
 void smb_opens_set_oplock(struct smb_client *c, struct smb2_fileid fid, uint8_t level);
 void smb_opens_remove(struct smb_client *c, struct smb2_fileid fid);
 bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid);
+/* LockSequence for a LOCK on fid ([MS-SMB2] 2.2.26, 3.2.4.19): a bucket
+ * of a durable handle, so that the server knows a replay of it by the
+ * bucket's number (3.3.5.14) and does not lock twice; 0 (none) for other
+ * handles, or when all 64 buckets are busy.  lock_seq_done() when the LOCK
+ * is answered (or failed): the bucket is free, its number moves on. */
+uint32_t smb_opens_lock_seq_take(struct smb_client *c, struct smb2_fileid fid);
+void smb_opens_lock_seq_done(struct smb_client *c, struct smb2_fileid fid, uint32_t seq);
 /* Point the request's FileIds at the handles' current ones (any thread,
  * before each submit).  -EIO when one refers to a handle lost in a
  * reconnect. */

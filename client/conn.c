@@ -411,9 +411,13 @@ static int req_send(struct smb_conn *c, struct smb_req *req)
 		__atomic_add_fetch(&c->st_requests, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&c->st_bytes_sent, req->tx->len, __ATOMIC_RELAXED);
 		__atomic_store_n(&req->tx_busy[req->txi], true, __ATOMIC_RELEASE);
+		/* counted before the send: the channel may die, and the req be
+		 * reset for a replay, before smb_transport_send() returns */
+		__atomic_add_fetch(&req->sends, 1, __ATOMIC_ACQ_REL);
 		err = smb_transport_send(c->transport, req->tx);
 		if (!err)
 			return 0;
+		__atomic_sub_fetch(&req->sends, 1, __ATOMIC_ACQ_REL);
 		__atomic_store_n(&req->tx_busy[req->txi], false, __ATOMIC_RELEASE);
 		smb_req_put(req);
 	}
@@ -573,8 +577,10 @@ static bool resend_stale(struct smb_conn *c, struct smb_req *req)
 	for (int i = 0; i < req->npdu; i++)
 		stale |= req->pdu[i].rsp_hdr.status == STATUS_FILE_NOT_AVAILABLE;
 	bool old = req->sent_seq != __atomic_load_n(c->channel_sequence, __ATOMIC_ACQUIRE);
+	bool twice = req->maybe_twice; /* this send was refused: not carried out */
 	if (!stale || (!old && !req->replay) || smb_req_reset_for_replay(req))
 		return false;
+	req->maybe_twice = twice;
 	req->seq_retries++;
 	smb_debug("%s: %s refused (%s); sending it again", c->peer,
 	          smb2_command_str(req->pdu[0].command),
@@ -906,6 +912,8 @@ int smb_req_reset_for_replay(struct smb_req *req)
 	req->last_rx = NULL;
 	req->wnext = req->dnext = NULL;
 	req->replay = true;
+	if (__atomic_load_n(&req->sends, __ATOMIC_ACQUIRE) > 0)
+		req->maybe_twice = true;
 	req->deadline_ms = 0;
 	for (int i = 0; i < req->npdu; i++) {
 		struct smb_pdu *p = &req->pdu[i];
@@ -918,6 +926,104 @@ int smb_req_reset_for_replay(struct smb_req *req)
 		memset(&p->rsp_hdr, 0, sizeof(p->rsp_hdr));
 	}
 	return 0;
+}
+
+/* ---- replay classes (the table in conn.h) ---- */
+
+static uint32_t body_u32(const struct smb_pdu *p, size_t off)
+{
+	if (p->len < SMB2_HDR_SIZE + off + 4)
+		return 0;
+	const uint8_t *b = p->buf + SMB2_HDR_SIZE + off;
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static uint8_t body_u8(const struct smb_pdu *p, size_t off)
+{
+	return p->len > SMB2_HDR_SIZE + off ? p->buf[SMB2_HDR_SIZE + off] : 0;
+}
+
+/* Does this CREATE carry a durable v2 request (a CreateGuid)? */
+static bool create_has_guid(const struct smb_pdu *p)
+{
+	uint32_t coff = body_u32(p, 48), clen = body_u32(p, 52), off = 0, dlen;
+	const uint8_t *data;
+	char name[5];
+	if (!clen || coff > p->len || clen > p->len - coff)
+		return false;
+	while (smb2_create_ctx_next(p->buf + coff, clen, &off, name, &data, &dlen) == 1)
+		if (strcmp(name, "DH2Q") == 0)
+			return true;
+	return false;
+}
+
+static enum smb_replay_class pdu_replay_class(const struct smb_pdu *p, bool in_chain)
+{
+	switch (p->command) {
+	case SMB2_CREATE: {
+		uint32_t disp = body_u32(p, 36), opts = body_u32(p, 40);
+		if (opts & FILE_DELETE_ON_CLOSE)
+			return SMB_REPLAY_CHECKED;
+		if (disp != FILE_CREATE)
+			return SMB_REPLAY_FREE;
+		return create_has_guid(p) ? SMB_REPLAY_KNOWN : SMB_REPLAY_CHECKED;
+	}
+	case SMB2_SET_INFO: {
+		uint8_t cls = body_u8(p, 3);
+		bool file = body_u8(p, 2) == SMB2_0_INFO_FILE;
+		return file && (cls == FileRenameInformation || cls == FileLinkInformation ||
+		                cls == FileDispositionInformation ||
+		                cls == FileDispositionInformationEx)
+		           ? SMB_REPLAY_CHECKED
+		           : SMB_REPLAY_FREE;
+	}
+	case SMB2_CLOSE: {
+		/* the compound's own handle (RELATED FileId) is opened again by
+		 * the replayed CREATE before it */
+		static const uint8_t related[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		                                    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+		bool own = in_chain && p->len >= SMB2_HDR_SIZE + 24 &&
+		           memcmp(p->buf + SMB2_HDR_SIZE + 8, related, 16) == 0;
+		return own ? SMB_REPLAY_FREE : SMB_REPLAY_CHECKED;
+	}
+	case SMB2_LOCK: /* LockSequence */
+		return body_u32(p, 4) ? SMB_REPLAY_KNOWN : SMB_REPLAY_CHECKED;
+	case SMB2_QUERY_DIRECTORY:
+		return body_u8(p, 3) & (SMB2_RESTART_SCANS | SMB2_REOPEN) ? SMB_REPLAY_FREE
+		                                                          : SMB_REPLAY_CHECKED;
+	case SMB2_NEGOTIATE:
+	case SMB2_SESSION_SETUP:
+		return SMB_REPLAY_NEVER;
+	default:
+		return SMB_REPLAY_FREE;
+	}
+}
+
+enum smb_replay_class smb_req_replay_class(const struct smb_req *req)
+{
+	enum smb_replay_class k = req->no_replay ? SMB_REPLAY_NEVER : SMB_REPLAY_FREE;
+	for (int i = 0; i < req->npdu; i++) {
+		enum smb_replay_class pk = pdu_replay_class(&req->pdu[i], req->related && i > 0);
+		if (pk > k)
+			k = pk;
+	}
+	return k;
+}
+
+const char *smb_replay_class_str(enum smb_replay_class k)
+{
+	static const char *const names[] = {
+	    [SMB_REPLAY_FREE] = "idempotent",
+	    [SMB_REPLAY_KNOWN] = "known to the server",
+	    [SMB_REPLAY_CHECKED] = "not idempotent",
+	    [SMB_REPLAY_NEVER] = "channel-bound",
+	};
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+bool smb_req_replayed(const struct smb_req *req)
+{
+	return req->maybe_twice;
 }
 
 static void conn_dead(void *arg, int err)

@@ -84,13 +84,15 @@ struct smb_req {
 	struct smb_conn *conn;
 	int npdu;
 	struct smb_pdu pdu[SMB_REQ_MAX_PDU];
-	bool related;    /* PDUs 2..n carry SMB2_FLAGS_RELATED_OPERATIONS */
-	bool no_sign;    /* session setup: never sign this request */
-	bool force_sign; /* sign even when signing is not active (3.1.1 TREE_CONNECT) */
-	bool no_verify;  /* caller verifies response signatures itself */
-	bool sealed;     /* went out encrypted: its answer must come so */
-	bool replay;     /* resent after its channel died: SMB2_FLAGS_REPLAY_OPERATION */
-	bool no_replay;  /* channel-bound (session setup): never move it */
+	bool related;     /* PDUs 2..n carry SMB2_FLAGS_RELATED_OPERATIONS */
+	bool no_sign;     /* session setup: never sign this request */
+	bool force_sign;  /* sign even when signing is not active (3.1.1 TREE_CONNECT) */
+	bool no_verify;   /* caller verifies response signatures itself */
+	bool sealed;      /* went out encrypted: its answer must come so */
+	bool replay;      /* resent after its channel died: SMB2_FLAGS_REPLAY_OPERATION */
+	bool no_replay;   /* channel-bound (session setup): never move it */
+	bool maybe_twice; /* replayed after a send the server may have carried out */
+	int sends;        /* sends the transport took (atomic; see maybe_twice) */
 	/* A PDU's payload is the caller's memory, not the request's
 	 * (smb_req_set_payload_lent()): done() then runs only once no transport
 	 * holds a send of it - a request that times out or dies while its
@@ -229,6 +231,70 @@ void smb_req_finish(struct smb_req *req);
 /* Make a req that was in flight on a dead channel sendable again: no
  * responses, no error, flagged as a replay.  The caller resubmits it. */
 int smb_req_reset_for_replay(struct smb_req *req); /* 0, or -EBUSY */
+
+/* Replays.  A request in flight on a channel that dies is sent again: on
+ * another channel of the session (3.x multichannel), or parked and sent on
+ * the new session after a reconnect (client/session.c chan_orphan,
+ * smb_client_unpark).  3.x sends it with SMB2_FLAGS_REPLAY_OPERATION and
+ * the session's ChannelSequence, bumped once per lost channel ([MS-SMB2]
+ * 3.2.4.1.1, 3.2.5.1.x); the server uses them to order it against what it
+ * still runs of the first try (3.3.5.2.10: STATUS_FILE_NOT_AVAILABLE, sent
+ * again by conn.c), but carries the replay out like any request - except a
+ * CREATE whose durable v2 CreateGuid names an open it holds (3.3.5.9.10),
+ * and a LOCK on a durable handle whose LockSequence it has seen (3.3.5.14).
+ * When the reply was lost the first try may have been carried out, so
+ * whether a replay is harmless depends on the request.  Its class, decided
+ * here only (smb_req_replay_class(), from the PDUs):
+ *
+ *  class    requests                         a replay after the first try was done
+ *  -------  -------------------------------  -----------------------------------------
+ *  FREE     READ, WRITE (same bytes, same    does it again to the same effect: its
+ *           offset), QUERY_INFO, QUERY_DIR   answer is the answer
+ *           with RESTART/REOPEN, FLUSH, ECHO,
+ *           IOCTL (FSCTLs we send: reparse,
+ *           sparse, zero, copychunk, server-
+ *           side copy), SET_INFO of times,
+ *           size, security; CREATE that opens
+ *           or opens-or-makes (FILE_OPEN[_IF],
+ *           OVERWRITE[_IF], SUPERSEDE); a
+ *           compound's own CLOSE (RELATED)
+ *  KNOWN    CREATE FILE_CREATE with a DH2Q   the server knows the replay: it answers
+ *           (durable v2) CreateGuid; LOCK     the create with the open the first made
+ *           with a LockSequence (durable      (3.3.5.9.10), the lock with success
+ *           handles, client/opens.c)          (3.3.5.14) - when it granted durability
+ *                                             and keeps that state; else as CHECKED
+ *  CHECKED  SET_INFO rename, link,           the caller, who knows the intent, reads
+ *           disposition (unlink, rmdir);      the replay's failure (client/ops.c):
+ *           CREATE FILE_CREATE without a      unlink/rmdir: NAME_NOT_FOUND or
+ *           CreateGuid (mkdir, mknod) or      DELETE_PENDING = done; rename:
+ *           with DELETE_ON_CLOSE; CLOSE of    NAME_NOT_FOUND and then the source gone
+ *           a handle; LOCK without a          and the target there = done; link:
+ *           LockSequence; QUERY_DIRECTORY     COLLISION and both names one file id =
+ *           that continues a listing          done; CLOSE: FILE_CLOSED = done;
+ *                                             exclusive create/mkdir: COLLISION stays
+ *                                             EEXIST (whose it is cannot be told),
+ *                                             logged as a lost reply.  unlock:
+ *                                             RANGE_NOT_LOCKED is taken as done by
+ *                                             fuse/ops_lock.c.  A lock meets its own
+ *                                             first grant, and a continued listing
+ *                                             skips a batch: not read yet
+ *  NEVER    no_replay (session setup, binding, pipe transceive, RDMA-registered
+ *           buffers): fails with its channel
+ *
+ * A caller reinterprets only when smb_req_replayed(): maybe_twice, set when
+ * a send the transport took came before the replay (a request that never
+ * left, refused by a dead transport, is sent again as new). */
+enum smb_replay_class {
+	SMB_REPLAY_FREE = 0,
+	SMB_REPLAY_KNOWN,
+	SMB_REPLAY_CHECKED,
+	SMB_REPLAY_NEVER,
+};
+enum smb_replay_class smb_req_replay_class(const struct smb_req *req);
+const char *smb_replay_class_str(enum smb_replay_class k);
+/* Sent again after a send of it may have been carried out (any thread
+ * once done() runs). */
+bool smb_req_replayed(const struct smb_req *req);
 void smb_req_get(struct smb_req *req);
 void smb_req_put(struct smb_req *req);
 

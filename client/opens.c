@@ -32,6 +32,11 @@ struct smb_open_rec {
 	bool durable;
 	bool lost;
 	uint8_t oplock; /* the level held now (SMB2_OPLOCK_LEVEL_*), under the lock */
+	/* LockSequence buckets ([MS-SMB2] 3.2.4.19), durable handles only:
+	 * bit i of lock_busy: bucket i+1 is in a LOCK not answered yet;
+	 * lock_seq[i]: its LockSequenceNumber (4 bits).  Under the lock. */
+	uint64_t lock_busy;
+	uint8_t lock_seq[64];
 	struct smb_open_rec *next;
 };
 
@@ -131,6 +136,38 @@ void smb_opens_set_oplock(struct smb_client *c, struct smb2_fileid fid, uint8_t 
 	struct smb_open_rec *r = find(o, fid);
 	if (r)
 		r->oplock = level;
+	pthread_rwlock_unlock(&o->lock);
+}
+
+uint32_t smb_opens_lock_seq_take(struct smb_client *c, struct smb2_fileid fid)
+{
+	struct smb_opens *o = c->opens;
+	uint32_t seq = 0;
+	pthread_rwlock_wrlock(&o->lock);
+	struct smb_open_rec *r = find(o, fid);
+	if (r && r->durable && !r->lost && ~r->lock_busy) {
+		int i = __builtin_ctzll(~r->lock_busy);
+		r->lock_busy |= 1ull << i;
+		/* LockSequenceIndex (28 bits, 1..64) above LockSequenceNumber (4) */
+		seq = (uint32_t)(i + 1) << 4 | (r->lock_seq[i] & 0xf);
+	}
+	pthread_rwlock_unlock(&o->lock);
+	return seq;
+}
+
+void smb_opens_lock_seq_done(struct smb_client *c, struct smb2_fileid fid, uint32_t seq)
+{
+	struct smb_opens *o = c->opens;
+	unsigned i = (seq >> 4) - 1;
+	if (!seq || i >= 64)
+		return;
+	pthread_rwlock_wrlock(&o->lock);
+	struct smb_open_rec *r = find(o, fid);
+	if (r) {
+		/* the next LOCK of this bucket is a new one to the server */
+		r->lock_seq[i] = (uint8_t)((r->lock_seq[i] + 1) & 0xf);
+		r->lock_busy &= ~(1ull << i);
+	}
 	pthread_rwlock_unlock(&o->lock);
 }
 

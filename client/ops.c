@@ -176,7 +176,10 @@ struct op {
 	uint8_t create_guid[16];
 	bool want_durable;
 	struct smb2_fileid fid;
-	bool sids_asked; /* sids_defer() ran a lookup for this answer */
+	bool sids_asked;   /* sids_defer() ran a lookup for this answer */
+	uint8_t kind_cls;  /* set_info_chain(): the SET_INFO's class */
+	char *path2;       /* set_info_chain(): a rename's or link's target */
+	uint32_t lock_seq; /* smb_lock(): the LockSequence sent (0: none) */
 };
 
 static struct smb_req *op_req(struct smb_client *c, void *cb, void *arg, struct op **out)
@@ -447,6 +450,21 @@ static bool mode_fix(struct op *op, const struct smb2_fileid *fid, const struct 
 	return true;
 }
 
+/* An exclusive create (FILE_CREATE) sent again after its reply was lost
+ * whose replay meets the name taken (the CHECKED / KNOWN rows of the table
+ * in client/conn.h): the first try may have made it, or another client;
+ * nothing here tells them apart (a CreateGuid the server kept would have
+ * answered with our open instead), so the caller gets the collision
+ * (EEXIST), and the log says why. */
+static void replay_collision(const struct op *op, const struct smb_req *req)
+{
+	if (smb_req_replayed(req) && op->oa.create_disposition == FILE_CREATE && op->path &&
+	    req->pdu[0].rsp_hdr.status == STATUS_OBJECT_NAME_COLLISION)
+		smb_warn("%s: create of %s: the reply was lost and its replay (%s) finds the name "
+		         "taken, by the first try or by someone else: cannot tell; EEXIST",
+		         op->c->host, op->path, smb_replay_class_str(smb_req_replay_class(req)));
+}
+
 static void attr_chain_done(struct smb_req *req)
 {
 	struct op *op = req->arg;
@@ -458,6 +476,7 @@ static void attr_chain_done(struct smb_req *req)
 		cb(op->arg, req->err, 0, NULL);
 	} else {
 		uint32_t st = chain_status(req, 2);
+		replay_collision(op, req);
 		if (st != STATUS_SUCCESS)
 			cb(op->arg, 0, st, NULL);
 		else if (decode_attr(op->c, &req->pdu[1], &a) < 0) {
@@ -478,8 +497,8 @@ static int attr_chain(struct smb_client *c, const char *path, const struct smb_o
 		return -ENOMEM;
 	req->related = true;
 	int err = add_create(req, path, oa);
-	if (oa->set_mode && c->posix) {
-		/* mode_fix() may need them */
+	if ((oa->set_mode && c->posix) || oa->create_disposition == FILE_CREATE) {
+		/* mode_fix() may need them, and replay_collision() */
 		op->oa = *oa;
 		op->path = talloc_strdup(op, path);
 		err = err ? err : op->path ? 0 : -ENOMEM;
@@ -598,6 +617,7 @@ static void open_done(struct smb_req *req)
 		return;
 	}
 	uint32_t st = req->pdu[0].rsp_hdr.status;
+	replay_collision(op, req);
 	if (st != STATUS_SUCCESS) {
 		cb(op->arg, 0, st, none, NULL);
 	} else if (smb2_create_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &cr) < 0) {
@@ -700,6 +720,103 @@ static void status_done(struct smb_req *req)
 	smb_req_put(req);
 }
 
+struct rename_what {
+	bool replace;
+	bool posix; /* the target is a POSIX pathname, as the handle's own */
+	const char *to;
+};
+
+/* ---- a replay's failure read in light of the lost first try --------------------------- */
+
+/* The CHECKED rows of the table in client/conn.h for rename and link: the
+ * replay failed as it would if the first try had been done; look whether
+ * it was.  rename: the source is gone and the target there; link: both
+ * names are one file (file ids). */
+struct replay_check {
+	struct smb_client *c;
+	smb_status_cb cb;
+	void *arg;
+	uint32_t st; /* the replay's answer: what the caller gets if the check fails */
+	bool link;
+	uint64_t from_id;
+	char *from, *to;
+};
+
+static void replay_check_end(struct replay_check *k, bool done)
+{
+	if (done)
+		smb_log(LOG_NOTICE,
+		        "%s: %s %s -> %s: the reply was lost; its replay failed (0x%08x) but the "
+		        "first try was carried out: done",
+		        k->c->host, k->link ? "link" : "rename", k->from, k->to, k->st);
+	else
+		smb_warn("%s: %s %s -> %s: the reply was lost and its replay failed (0x%08x); not "
+		         "done as far as the server shows",
+		         k->c->host, k->link ? "link" : "rename", k->from, k->to, k->st);
+	if (k->cb)
+		k->cb(k->arg, 0, done ? STATUS_SUCCESS : k->st);
+	talloc_free(k);
+}
+
+static void replay_check_to(void *arg, int err, uint32_t status, const struct smb_attr *a)
+{
+	struct replay_check *k = arg;
+	bool there = !err && status == STATUS_SUCCESS && a;
+	replay_check_end(k, there && (!k->link || (a->file_id && a->file_id == k->from_id)));
+}
+
+static void replay_check_from(void *arg, int err, uint32_t status, const struct smb_attr *a)
+{
+	struct replay_check *k = arg;
+	bool ok = k->link ? !err && status == STATUS_SUCCESS && a && a->file_id
+	                  : !err && status == STATUS_OBJECT_NAME_NOT_FOUND;
+	if (ok && k->link)
+		k->from_id = a->file_id;
+	if (!ok || smb_stat(k->c, k->to, replay_check_to, k) < 0)
+		replay_check_end(k, false);
+}
+
+/* set_info_chain()'s done handler: unlink, rename, link (and EAs). */
+static void set_info_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	uint32_t st0 = req->pdu[0].rsp_hdr.status, st = chain_status(req, 2);
+	uint8_t cls = op->kind_cls;
+	if (req->err || !smb_req_replayed(req) || st == STATUS_SUCCESS) {
+		status_done(req);
+		return;
+	}
+	if (cls == FileDispositionInformation &&
+	    (st0 == STATUS_OBJECT_NAME_NOT_FOUND || st == STATUS_DELETE_PENDING)) {
+		/* gone, or going: what was asked */
+		smb_debug("%s: unlink of %s: the reply was lost; its replay finds it %s: done",
+		          op->c->host, op->path,
+		          st == STATUS_DELETE_PENDING ? "being deleted" : "gone");
+		if (op->cb)
+			((smb_status_cb)op->cb)(op->arg, 0, STATUS_SUCCESS);
+		smb_req_put(req);
+		return;
+	}
+	bool rename = cls == FileRenameInformation && st0 == STATUS_OBJECT_NAME_NOT_FOUND;
+	bool link = cls == FileLinkInformation && st == STATUS_OBJECT_NAME_COLLISION;
+	struct replay_check *k = rename || link ? talloc_zero(NULL, struct replay_check) : NULL;
+	if (k) {
+		*k = (struct replay_check){.c = op->c,
+		                           .cb = (smb_status_cb)op->cb,
+		                           .arg = op->arg,
+		                           .st = st,
+		                           .link = link};
+		k->from = talloc_strdup(k, op->path);
+		k->to = talloc_strdup(k, op->path2);
+	}
+	if (!k || !k->from || !k->to || smb_stat(op->c, k->from, replay_check_from, k) < 0) {
+		talloc_free(k);
+		status_done(req);
+		return;
+	}
+	smb_req_put(req);
+}
+
 /* CREATE path + SET_INFO cls + CLOSE, one round trip; the SET_INFO's status
  * is the result.  encode writes the info into buf (cap bytes, owned by the
  * request) and returns its length or -errno. */
@@ -714,6 +831,11 @@ static int set_info_chain(struct smb_client *c, const char *path, const struct s
 		return -ENOMEM;
 	req->related = true;
 	op->kind = 2; /* the close's status does not matter */
+	/* what set_info_done() needs to read a replay's failure */
+	op->kind_cls = cls;
+	op->path = talloc_strdup(op, path);
+	if (cls == FileRenameInformation || cls == FileLinkInformation)
+		op->path2 = talloc_strdup(op, ((const struct rename_what *)what)->to);
 	uint8_t *info = talloc_size(req, cap);
 	ssize_t ilen = info ? encode(info, cap, what) : -ENOMEM;
 	int err = ilen < 0 ? (int)ilen : add_create(req, path, oa);
@@ -721,19 +843,13 @@ static int set_info_chain(struct smb_client *c, const char *path, const struct s
 		err = add_set_info(req, SMB2_FILEID_RELATED, cls, info, (size_t)ilen);
 	if (!err)
 		err = add_close(req, SMB2_FILEID_RELATED);
-	return op_submit(req, err, status_done);
+	return op_submit(req, err, set_info_done);
 }
 
 static ssize_t enc_disposition(uint8_t *buf, size_t cap, const void *what)
 {
 	return smb2_file_disposition_info_encode(buf, cap, true);
 }
-
-struct rename_what {
-	bool replace;
-	bool posix; /* the target is a POSIX pathname, as the handle's own */
-	const char *to;
-};
 
 static ssize_t enc_rename(uint8_t *buf, size_t cap, const void *what)
 {
@@ -751,6 +867,13 @@ static void close_done(struct smb_req *req)
 {
 	struct op *op = req->arg;
 	smb_opens_remove(op->c, op->fid);
+	/* sent again after its reply was lost: the first closed it */
+	if (!req->err && smb_req_replayed(req) &&
+	    req->pdu[0].rsp_hdr.status == STATUS_FILE_CLOSED) {
+		smb_debug("%s: CLOSE: the reply was lost; its replay finds the handle closed: done",
+		          op->c->host);
+		req->pdu[0].rsp_hdr.status = STATUS_SUCCESS;
+	}
 	status_done(req);
 }
 
@@ -1605,6 +1728,16 @@ int smb_fsctl(struct smb_client *c, struct smb2_fileid fid, uint32_t code, const
 	return op_submit(req, add_ioctl(req, fid, code, in, inlen, max_out), ioctl_done);
 }
 
+/* A LOCK sent again after its reply was lost carries the LockSequence of
+ * the first ([MS-SMB2] 3.3.5.14: a durable handle's server answers it
+ * without locking twice); the bucket is free again once it is answered. */
+static void lock_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_opens_lock_seq_done(op->c, op->fid, op->lock_seq);
+	status_done(req);
+}
+
 int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_lock_elem *e,
              uint16_t n, smb_status_cb cb, void *arg)
 {
@@ -1612,11 +1745,17 @@ int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_loc
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
 		return -ENOMEM;
+	op->fid = fid;
+	uint32_t seq = c->dialect >= SMB2_DIALECT_0300 ? smb_opens_lock_seq_take(c, fid) : 0;
+	op->lock_seq = seq;
 	size_t cap = 24 + 24 * (size_t)n;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_LOCK, cap);
 	int err =
-	    body ? smb_req_end_pdu(req, smb2_lock_req_encode(body, cap, fid, 0, e, n)) : -ENOMEM;
-	return op_submit(req, err, status_done);
+	    body ? smb_req_end_pdu(req, smb2_lock_req_encode(body, cap, fid, seq, e, n)) : -ENOMEM;
+	err = op_submit(req, err, lock_done);
+	if (err) /* never sent: lock_done() will not run */
+		smb_opens_lock_seq_done(c, fid, seq);
+	return err;
 }
 
 /* ---- QUERY_DIRECTORY ---------------------------------------------------------------- */

@@ -1237,12 +1237,14 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 		park_wake(c);
 		return true;
 	}
+	/* (req may be answered and freed once submitted) */
+	enum smb_replay_class k = smb_req_replay_class(req);
 	if (smb_conn_submit(to->conn, req))
 		return false;
 	__atomic_add_fetch(&ch->failovers, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
-	smb_debug("%s: %s replayed on channel %d", ch->conn->peer, smb2_command_str(cmd),
-	          to->index);
+	smb_debug("%s: %s replayed on channel %d (%s)", ch->conn->peer, smb2_command_str(cmd),
+	          to->index, smb_replay_class_str(k));
 	return true;
 }
 
@@ -1274,6 +1276,8 @@ void smb_client_unpark(struct smb_client *c)
 			continue;
 		}
 		int err = req_rebind(c, req);
+		uint16_t cmd = req->pdu[0].command;
+		enum smb_replay_class k = smb_req_replay_class(req);
 		/* A submit to a channel that just died offers it to chan_orphan
 		 * again (parked again, 0); any other refusal fails it here, or
 		 * nobody would ever answer it. */
@@ -1288,6 +1292,8 @@ void smb_client_unpark(struct smb_client *c)
 			continue;
 		}
 		__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
+		smb_debug("%s: %s sent again on the new session (%s)", c->host,
+		          smb2_command_str(cmd), smb_replay_class_str(k));
 		n++;
 	}
 	if (n)

@@ -229,6 +229,7 @@ enum smb2_command {
 #define FileAttributeTagInformation    35
 #define FileIdBothDirectoryInformation 37
 #define FileIdFullDirectoryInformation 38
+#define FileDispositionInformationEx   64
 /* [MS-FSCC] 2.5 file system information classes */
 #define FileFsVolumeInformation     1
 #define FileFsSizeInformation       3

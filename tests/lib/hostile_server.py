@@ -26,7 +26,7 @@ Then it misbehaves on cue.  A hook says "when the Nth request of command X
 Actions (see the functions below): truncate, truncate_frame, patch,
 frame_edit, credits, message_id, command, response_flags, duplicate,
 duplicate_pdu, stray, drop, pending, sync_pending, bad_signature, unsigned,
-stop_mid_pdu, garbage, next_command, close, delay.  srv.grant sets the
+stop_mid_pdu, garbage, next_command, close, lost_reply, delay.  srv.grant sets the
 credit policy for every response (an int, or fn(request) -> int; None:
 what the client asked for, at least 1).  Counts are per server (across
 connections, so a client that reconnects does not reset them); times=None
@@ -71,6 +71,7 @@ FLAGS_SERVER_TO_REDIR = 0x1
 FLAGS_ASYNC = 0x2
 FLAGS_RELATED = 0x4
 FLAGS_SIGNED = 0x8
+FLAGS_REPLAY = 0x20000000   # SMB2_FLAGS_REPLAY_OPERATION ([MS-SMB2] 2.2.1.2)
 
 STATUS_SUCCESS = 0x00000000
 STATUS_PENDING = 0x00000103
@@ -86,6 +87,9 @@ STATUS_ACCESS_DENIED = 0xC0000022
 STATUS_BUFFER_TOO_SMALL = 0xC0000023
 STATUS_OBJECT_NAME_NOT_FOUND = 0xC0000034
 STATUS_OBJECT_NAME_COLLISION = 0xC0000035
+STATUS_RANGE_NOT_LOCKED = 0xC000007E
+STATUS_LOCK_NOT_GRANTED = 0xC0000055
+LOCKFLAG_UNLOCK = 0x4
 STATUS_OBJECT_PATH_NOT_FOUND = 0xC000003A
 STATUS_LOGON_FAILURE = 0xC000006D
 STATUS_FILE_IS_A_DIRECTORY = 0xC00000BA
@@ -322,6 +326,9 @@ class Open:
         self.durable = durable
         self.delete_on_close = delete_on_close
         self.dir_pos = None  # QUERY_DIRECTORY cursor; None: not started
+        self.action = 1      # CreateAction of the create that made it
+        self.locks = []      # (offset, length) byte ranges it holds
+        self.lock_seqs = {}  # LockSequence bucket -> number of the last lock done
 
 
 # ---- requests and responses --------------------------------------------------
@@ -684,6 +691,17 @@ def close(reset=False):
     def f(conn, ops):
         return [("reset",) if reset else ("close",)]
     return _Simple("close", frame=f)
+
+
+def lost_reply(reset=False):
+    """Carry the request out, then close the connection without sending its
+    answer: the client cannot tell whether it was done, and sends it again
+    (a replay).  (Every request of the frame is executed before any action
+    edits what goes out, so this is close() under the name the tests of
+    replays mean.)"""
+    a = close(reset)
+    a.name = "lost_reply"
+    return a
 
 
 def delay(seconds):
@@ -1269,6 +1287,18 @@ class Conn:
             ctx["fid"] = op.fid
             return self.create_rsp(req, op, 1, OPLOCK_LEVEL_BATCH,
                                    [(b"DH2Q", struct.pack("<II", 60000, 0))])
+        guid = contexts.get("DH2Q", b"\x00" * 32)[16:32] if "DH2Q" in contexts else None
+        if guid is not None and req.flags & FLAGS_REPLAY:
+            # [MS-SMB2] 3.3.5.9.10: a replayed create whose CreateGuid names
+            # an open still held (durable, so replay-eligible) gets that
+            # open back instead of being carried out a second time
+            op = next((o for o in srv.opens.values() if o.durable and o.create_guid == guid),
+                      None)
+            if op is not None:
+                srv.replayed_creates += 1
+                ctx["fid"] = op.fid
+                return self.create_rsp(req, op, op.action, OPLOCK_LEVEL_BATCH,
+                                       [(b"DH2Q", struct.pack("<II", 60000, 0))])
         parent = path.rpartition("/")[0]
         node = srv.fs.get(path)
         if path and (parent not in srv.fs or not srv.fs[parent].is_dir):
@@ -1294,9 +1324,9 @@ class Conn:
                 node.mtime = nt_now()
                 action = 0 if disp == FILE_SUPERSEDE else 3
         fid = srv._next_fid()
-        guid = contexts.get("DH2Q", b"\x00" * 32)[16:32] if "DH2Q" in contexts else None
         durable = guid is not None and srv.durable and oplock == OPLOCK_LEVEL_BATCH
         op = Open(fid, path, node, guid, durable, bool(opts & FILE_DELETE_ON_CLOSE))
+        op.action = action
         srv.opens[fid] = op
         ctx["fid"] = fid
         rctx = [(b"DH2Q", struct.pack("<II", 60000, 0))] if durable else []
@@ -1337,6 +1367,40 @@ class Conn:
         return self.rsp(req, STATUS_SUCCESS, struct.pack("<HH", 4, 0))
 
     def lock(self, req, ctx):
+        """Byte-range locks kept per open: an unlock of a range the open
+        does not hold is STATUS_RANGE_NOT_LOCKED, a lock overlapping one
+        any open holds STATUS_LOCK_NOT_GRANTED ([MS-SMB2] 3.3.5.14; shared
+        locks are taken as exclusive); LockSequence replays on durable
+        handles are known."""
+        op = self.open_for(req, ctx)
+        if op is None:
+            return self.rsp(req, STATUS_FILE_CLOSED)
+        count, seq = struct.unpack_from("<HI", req.body, 2)
+        # [MS-SMB2] 3.3.5.14: on a durable handle, a LockSequence whose
+        # bucket (1..64) holds its number is a replay of a lock that was
+        # done: success, nothing locked again
+        bucket, number = seq >> 4, seq & 0xF
+        if not (op.durable and 1 <= bucket <= 64):
+            bucket = None
+        elif op.lock_seqs.get(bucket) == number:
+            self.server.replayed_locks += 1
+            return self.rsp(req, STATUS_SUCCESS, struct.pack("<HH", 4, 0))
+        else:
+            op.lock_seqs.pop(bucket, None)
+        for i in range(count):
+            off, length, flags = struct.unpack_from("<QQI", req.body, 24 + 24 * i)
+            if flags & LOCKFLAG_UNLOCK:
+                if (off, length) not in op.locks:
+                    return self.rsp(req, STATUS_RANGE_NOT_LOCKED)
+                op.locks.remove((off, length))
+                continue
+            held = [r for o in self.server.opens.values() if o.node is op.node
+                    for r in o.locks]
+            if any(o < off + length and off < o + n for o, n in held):
+                return self.rsp(req, STATUS_LOCK_NOT_GRANTED)
+            op.locks.append((off, length))
+        if bucket is not None:
+            op.lock_seqs[bucket] = number
         return self.rsp(req, STATUS_SUCCESS, struct.pack("<HH", 4, 0))
 
     def read(self, req, ctx):
@@ -1649,6 +1713,8 @@ class HostileServer:
         self.grant = None
         self.requests = []
         self.connections = 0
+        self.replayed_creates = 0   # creates answered from the CreateGuid (3.3.5.9.10)
+        self.replayed_locks = 0     # locks answered from the LockSequence (3.3.5.14)
         self.violations = []
         self.notes = []
         self.hooks = []

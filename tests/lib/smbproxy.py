@@ -4,7 +4,9 @@ It forwards bytes both ways, framing each direction by the Direct TCP 4-byte
 length ([MS-SMB2] 2.1: one zero byte, 24-bit big-endian length) and walking
 the SMB2 headers in each frame (compound chains via NextCommand). It records
 what it saw and, when armed, corrupts the 16-byte signature of the next
-signed final response to a given command.
+signed final response to a given command, or (lose_reply) lets a chosen
+request through and closes both connections instead of forwarding its
+final answer: a reply lost after the server carried the request out.
 
     with SmbProxy(upstream_port) as px:
         px.corrupt_next_signature(SMB2_READ)
@@ -162,6 +164,9 @@ class SmbProxy:
         self.corrupted_events = []  # (command, message_id)
         self.responses = []       # (command, flags, status) for every response seen
         self.requests = []        # (command, flags) for every request seen
+        self._lose = []           # lose_reply() predicates still armed
+        self._losing = set()      # (connection, MessageId) whose answer is lost
+        self.lost = 0             # answers lost so
         self.connections = 0
         self.dialects = []        # DialectRevision of each NEGOTIATE response
         self._listener = None
@@ -189,9 +194,18 @@ class SmbProxy:
             self._armed.append(command)
             self.corrupted_event.clear()
 
+    def lose_reply(self, when):
+        """Arm: the next request PDU for which when(command, payload, off) is
+        true (payload: its Direct TCP payload, off: where its header starts)
+        goes to the server; its final answer does not come back: both
+        connections close instead (px.lost counts it)."""
+        with self._lock:
+            self._lose.append(when)
+
     def disarm(self):
         with self._lock:
             self._armed.clear()
+            self._lose.clear()
 
     def record(self, markers=(), keep=False, dump_dir=None):
         """Start recording (call before the client connects: markers are
@@ -311,9 +325,11 @@ class SmbProxy:
                 if payload is None:
                     break
                 if to_client:
-                    payload = self._on_response(payload)
+                    payload = self._on_response(payload, conn_no)
+                    if payload is None:
+                        break   # lose_reply(): the finally closes both sides
                 else:
-                    self._on_request(payload)
+                    self._on_request(payload, conn_no)
                 if self.recording:
                     if counters is None:
                         counters = [MarkerCounter(m) for m in self.markers]
@@ -357,18 +373,27 @@ class SmbProxy:
                 self.captured[direction] += hdr
                 self.captured[direction] += payload
 
-    def _on_request(self, payload):
+    def _on_request(self, payload, conn_no):
         with self._lock:
-            for _, cmd, flags, _, _ in parse_headers(payload):
+            for off, cmd, flags, _, mid in parse_headers(payload):
                 self.requests.append((cmd, flags))
+                for when in self._lose:
+                    if when(cmd, payload, off):
+                        self._lose.remove(when)
+                        self._losing.add((conn_no, mid))
+                        break
 
-    def _on_response(self, payload):
+    def _on_response(self, payload, conn_no):
         if payload[:4] != SMB2_MAGIC:
             return payload
         buf = None
         with self._lock:
             for off, cmd, flags, status, mid in parse_headers(payload):
                 self.responses.append((cmd, flags, status))
+                if (conn_no, mid) in self._losing and status != STATUS_PENDING:
+                    self._losing.discard((conn_no, mid))
+                    self.lost += 1
+                    return None
                 if cmd == SMB2_NEGOTIATE and status == 0 and off + 70 <= len(payload):
                     self.dialects.append(struct.unpack_from("<H", payload, off + 68)[0])
                 if (cmd in self._armed and flags & SMB2_FLAGS_SERVER_TO_REDIR

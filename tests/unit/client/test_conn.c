@@ -6,6 +6,7 @@
 #include "client/conn.h"
 #include "client/transport_quic.h"
 #include "client/crypto.h"
+#include "client/proto/smb2_fsctl.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "tests/unit/check.h"
@@ -186,6 +187,7 @@ struct result {
 	int calls;
 	int err;
 	uint32_t status[SMB_REQ_MAX_PDU];
+	bool replayed; /* smb_req_replayed() when done */
 };
 
 static void on_done(struct smb_req *req)
@@ -194,6 +196,7 @@ static void on_done(struct smb_req *req)
 	pthread_mutex_lock(&r->m);
 	r->calls++;
 	r->err = req->err;
+	r->replayed = smb_req_replayed(req);
 	for (int i = 0; i < req->npdu; i++)
 		r->status[i] = req->pdu[i].have_rsp ? req->pdu[i].rsp_hdr.status : 0xFFFFFFFFu;
 	pthread_cond_broadcast(&r->cv);
@@ -537,6 +540,7 @@ static void test_replay_on_other_channel(void)
 	CHECK(wait_calls(&r, 1, 2000));
 	CHECK_EQ(r.err, 0);
 	CHECK_EQ(r.status[0], 0);
+	CHECK(r.replayed); /* the first send may have been carried out */
 
 	/* Submitting on the dead channel moves the request too. */
 	struct result r2;
@@ -558,6 +562,9 @@ static void test_replay_on_other_channel(void)
 	CHECK(wait_calls(&r2, 1, 2000));
 	CHECK_EQ(r2.err, 0);
 	CHECK_EQ(r2.status[0], 0);
+	/* refused by the dead transport, then refused for its sequence: never
+	 * carried out, so not read as a replay */
+	CHECK(!r2.replayed);
 	smb_conn_close(a);
 	smb_conn_close(b);
 	CHECK_EQ(r.calls, 1);
@@ -574,6 +581,108 @@ static void test_no_taker_fails_the_request(void)
 	CHECK(wait_calls(&r, 1, 2000));
 	CHECK_EQ(r.err, -ECONNABORTED);
 	smb_conn_close(a);
+}
+
+/* ---- issue 20: the replay class of a request (the table in client/conn.h) ---------- */
+
+static void add_create_pdu(struct smb_req *req, uint32_t disp, uint32_t opts, bool guid)
+{
+	uint8_t dh2q[SMB2_DH2Q_LEN], g[16] = {1, 2, 3};
+	struct smb2_create_req cr = {
+	    .create_disposition = disp, .create_options = opts, .name = "d/f"};
+	if (guid) {
+		smb2_dh2q_encode(dh2q, 0, g);
+		cr.contexts[0] = (struct smb2_create_ctx){"DH2Q", dh2q, sizeof(dh2q)};
+		cr.context_count = 1;
+	}
+	uint8_t *b = smb_req_begin_pdu(req, SMB2_CREATE, 256);
+	CHECK_EQ(smb_req_end_pdu(req, smb2_create_req_encode(b, 256, &cr)) < 0, false);
+}
+
+static void add_set_info_pdu(struct smb_req *req, uint8_t cls)
+{
+	static const uint8_t info[40];
+	struct smb2_set_info_req si = {.info_type = SMB2_0_INFO_FILE,
+	                               .file_info_class = cls,
+	                               .buffer = info,
+	                               .buffer_len = sizeof(info),
+	                               .fileid = SMB2_FILEID_RELATED};
+	uint8_t *b = smb_req_begin_pdu(req, SMB2_SET_INFO, 128);
+	CHECK_EQ(smb_req_end_pdu(req, smb2_set_info_req_encode(b, 128, &si)) < 0, false);
+}
+
+static void add_close_pdu(struct smb_req *req, struct smb2_fileid fid)
+{
+	struct smb2_close_req cl = {.fileid = fid};
+	uint8_t *b = smb_req_begin_pdu(req, SMB2_CLOSE, 24);
+	CHECK_EQ(smb_req_end_pdu(req, smb2_close_req_encode(b, 24, &cl)) < 0, false);
+}
+
+/* CREATE [+ SET_INFO cls] + CLOSE, related, as client/ops.c builds them;
+ * cls 0: no SET_INFO. */
+static enum smb_replay_class chain_class(struct smb_conn *c, uint32_t disp, uint32_t opts,
+                                         bool guid, uint8_t cls)
+{
+	struct smb_req *req = smb_req_new(c, NULL);
+	req->related = true;
+	add_create_pdu(req, disp, opts, guid);
+	if (cls)
+		add_set_info_pdu(req, cls);
+	add_close_pdu(req, SMB2_FILEID_RELATED);
+	enum smb_replay_class k = smb_req_replay_class(req);
+	smb_req_put(req);
+	return k;
+}
+
+static void test_replay_class(void)
+{
+	struct smb_conn *c = open_conn(0);
+	struct result r;
+	result_init(&r);
+	/* stat, open: idempotent; the compound's own CLOSE too */
+	CHECK_EQ(chain_class(c, FILE_OPEN, 0, false, 0), SMB_REPLAY_FREE);
+	CHECK_EQ(chain_class(c, FILE_OVERWRITE_IF, 0, true, 0), SMB_REPLAY_FREE);
+	CHECK_EQ(chain_class(c, FILE_OPEN, 0, false, FileBasicInformation), SMB_REPLAY_FREE);
+	CHECK_EQ(chain_class(c, FILE_OPEN, 0, false, FileEndOfFileInformation), SMB_REPLAY_FREE);
+	/* rename, link, unlink/rmdir */
+	CHECK_EQ(chain_class(c, FILE_OPEN, 0, false, FileRenameInformation), SMB_REPLAY_CHECKED);
+	CHECK_EQ(chain_class(c, FILE_OPEN, 0, false, FileLinkInformation), SMB_REPLAY_CHECKED);
+	CHECK_EQ(chain_class(c, FILE_OPEN, FILE_DIRECTORY_FILE, false, FileDispositionInformation),
+	         SMB_REPLAY_CHECKED);
+	CHECK_EQ(chain_class(c, FILE_OPEN, FILE_DELETE_ON_CLOSE, false, 0), SMB_REPLAY_CHECKED);
+	/* exclusive create, mkdir: only a CreateGuid lets the server know it */
+	CHECK_EQ(chain_class(c, FILE_CREATE, FILE_DIRECTORY_FILE, false, 0), SMB_REPLAY_CHECKED);
+	CHECK_EQ(chain_class(c, FILE_CREATE, 0, true, 0), SMB_REPLAY_KNOWN);
+	/* a CLOSE of a handle: the first may have closed it */
+	struct smb_req *req = smb_req_new(c, NULL);
+	add_close_pdu(req, (struct smb2_fileid){7, 8});
+	CHECK_EQ(smb_req_replay_class(req), SMB_REPLAY_CHECKED);
+	smb_req_put(req);
+	/* LOCK: known to the server by its LockSequence, else not idempotent */
+	struct smb2_lock_elem le = {
+	    .offset = 0, .length = 1, .flags = SMB2_LOCKFLAG_EXCLUSIVE_LOCK};
+	for (uint32_t seq = 0; seq <= 0x11; seq += 0x11) {
+		req = smb_req_new(c, NULL);
+		uint8_t *b = smb_req_begin_pdu(req, SMB2_LOCK, 48);
+		CHECK_EQ(
+		    smb_req_end_pdu(req, smb2_lock_req_encode(b, 48, (struct smb2_fileid){7, 8},
+		                                              seq, &le, 1)) < 0,
+		    false);
+		CHECK_EQ(smb_req_replay_class(req), seq ? SMB_REPLAY_KNOWN : SMB_REPLAY_CHECKED);
+		smb_req_put(req);
+	}
+	/* ECHO: idempotent; channel-bound ones never move */
+	req = echo_req(c, &r, 1);
+	CHECK_EQ(smb_req_replay_class(req), SMB_REPLAY_FREE);
+	CHECK(!smb_req_replayed(req));
+	req->no_replay = true;
+	CHECK_EQ(smb_req_replay_class(req), SMB_REPLAY_NEVER);
+	/* reset for a replay before any send: not a replay a caller reads */
+	CHECK_EQ(smb_req_reset_for_replay(req), 0);
+	CHECK(req->replay);
+	CHECK(!smb_req_replayed(req));
+	smb_req_put(req);
+	smb_conn_close(c);
 }
 
 /* ---- issue 18: nothing unverified changes state ------------------------------------ */
@@ -705,6 +814,7 @@ int main(void)
 	RUN(test_malformed_message);
 	RUN(test_replay_on_other_channel);
 	RUN(test_no_taker_fails_the_request);
+	RUN(test_replay_class);
 	RUN(test_sealed_session_ignores_cleartext);
 	RUN(test_signed_session_unverified_grants);
 	ev_loop_free(loop);
