@@ -109,6 +109,24 @@ static unsigned setup_timeout_ms(const struct smb_client *c)
 	return c->timeout_ms && c->timeout_ms < SETUP_TIMEOUT_MS ? c->timeout_ms : SETUP_TIMEOUT_MS;
 }
 
+/* Send a set-up request on ch and wait for its answer.  Set-up has its own
+ * patience: a server that accepts and never answers must not hold the mount
+ * for a minute per step.  0, or -errno with "no <what> answer from <peer>"
+ * and why the connection died in errbuf. */
+static int setup_send(struct smb_client *c, struct smb_chan *ch, struct smb_req *req,
+                      const char *what, const char *peer, char *errbuf, size_t errlen)
+{
+	req->deadline_ms = ev_now_ms() + setup_timeout_ms(c);
+	int err = smb_client_submit_sync(c, req);
+	if (err) {
+		char why[168];
+		smb_conn_dead_why(ch->conn, why, sizeof(why));
+		set_err(errbuf, errlen, "no %s answer from %s: %s%s", what, peer, strerror(-err),
+		        why);
+	}
+	return err;
+}
+
 static ssize_t enc_negotiate(uint8_t *b, size_t cap, const struct smb2_negotiate_req *r)
 {
 	return smb2_negotiate_req_encode(b, cap, r);
@@ -339,15 +357,10 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 		smb_req_put(req);
 		return err;
 	}
-	/* Set-up has its own patience: a server that accepts and never
-	 * answers must not hold the mount for a minute per step. */
-	req->deadline_ms = ev_now_ms() + setup_timeout_ms(c);
-	err = smb_client_submit_sync(c, req);
+	char peer[300];
+	snprintf(peer, sizeof(peer), "%s port %u", c->host, c->port);
+	err = setup_send(c, ch, req, "NEGOTIATE", peer, errbuf, errlen);
 	if (err) {
-		char why[168];
-		smb_conn_dead_why(ch->conn, why, sizeof(why));
-		set_err(errbuf, errlen, "no NEGOTIATE answer from %s port %u: %s%s", c->host,
-		        c->port, strerror(-err), why);
 		smb_req_put(req);
 		return err;
 	}
@@ -744,13 +757,8 @@ static int setup_round(struct smb_client *c, struct smb_chan *ch, bool binding, 
 		smb_req_put(req);
 		return err;
 	}
-	req->deadline_ms = ev_now_ms() + setup_timeout_ms(c);
-	err = smb_client_submit_sync(c, req);
+	err = setup_send(c, ch, req, "SESSION_SETUP", ch->conn->peer, errbuf, errlen);
 	if (err) {
-		char why[168];
-		smb_conn_dead_why(ch->conn, why, sizeof(why));
-		set_err(errbuf, errlen, "no SESSION_SETUP answer from %s: %s%s", ch->conn->peer,
-		        strerror(-err), why);
 		smb_req_put(req);
 		return err;
 	}
