@@ -3,7 +3,7 @@
  * Owns: the CHALLENGE decoder and AV pair walker (hostile input), the
  * NEGOTIATE and AUTHENTICATE encoders, the NTLMv2 response and key
  * computations, and the NTLMSSP MAC used for SPNEGO's mechListMIC.  All
- * cryptography goes through client/crypto.h.  Passwords and keys are wiped
+ * cryptography goes through common/crypto.h.  Passwords and keys are wiped
  * from the stack before return and never logged.
  */
 #include "auth/ntlmssp.h"
@@ -14,7 +14,7 @@
 
 #include <talloc.h>
 
-#include "client/crypto.h"
+#include "common/crypto.h"
 #include "common/secret.h"
 
 static const uint8_t ntlmssp_sig[8] = {'N', 'T', 'L', 'M', 'S', 'S', 'P', 0};

@@ -7,7 +7,7 @@
  * See conn.h for the request life cycle and the lock rules.
  */
 #include "client/conn.h"
-#include "client/crypto.h"
+#include "common/crypto.h"
 #include "client/transport_quic.h"
 #include "common/evloop.h"
 #include "common/log.h"

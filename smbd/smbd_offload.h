@@ -1,7 +1,7 @@
 /* smbd/smbd_offload.h — what an SMB Direct transport offers the SMB2 layer
- * for RDMA offload of READ/WRITE payloads, beyond client/transport.h.
+ * for RDMA offload of READ/WRITE payloads, beyond common/transport.h.
  *
- * A PROPOSAL to the owner of client/transport.h: these calls live here so
+ * A PROPOSAL to the owner of common/transport.h: these calls live here so
  * client/ can use them now (through a transport whose info() has
  * SMB_TRANSPORT_CAP_RDMA); they could move into struct smb_transport_ops later
  * (as an op with a -EOPNOTSUPP default), which is why every one takes the
@@ -97,7 +97,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client/transport.h"
+#include "common/transport.h"
 #include "smbd/smbd_proto.h"
 
 /* Access of one per-I/O token (smbd_io_token_get): exactly one of these. */

@@ -1,4 +1,4 @@
-/* client/crypto.h — every cryptographic primitive the client uses, on OpenSSL 3.
+/* common/crypto.h — every cryptographic primitive the client uses, on OpenSSL 3.
  *
  * All algorithms are fetched from a private OSSL_LIB_CTX holding the default
  * and legacy providers (MD4 and RC4 for NTLM live in legacy); the machine's
@@ -7,8 +7,8 @@
  * is then thread-safe.  Functions return 0 or -errno (-EIO on an OpenSSL
  * failure, which is logged).  Key material is never logged.
  */
-#ifndef SMBRDMA_CLIENT_CRYPTO_H
-#define SMBRDMA_CLIENT_CRYPTO_H
+#ifndef SMBRDMA_COMMON_CRYPTO_H
+#define SMBRDMA_COMMON_CRYPTO_H
 
 #include <stddef.h>
 #include <stdint.h>

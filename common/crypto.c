@@ -1,4 +1,4 @@
-/* client/crypto.c — every cryptographic primitive the client uses, on OpenSSL 3.
+/* common/crypto.c — every cryptographic primitive the client uses, on OpenSSL 3.
  *
  * Owns a private OSSL_LIB_CTX with the "default" and "legacy" providers loaded
  * into it (MD4 and RC4 live in legacy), and the algorithm objects fetched from
@@ -9,7 +9,7 @@
  * Key material never reaches a log line: OpenSSL failures are logged by the
  * name of the operation and OpenSSL's error string only.
  */
-#include "client/crypto.h"
+#include "common/crypto.h"
 
 #include <errno.h>
 #include <limits.h>
