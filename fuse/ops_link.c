@@ -36,7 +36,7 @@
 #include "client/proto/smb2_const.h"
 #include "client/proto/smb2_fsctl.h"
 #include "common/log.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 
 #define XATTR_USER "user."
 /* The largest FILE_FULL_EA_INFORMATION entry Samba 4.17 accepts. */

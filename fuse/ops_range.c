@@ -19,7 +19,7 @@
 #include "client/proto/smb2_const.h"
 #include "client/proto/smb2_fsctl.h"
 #include "common/log.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 
 /* Samba's limits (what it answers STATUS_INVALID_PARAMETER with); Windows
  * allows the same or more. */

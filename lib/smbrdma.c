@@ -13,7 +13,7 @@
 #include "client/proto/smb2.h"
 #include "common/evloop.h"
 #include "config.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 
 #include <errno.h>
 #include <fcntl.h>
