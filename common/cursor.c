@@ -1,14 +1,14 @@
-/* client/proto/cursor.c — bounds-checked reader and writer cursors.
+/* common/cursor.c — bounds-checked reader and writer cursors (cursor.h).
  *
- * Every decoder in the codec (and auth/, smbd/) reads through struct smb_rd:
+ * Every decoder of the SMB2 codec reads through struct smb_rd:
  * a getter that would cross `end` sets a sticky -EBADMSG and returns 0, so a
  * parser can read a whole fixed structure and test `err` once.  struct
  * smb_wr is the mirror image for encoders, with a sticky -ENOSPC.
  */
+#include "common/cursor.h"
+
 #include <errno.h>
 #include <string.h>
-
-#include "client/proto/smb2.h"
 
 void smb_rd_init(struct smb_rd *r, const void *buf, size_t len)
 {
