@@ -1,6 +1,6 @@
 /* common/cursor.c — bounds-checked reader and writer cursors (cursor.h).
  *
- * Every decoder of the SMB2 codec reads through struct smb_rd:
+ * The decoders of the SMB2 and SMB Direct codecs read through struct smb_rd:
  * a getter that would cross `end` sets a sticky -EBADMSG and returns 0, so a
  * parser can read a whole fixed structure and test `err` once.  struct
  * smb_wr is the mirror image for encoders, with a sticky -ENOSPC.

@@ -1,8 +1,8 @@
 /* common/cursor.h — the bounds-checked reader and writer, and little-endian
  * helpers, for every decoder of bytes from the wire (issue 20: one reader).
  *
- * Users: the SMB2 codec (client/proto/).  smbd/smbd_proto.c and auth/
- * (asn1.c, ntlmssp.c) still have their own readers.
+ * Users: the SMB2 codec (client/proto/) and the SMB Direct codec
+ * (smbd/smbd_proto.c).  auth/ (asn1.c, ntlmssp.c) still has its own readers.
  * Pure: no allocation, no I/O; common/cursor.c.
  */
 #ifndef SMBRDMA_COMMON_CURSOR_H
