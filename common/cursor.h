@@ -1,8 +1,9 @@
 /* common/cursor.h — the bounds-checked reader and writer, and little-endian
  * helpers, for every decoder of bytes from the wire (issue 20: one reader).
  *
- * Users: the SMB2 codec (client/proto/) and the SMB Direct codec
- * (smbd/smbd_proto.c).  auth/ (asn1.c, ntlmssp.c) still has its own readers.
+ * Users: the SMB2 codec (client/proto/), the SMB Direct codec
+ * (smbd/smbd_proto.c) and NTLMSSP (auth/ntlmssp.c).  The DER reader of
+ * auth/asn1.c is still its own (a tag-length walker over its own struct).
  * Pure: no allocation, no I/O; common/cursor.c.
  */
 #ifndef SMBRDMA_COMMON_CURSOR_H
@@ -30,6 +31,11 @@ const uint8_t *smb_rd_ptr(struct smb_rd *r, size_t n); /* advance, return old p 
 void smb_rd_skip(struct smb_rd *r, size_t n);
 void smb_rd_seek(struct smb_rd *r, size_t off); /* absolute from base */
 size_t smb_rd_left(const struct smb_rd *r);
+/* Fields at fixed offsets: smb_rd_seek(r, off), then the getter.  Order-free,
+ * so a whole structure can be read in a designated initializer. */
+uint16_t smb_rd_u16_at(struct smb_rd *r, size_t off);
+uint32_t smb_rd_u32_at(struct smb_rd *r, size_t off);
+uint64_t smb_rd_u64_at(struct smb_rd *r, size_t off);
 /* base[off, off+len) lies inside [base, end)?  (overflow-safe) */
 bool smb_rd_range_ok(const struct smb_rd *r, uint64_t off, uint64_t len);
 

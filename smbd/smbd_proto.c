@@ -9,27 +9,10 @@
 #include <string.h>
 
 /* Fields at fixed offsets.  Reads go through the common bounds-checked
- * reader (common/cursor.h): a field past the end sets its sticky err, checked
- * once after the whole structure, and the order of the reads does not matter
- * (they sit in designated initializers).  Writes are smb_put_le*() at fixed
- * offsets, each encoder having checked first that its buffer holds them all. */
-static uint16_t rd16(struct smb_rd *r, size_t at)
-{
-	smb_rd_seek(r, at);
-	return smb_rd_u16(r);
-}
-
-static uint32_t rd32(struct smb_rd *r, size_t at)
-{
-	smb_rd_seek(r, at);
-	return smb_rd_u32(r);
-}
-
-static uint64_t rd64(struct smb_rd *r, size_t at)
-{
-	smb_rd_seek(r, at);
-	return smb_rd_u64(r);
-}
+ * reader (common/cursor.h, smb_rd_u*_at): a field past the end sets its
+ * sticky err, checked once after the whole structure.  Writes are
+ * smb_put_le*() at fixed offsets, each encoder having checked first that its
+ * buffer holds them all. */
 
 #define REQ(f)  offsetof(struct smbd_negotiate_req_wire, f)
 #define RESP(f) offsetof(struct smbd_negotiate_resp_wire, f)
@@ -59,12 +42,12 @@ int smbd_negotiate_req_decode(const uint8_t *buf, size_t len, struct smbd_negoti
 	struct smb_rd c;
 	smb_rd_init(&c, buf, len);
 	struct smbd_negotiate_req r = {
-	    .min_version = rd16(&c, REQ(min_version)),
-	    .max_version = rd16(&c, REQ(max_version)),
-	    .credits_requested = rd16(&c, REQ(credits_requested)),
-	    .preferred_send_size = rd32(&c, REQ(preferred_send_size)),
-	    .max_receive_size = rd32(&c, REQ(max_receive_size)),
-	    .max_fragmented_size = rd32(&c, REQ(max_fragmented_size)),
+	    .min_version = smb_rd_u16_at(&c, REQ(min_version)),
+	    .max_version = smb_rd_u16_at(&c, REQ(max_version)),
+	    .credits_requested = smb_rd_u16_at(&c, REQ(credits_requested)),
+	    .preferred_send_size = smb_rd_u32_at(&c, REQ(preferred_send_size)),
+	    .max_receive_size = smb_rd_u32_at(&c, REQ(max_receive_size)),
+	    .max_fragmented_size = smb_rd_u32_at(&c, REQ(max_fragmented_size)),
 	};
 	if (c.err)
 		return -EBADMSG;
@@ -105,16 +88,16 @@ int smbd_negotiate_resp_decode(const uint8_t *buf, size_t len, uint32_t our_max_
 	struct smb_rd c;
 	smb_rd_init(&c, buf, len);
 	struct smbd_negotiate_resp r = {
-	    .min_version = rd16(&c, RESP(min_version)),
-	    .max_version = rd16(&c, RESP(max_version)),
-	    .negotiated_version = rd16(&c, RESP(negotiated_version)),
-	    .credits_requested = rd16(&c, RESP(credits_requested)),
-	    .credits_granted = rd16(&c, RESP(credits_granted)),
-	    .status = rd32(&c, RESP(status)),
-	    .max_read_write_size = rd32(&c, RESP(max_read_write_size)),
-	    .preferred_send_size = rd32(&c, RESP(preferred_send_size)),
-	    .max_receive_size = rd32(&c, RESP(max_receive_size)),
-	    .max_fragmented_size = rd32(&c, RESP(max_fragmented_size)),
+	    .min_version = smb_rd_u16_at(&c, RESP(min_version)),
+	    .max_version = smb_rd_u16_at(&c, RESP(max_version)),
+	    .negotiated_version = smb_rd_u16_at(&c, RESP(negotiated_version)),
+	    .credits_requested = smb_rd_u16_at(&c, RESP(credits_requested)),
+	    .credits_granted = smb_rd_u16_at(&c, RESP(credits_granted)),
+	    .status = smb_rd_u32_at(&c, RESP(status)),
+	    .max_read_write_size = smb_rd_u32_at(&c, RESP(max_read_write_size)),
+	    .preferred_send_size = smb_rd_u32_at(&c, RESP(preferred_send_size)),
+	    .max_receive_size = smb_rd_u32_at(&c, RESP(max_receive_size)),
+	    .max_fragmented_size = smb_rd_u32_at(&c, RESP(max_fragmented_size)),
 	};
 	if (c.err)
 		return -EBADMSG;
@@ -162,12 +145,12 @@ int smbd_data_decode(const uint8_t *buf, size_t len, uint32_t max_fragmented_siz
 	struct smb_rd c;
 	smb_rd_init(&c, buf, len);
 	struct smbd_data_hdr h = {
-	    .credits_requested = rd16(&c, DATA(credits_requested)),
-	    .credits_granted = rd16(&c, DATA(credits_granted)),
-	    .flags = rd16(&c, DATA(flags)),
-	    .remaining_data_length = rd32(&c, DATA(remaining_data_length)),
-	    .data_offset = rd32(&c, DATA(data_offset)),
-	    .data_length = rd32(&c, DATA(data_length)),
+	    .credits_requested = smb_rd_u16_at(&c, DATA(credits_requested)),
+	    .credits_granted = smb_rd_u16_at(&c, DATA(credits_granted)),
+	    .flags = smb_rd_u16_at(&c, DATA(flags)),
+	    .remaining_data_length = smb_rd_u32_at(&c, DATA(remaining_data_length)),
+	    .data_offset = smb_rd_u32_at(&c, DATA(data_offset)),
+	    .data_length = smb_rd_u32_at(&c, DATA(data_length)),
 	};
 	if (c.err)
 		return -EBADMSG;
@@ -220,9 +203,9 @@ int smbd_buffer_desc_v1_decode(const uint8_t *buf, size_t len, struct smbd_buffe
 	smb_rd_init(&c, buf, len);
 	for (size_t i = 0; i < count; i++) {
 		size_t at = i * SMBD_BUFFER_DESC_V1_SIZE;
-		out[i].offset = rd64(&c, at + DESC(offset));
-		out[i].token = rd32(&c, at + DESC(token));
-		out[i].length = rd32(&c, at + DESC(length));
+		out[i].offset = smb_rd_u64_at(&c, at + DESC(offset));
+		out[i].token = smb_rd_u32_at(&c, at + DESC(token));
+		out[i].length = smb_rd_u32_at(&c, at + DESC(length));
 	}
 	if (c.err)
 		return -EBADMSG;
