@@ -26,7 +26,7 @@
 
 #include "auth/ntlmssp.h"
 #include "auth/spnego.h"
-#include "client/crypto.h"
+#include "common/crypto.h"
 #include "common/log.h"
 #include "auth/auth_mech.h"
 #include "auth/auth_test.h"

@@ -3,7 +3,7 @@
  * Owns: the CHALLENGE decoder and AV pair walker (hostile input), the
  * NEGOTIATE and AUTHENTICATE encoders, the NTLMv2 response and key
  * computations, and the NTLMSSP MAC used for SPNEGO's mechListMIC.  All
- * cryptography goes through client/crypto.h.  Passwords and keys are wiped
+ * cryptography goes through common/crypto.h.  Passwords and keys are wiped
  * from the stack before return and never logged.
  */
 #include "auth/ntlmssp.h"
@@ -14,7 +14,8 @@
 
 #include <talloc.h>
 
-#include "client/crypto.h"
+#include "common/crypto.h"
+#include "common/cursor.h"
 #include "common/secret.h"
 
 static const uint8_t ntlmssp_sig[8] = {'N', 'T', 'L', 'M', 'S', 'S', 'P', 0};
@@ -22,33 +23,13 @@ static const uint8_t ntlmssp_sig[8] = {'N', 'T', 'L', 'M', 'S', 'S', 'P', 0};
 /* Windows 10, NTLMSSP revision 15 ([MS-NLMP] 2.2.2.10). */
 static const uint8_t ntlmssp_version[8] = {10, 0, 0x61, 0x4a, 0, 0, 0, 0x0f};
 
-/* ---- bounds-checked little-endian reader -------------------------------- */
-
-struct le_rd {
-	const uint8_t *base;
-	size_t len;
-	int err;
-};
-
-static uint16_t rd_u16(struct le_rd *r, size_t off)
-{
-	if (r->err || off > r->len || r->len - off < 2) {
-		r->err = -EBADMSG;
-		return 0;
-	}
-	return (uint16_t)(r->base[off] | r->base[off + 1] << 8);
-}
-
-static uint32_t rd_u32(struct le_rd *r, size_t off)
-{
-	return (uint32_t)rd_u16(r, off) | (uint32_t)rd_u16(r, off + 2) << 16;
-}
+/* ---- reading and writing: the common cursor (common/cursor.h) ----------- */
 
 /* A security buffer (Len, MaxLen, Offset) at @off pointing inside the message. */
-static const uint8_t *rd_secbuf(struct le_rd *r, size_t off, uint16_t *len)
+static const uint8_t *rd_secbuf(struct smb_rd *r, size_t off, uint16_t *len)
 {
-	uint16_t l = rd_u16(r, off);
-	uint32_t o = rd_u32(r, off + 4);
+	uint16_t l = smb_rd_u16_at(r, off);
+	uint32_t o = smb_rd_u32_at(r, off + 4);
 
 	if (r->err)
 		return NULL;
@@ -56,7 +37,7 @@ static const uint8_t *rd_secbuf(struct le_rd *r, size_t off, uint16_t *len)
 		*len = 0;
 		return NULL;
 	}
-	if (o > r->len || r->len - o < l) {
+	if (!smb_rd_range_ok(r, o, l)) {
 		r->err = -EBADMSG;
 		return NULL;
 	}
@@ -64,44 +45,27 @@ static const uint8_t *rd_secbuf(struct le_rd *r, size_t off, uint16_t *len)
 	return r->base + o;
 }
 
-static void put_u16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	put_u16(p, (uint16_t)v);
-	put_u16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-	put_u32(p, (uint32_t)v);
-	put_u32(p + 4, (uint32_t)(v >> 32));
-}
-
 static void put_secbuf(uint8_t *p, uint16_t len, uint32_t off)
 {
-	put_u16(p, len);
-	put_u16(p + 2, len);
-	put_u32(p + 4, off);
+	smb_put_le16(p, len);
+	smb_put_le16(p + 2, len);
+	smb_put_le32(p + 4, off);
 }
 
 /* ---- CHALLENGE and AV pairs --------------------------------------------- */
 
 int ntlmssp_challenge_decode(const uint8_t *msg, size_t len, struct ntlmssp_challenge *c)
 {
-	struct le_rd r = {.base = msg, .len = len};
+	struct smb_rd r;
 
+	smb_rd_init(&r, msg, len);
 	memset(c, 0, sizeof(*c));
 	/* Signature, MessageType, TargetNameFields, NegotiateFlags,
 	 * ServerChallenge, Reserved, TargetInfoFields: 48 bytes at least. */
-	if (!msg || len < 48 || memcmp(msg, ntlmssp_sig, 8) != 0 || rd_u32(&r, 8) != 2)
+	if (!msg || len < 48 || memcmp(msg, ntlmssp_sig, 8) != 0 || smb_rd_u32_at(&r, 8) != 2)
 		return -EBADMSG;
 	c->target_name = rd_secbuf(&r, 12, &c->target_name_len);
-	c->flags = rd_u32(&r, 20);
+	c->flags = smb_rd_u32_at(&r, 20);
 	memcpy(c->server_challenge, msg + 24, 8);
 	c->target_info = rd_secbuf(&r, 40, &c->target_info_len);
 	if (r.err)
@@ -120,14 +84,15 @@ int ntlmssp_challenge_decode(const uint8_t *msg, size_t len, struct ntlmssp_chal
 int ntlmssp_av_next(const uint8_t *av, size_t len, size_t *off, uint16_t *id, const uint8_t **val,
                     uint16_t *vlen)
 {
-	struct le_rd r = {.base = av, .len = len};
+	struct smb_rd r;
 	uint16_t i, l;
 
 	if (!av)
 		return -EBADMSG;
-	i = rd_u16(&r, *off);
-	l = rd_u16(&r, *off + 2);
-	if (r.err || len - *off - 4 < l)
+	smb_rd_init(&r, av, len);
+	i = smb_rd_u16_at(&r, *off);
+	l = smb_rd_u16_at(&r, *off + 2);
+	if (r.err || !smb_rd_range_ok(&r, *off + 4, l))
 		return -EBADMSG;
 	*id = i;
 	*vlen = l;
@@ -228,15 +193,16 @@ ssize_t ntlmssp_utf16le(const char *str, bool upper, uint8_t *out, size_t cap)
 			if (out && cap - n < 4)
 				return -ENOSPC;
 			if (out) {
-				put_u16(out + n, (uint16_t)(0xd800 + ((c - 0x10000) >> 10)));
-				put_u16(out + n + 2, (uint16_t)(0xdc00 + ((c - 0x10000) & 0x3ff)));
+				smb_put_le16(out + n, (uint16_t)(0xd800 + ((c - 0x10000) >> 10)));
+				smb_put_le16(out + n + 2,
+				             (uint16_t)(0xdc00 + ((c - 0x10000) & 0x3ff)));
 			}
 			n += 4;
 		} else {
 			if (out && cap - n < 2)
 				return -ENOSPC;
 			if (out)
-				put_u16(out + n, (uint16_t)c);
+				smb_put_le16(out + n, (uint16_t)c);
 			n += 2;
 		}
 		if (n > 0xfff0)
@@ -320,7 +286,7 @@ int ntlmssp_v2_response(const uint8_t response_key[16], const uint8_t server_cha
 	temp[0] = 1;
 	temp[1] = 1;
 	memset(temp + 2, 0, 6);
-	put_u64(temp + 8, timestamp);
+	smb_put_le64(temp + 8, timestamp);
 	memcpy(temp + 16, client_challenge, 8);
 	memset(temp + 24, 0, 4);
 	if (target_info_len)
@@ -383,7 +349,7 @@ int ntlmssp_mac(const uint8_t sign_key[16], const uint8_t seal_key[16], bool key
 	struct iovec iov[2] = {{seqbuf, 4}, {(void *)msg, len}};
 	int rc;
 
-	put_u32(seqbuf, seq);
+	smb_put_le32(seqbuf, seq);
 	rc = smb_hmac_md5(sign_key, 16, iov, 2, hmac);
 	if (rc)
 		return rc;
@@ -392,9 +358,9 @@ int ntlmssp_mac(const uint8_t sign_key[16], const uint8_t seal_key[16], bool key
 		if (rc)
 			return rc;
 	}
-	put_u32(out, 1);
+	smb_put_le32(out, 1);
 	memcpy(out + 4, hmac, 8);
-	put_u32(out + 12, seq);
+	smb_put_le32(out + 12, seq);
 	smb_wipe(hmac, sizeof(hmac));
 	return 0;
 }
@@ -406,8 +372,8 @@ ssize_t ntlmssp_negotiate_encode(uint8_t *buf, size_t cap, uint32_t flags)
 	if (cap < NTLMSSP_NEGOTIATE_LEN)
 		return -ENOSPC;
 	memcpy(buf, ntlmssp_sig, 8);
-	put_u32(buf + 8, 1);
-	put_u32(buf + 12, flags);
+	smb_put_le32(buf + 8, 1);
+	smb_put_le32(buf + 12, flags);
 	put_secbuf(buf + 16, 0, NTLMSSP_NEGOTIATE_LEN); /* DomainNameFields */
 	put_secbuf(buf + 24, 0, NTLMSSP_NEGOTIATE_LEN); /* WorkstationFields */
 	memcpy(buf + 32, ntlmssp_version, 8);
@@ -449,8 +415,8 @@ static int client_target_info(void *mem, const struct ntlmssp_challenge *c, bool
 			return -EBADMSG;
 		if (rc == 0)
 			break;
-		put_u16(buf + n, id);
-		put_u16(buf + n + 2, vlen);
+		smb_put_le16(buf + n, id);
+		smb_put_le16(buf + n + 2, vlen);
 		memcpy(buf + n + 4, v, vlen);
 		if (id == MSV_AV_FLAGS && vlen == 4) {
 			have_flags = true;
@@ -460,18 +426,18 @@ static int client_target_info(void *mem, const struct ntlmssp_challenge *c, bool
 		n += 4 + (size_t)vlen;
 	}
 	if (mic && !have_flags) {
-		put_u16(buf + n, MSV_AV_FLAGS);
-		put_u16(buf + n + 2, 4);
-		put_u32(buf + n + 4, MSV_AV_FLAG_MIC_PRESENT);
+		smb_put_le16(buf + n, MSV_AV_FLAGS);
+		smb_put_le16(buf + n + 2, 4);
+		smb_put_le32(buf + n + 4, MSV_AV_FLAG_MIC_PRESENT);
 		n += 8;
 	}
 	if (spn_len) {
-		put_u16(buf + n, MSV_AV_TARGET_NAME);
-		put_u16(buf + n + 2, (uint16_t)spn_len);
+		smb_put_le16(buf + n, MSV_AV_TARGET_NAME);
+		smb_put_le16(buf + n + 2, (uint16_t)spn_len);
 		memcpy(buf + n + 4, spn, spn_len);
 		n += 4 + spn_len;
 	}
-	put_u32(buf + n, 0); /* MsvAvEOL */
+	smb_put_le32(buf + n, 0); /* MsvAvEOL */
 	n += 4;
 	*out = buf;
 	*out_len = n;
@@ -484,15 +450,6 @@ static uint64_t filetime_now(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ((uint64_t)ts.tv_sec + 11644473600ull) * 10000000ull + (uint64_t)ts.tv_nsec / 100;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
 }
 
 #define AUTH_HDR_LEN 88 /* through Version and MIC */
@@ -509,8 +466,8 @@ int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_param
 	uint8_t *ti = NULL, *nt = NULL, *dom = NULL, *usr = NULL, *ws = NULL, *msg;
 	size_t ti_len = 0, nt_len = 0, lm_len, dom_len, usr_len, ws_len, total, off;
 	uint64_t timestamp;
-	const uint8_t *ts_val;
-	uint16_t ts_len;
+	const uint8_t *ts_val = NULL; /* set by ntlmssp_av_find() when it returns 1 */
+	uint16_t ts_len = 0;
 	bool have_ts, key_exch;
 	uint32_t flags;
 	int rc;
@@ -540,7 +497,7 @@ int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_param
 	                          &ts_len) == 1 &&
 	          ts_len == 8;
 	if (have_ts)
-		timestamp = get_u64(ts_val);
+		timestamp = smb_le64(ts_val);
 	else if (p->timestamp_fixed)
 		timestamp = *p->timestamp_fixed;
 	else
@@ -619,7 +576,7 @@ int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_param
 		goto out;
 	}
 	memcpy(msg, ntlmssp_sig, 8);
-	put_u32(msg + 8, 3);
+	smb_put_le32(msg + 8, 3);
 	off = AUTH_HDR_LEN;
 #define PUT_FIELD(hdr_off, data, len)                                        \
 	do {                                                                 \
@@ -635,7 +592,7 @@ int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_param
 	PUT_FIELD(20, nt, nt_len);
 	PUT_FIELD(52, enc_key, enc_key_len);
 #undef PUT_FIELD
-	put_u32(msg + 60, flags);
+	smb_put_le32(msg + 60, flags);
 	memcpy(msg + 64, ntlmssp_version, 8);
 	/* MIC (bytes 72..88) stays zero while it is computed. */
 	if (res->mic_sent) {

@@ -1,5 +1,5 @@
 /* bench/transport-pump.c — BENCHMARK TOOL, not installed: moves bulk bytes
- * through one client transport (client/transport.h: Direct TCP or QUIC)
+ * through one client transport (common/transport.h: Direct TCP or QUIC)
  * with no SMB, no FUSE and no file server, to measure what the transport
  * itself costs and how fast it can go (bench/quic-ceiling drives it).
  *
@@ -22,7 +22,7 @@
  * the same hop as bench/quic-vs-tcp with everything above the transport
  * taken away: the ceiling of SMB over each transport on this machine.
  */
-#include "client/transport.h"
+#include "common/transport.h"
 #include "client/transport_quic.h"
 #include "common/evloop.h"
 

@@ -7,7 +7,7 @@
  * See conn.h for the request life cycle and the lock rules.
  */
 #include "client/conn.h"
-#include "client/crypto.h"
+#include "common/crypto.h"
 #include "client/transport_quic.h"
 #include "common/evloop.h"
 #include "common/log.h"
@@ -18,6 +18,19 @@
 #include <string.h>
 #include <talloc.h>
 #include <time.h>
+
+/* common/crypto.h numbers its algorithms as the wire does, without
+ * smb2_const.h (common/ may not include it); the negotiated ids are passed to
+ * it as they are, so the two must agree. */
+_Static_assert(SMB_CIPHER_AES128_CCM == SMB2_ENCRYPTION_AES128_CCM &&
+                   SMB_CIPHER_AES128_GCM == SMB2_ENCRYPTION_AES128_GCM &&
+                   SMB_CIPHER_AES256_CCM == SMB2_ENCRYPTION_AES256_CCM &&
+                   SMB_CIPHER_AES256_GCM == SMB2_ENCRYPTION_AES256_GCM,
+               "common/crypto.h cipher ids are the wire's");
+_Static_assert(SMB_SIGNING_HMAC_SHA256 == SMB2_SIGNING_HMAC_SHA256 &&
+                   SMB_SIGNING_AES_CMAC == SMB2_SIGNING_AES_CMAC &&
+                   SMB_SIGNING_AES_GMAC == SMB2_SIGNING_AES_GMAC,
+               "common/crypto.h signing ids are the wire's");
 
 #define CONN_TICK_MS       1000
 #define CONN_CREDIT_TARGET 512  /* credits we try to keep available */

@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "client/proto/smb2.h"
-#include "client/transport.h"
+#include "common/transport.h"
 
 struct ev_loop;
 struct ev_timer;

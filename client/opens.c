@@ -18,7 +18,7 @@
 #include <talloc.h>
 
 #include "client/client_int.h"
-#include "client/crypto.h"
+#include "common/crypto.h"
 #include "client/proto/smb2_lease.h"
 #include "common/log.h"
 

@@ -14,7 +14,7 @@
  */
 #include "client/transport_quic.h"
 #include "client/msg_framer.h"
-#include "client/transport.h"
+#include "common/transport.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "common/udp_batch.h"

@@ -1,6 +1,6 @@
 /* client/transport_quic.h — SMB2 over QUIC ([MS-SMB2] 2.1: TLS 1.3, ALPN
  * "smb", UDP port 443 by default), a third implementation of the transport
- * ops of client/transport.h, on ngtcp2 with its GnuTLS crypto helper.
+ * ops of common/transport.h, on ngtcp2 with its GnuTLS crypto helper.
  *
  * What it carries: one client-initiated bidirectional stream with the same
  * framing as Direct TCP (a zero byte and a 24-bit big-endian length before
@@ -35,7 +35,7 @@
  *  - Death (idle timeout: no packet from the peer for QUIC_IDLE_MS despite
  *    keep-alives; the peer's CONNECTION_CLOSE; a framing error; an ICMP
  *    error on the socket; shutdown()) is reported once, on the loop thread,
- *    through up->dead, as client/transport.h requires; queued and unacked
+ *    through up->dead, as common/transport.h requires; queued and unacked
  *    messages complete with -ECONNABORTED.
  *  - destroy() (off the loop, after dead or a failed connect) waits for every
  *    ev_call it may still have queued before freeing.

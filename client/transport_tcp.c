@@ -13,7 +13,7 @@
  * instead of every later request timing out on it.
  */
 #include "client/msg_framer.h"
-#include "client/transport.h"
+#include "common/transport.h"
 #include "common/evloop.h"
 #include "common/log.h"
 

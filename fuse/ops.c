@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 
 uint64_t smbfs_wall_ns(void)
 {

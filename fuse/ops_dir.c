@@ -29,7 +29,7 @@
 
 #include "common/log.h"
 #include "fuse/dir_names.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 
 _Static_assert(DIR_NAME_MAX == SMBFS_NAME_MAX, "a listed name must be one a lookup takes");
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 
 /* ---- close ------------------------------------------------------------------- */
 

@@ -32,7 +32,7 @@
 #include <sys/xattr.h>
 
 #include "common/log.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 
 #define XATTR_USER "user."
 /* The largest FILE_FULL_EA_INFORMATION entry Samba 4.17 accepts. */

@@ -43,7 +43,7 @@
 
 #include "common/evloop.h"
 #include "common/log.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 #include "fuse/plock.h"
 
 #define FLOCK_BYTE     0x7FFFFFFFFFFFFFF0ull /* below 2^63: servers refuse above */

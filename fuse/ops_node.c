@@ -12,7 +12,7 @@
 #include <linux/fs.h>
 
 #include "common/log.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 
 /* Context of a request on one or two names.  The strings live in buf. */
 struct name_ctx {

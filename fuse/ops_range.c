@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 
 /* ---- copy_file_range -------------------------------------------------------------- */
 

@@ -12,7 +12,7 @@
 #include "client/client.h"
 #include "common/evloop.h"
 #include "config.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 
 #include <errno.h>
 #include <fcntl.h>

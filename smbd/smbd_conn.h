@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "client/transport.h"
+#include "common/transport.h"
 
 /* enum starts at the initial state; see the diagram in smbd_conn.c. */
 enum smbd_conn_state {

@@ -1,9 +1,9 @@
 /* smbd/smbd_offload.h — what an SMB Direct transport offers the SMB2 layer
- * for RDMA offload of READ/WRITE payloads, beyond client/transport.h.
+ * for RDMA offload of READ/WRITE payloads, beyond common/transport.h.
  *
  * client/ never includes this header: it reaches these calls through the
  * offload ops of struct smb_transport_ops (region_add, io_token_get,
- * io_token_put, ...; client/transport.h), which smbd/smbd_transport.c fills
+ * io_token_put, ...; common/transport.h), which smbd/smbd_transport.c fills
  * from the functions below and every other transport leaves at their
  * -EOPNOTSUPP defaults.  The SMB Direct unit tests call them directly.
  *
@@ -96,7 +96,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client/transport.h"
+#include "common/transport.h"
 #include "smbd/smbd_proto.h"
 
 /* Access of one per-I/O token (smbd_io_token_get): exactly one of these. */

@@ -1,81 +1,18 @@
 /* smbd/smbd_proto.c — [MS-SMBD] 2.2 message codec and the receiver checks of
  * 3.1.5.6-3.1.5.8.  Pure: no allocation, no I/O, no clock. */
 #include "smbd/smbd_proto.h"
+#include "common/cursor.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
-/* A bounds-checked little-endian cursor: getters and putters never step past
- * end; a short buffer sets the sticky err, checked once at the end. */
-struct smbd_cur {
-	uint8_t *p;
-	const uint8_t *rp;
-	size_t len, off;
-	bool err;
-};
-
-static uint16_t cur_get16(struct smbd_cur *c, size_t at)
-{
-	if (at + 2 > c->len) {
-		c->err = true;
-		return 0;
-	}
-	return (uint16_t)(c->rp[at] | (c->rp[at + 1] << 8));
-}
-
-static uint32_t cur_get32(struct smbd_cur *c, size_t at)
-{
-	if (at + 4 > c->len) {
-		c->err = true;
-		return 0;
-	}
-	return (uint32_t)c->rp[at] | ((uint32_t)c->rp[at + 1] << 8) |
-	       ((uint32_t)c->rp[at + 2] << 16) | ((uint32_t)c->rp[at + 3] << 24);
-}
-
-static uint64_t cur_get64(struct smbd_cur *c, size_t at)
-{
-	uint64_t lo = cur_get32(c, at), hi = cur_get32(c, at + 4);
-	return lo | (hi << 32);
-}
-
-static void cur_put16(struct smbd_cur *c, size_t at, uint16_t v)
-{
-	if (at + 2 > c->len) {
-		c->err = true;
-		return;
-	}
-	c->p[at] = (uint8_t)v;
-	c->p[at + 1] = (uint8_t)(v >> 8);
-}
-
-static void cur_put32(struct smbd_cur *c, size_t at, uint32_t v)
-{
-	if (at + 4 > c->len) {
-		c->err = true;
-		return;
-	}
-	for (int i = 0; i < 4; i++)
-		c->p[at + (size_t)i] = (uint8_t)(v >> (8 * i));
-}
-
-static void cur_put64(struct smbd_cur *c, size_t at, uint64_t v)
-{
-	cur_put32(c, at, (uint32_t)v);
-	cur_put32(c, at + 4, (uint32_t)(v >> 32));
-}
-
-static struct smbd_cur cur_reader(const uint8_t *buf, size_t len)
-{
-	return (struct smbd_cur){.rp = buf, .len = len};
-}
-
-static struct smbd_cur cur_writer(uint8_t *buf, size_t len)
-{
-	return (struct smbd_cur){.p = buf, .rp = buf, .len = len};
-}
+/* Fields at fixed offsets.  Reads go through the common bounds-checked
+ * reader (common/cursor.h, smb_rd_u*_at): a field past the end sets its
+ * sticky err, checked once after the whole structure.  Writes are
+ * smb_put_le*() at fixed offsets, each encoder having checked first that its
+ * buffer holds them all. */
 
 #define REQ(f)  offsetof(struct smbd_negotiate_req_wire, f)
 #define RESP(f) offsetof(struct smbd_negotiate_resp_wire, f)
@@ -88,29 +25,29 @@ int smbd_negotiate_req_encode(const struct smbd_negotiate_req *req, uint8_t *buf
 		return -ENOBUFS;
 	if (req->min_version > req->max_version)
 		return -EINVAL;
-	struct smbd_cur c = cur_writer(buf, cap);
-	cur_put16(&c, REQ(min_version), req->min_version);
-	cur_put16(&c, REQ(max_version), req->max_version);
-	cur_put16(&c, REQ(reserved), 0);
-	cur_put16(&c, REQ(credits_requested), req->credits_requested);
-	cur_put32(&c, REQ(preferred_send_size), req->preferred_send_size);
-	cur_put32(&c, REQ(max_receive_size), req->max_receive_size);
-	cur_put32(&c, REQ(max_fragmented_size), req->max_fragmented_size);
-	return c.err ? -ENOBUFS : (int)SMBD_NEGOTIATE_REQ_SIZE;
+	smb_put_le16(buf + REQ(min_version), req->min_version);
+	smb_put_le16(buf + REQ(max_version), req->max_version);
+	smb_put_le16(buf + REQ(reserved), 0);
+	smb_put_le16(buf + REQ(credits_requested), req->credits_requested);
+	smb_put_le32(buf + REQ(preferred_send_size), req->preferred_send_size);
+	smb_put_le32(buf + REQ(max_receive_size), req->max_receive_size);
+	smb_put_le32(buf + REQ(max_fragmented_size), req->max_fragmented_size);
+	return (int)SMBD_NEGOTIATE_REQ_SIZE;
 }
 
 int smbd_negotiate_req_decode(const uint8_t *buf, size_t len, struct smbd_negotiate_req *out)
 {
 	if (len < SMBD_NEGOTIATE_REQ_SIZE)
 		return -EBADMSG;
-	struct smbd_cur c = cur_reader(buf, len);
+	struct smb_rd c;
+	smb_rd_init(&c, buf, len);
 	struct smbd_negotiate_req r = {
-	    .min_version = cur_get16(&c, REQ(min_version)),
-	    .max_version = cur_get16(&c, REQ(max_version)),
-	    .credits_requested = cur_get16(&c, REQ(credits_requested)),
-	    .preferred_send_size = cur_get32(&c, REQ(preferred_send_size)),
-	    .max_receive_size = cur_get32(&c, REQ(max_receive_size)),
-	    .max_fragmented_size = cur_get32(&c, REQ(max_fragmented_size)),
+	    .min_version = smb_rd_u16_at(&c, REQ(min_version)),
+	    .max_version = smb_rd_u16_at(&c, REQ(max_version)),
+	    .credits_requested = smb_rd_u16_at(&c, REQ(credits_requested)),
+	    .preferred_send_size = smb_rd_u32_at(&c, REQ(preferred_send_size)),
+	    .max_receive_size = smb_rd_u32_at(&c, REQ(max_receive_size)),
+	    .max_fragmented_size = smb_rd_u32_at(&c, REQ(max_fragmented_size)),
 	};
 	if (c.err)
 		return -EBADMSG;
@@ -128,19 +65,18 @@ int smbd_negotiate_resp_encode(const struct smbd_negotiate_resp *resp, uint8_t *
 {
 	if (cap < SMBD_NEGOTIATE_RESP_SIZE)
 		return -ENOBUFS;
-	struct smbd_cur c = cur_writer(buf, cap);
-	cur_put16(&c, RESP(min_version), resp->min_version);
-	cur_put16(&c, RESP(max_version), resp->max_version);
-	cur_put16(&c, RESP(negotiated_version), resp->negotiated_version);
-	cur_put16(&c, RESP(reserved), 0);
-	cur_put16(&c, RESP(credits_requested), resp->credits_requested);
-	cur_put16(&c, RESP(credits_granted), resp->credits_granted);
-	cur_put32(&c, RESP(status), resp->status);
-	cur_put32(&c, RESP(max_read_write_size), resp->max_read_write_size);
-	cur_put32(&c, RESP(preferred_send_size), resp->preferred_send_size);
-	cur_put32(&c, RESP(max_receive_size), resp->max_receive_size);
-	cur_put32(&c, RESP(max_fragmented_size), resp->max_fragmented_size);
-	return c.err ? -ENOBUFS : (int)SMBD_NEGOTIATE_RESP_SIZE;
+	smb_put_le16(buf + RESP(min_version), resp->min_version);
+	smb_put_le16(buf + RESP(max_version), resp->max_version);
+	smb_put_le16(buf + RESP(negotiated_version), resp->negotiated_version);
+	smb_put_le16(buf + RESP(reserved), 0);
+	smb_put_le16(buf + RESP(credits_requested), resp->credits_requested);
+	smb_put_le16(buf + RESP(credits_granted), resp->credits_granted);
+	smb_put_le32(buf + RESP(status), resp->status);
+	smb_put_le32(buf + RESP(max_read_write_size), resp->max_read_write_size);
+	smb_put_le32(buf + RESP(preferred_send_size), resp->preferred_send_size);
+	smb_put_le32(buf + RESP(max_receive_size), resp->max_receive_size);
+	smb_put_le32(buf + RESP(max_fragmented_size), resp->max_fragmented_size);
+	return (int)SMBD_NEGOTIATE_RESP_SIZE;
 }
 
 int smbd_negotiate_resp_decode(const uint8_t *buf, size_t len, uint32_t our_max_receive_size,
@@ -149,18 +85,19 @@ int smbd_negotiate_resp_decode(const uint8_t *buf, size_t len, uint32_t our_max_
 	/* 3.1.5.7: "The length of the received message is at least 32 bytes." */
 	if (len < SMBD_NEGOTIATE_RESP_SIZE)
 		return -EBADMSG;
-	struct smbd_cur c = cur_reader(buf, len);
+	struct smb_rd c;
+	smb_rd_init(&c, buf, len);
 	struct smbd_negotiate_resp r = {
-	    .min_version = cur_get16(&c, RESP(min_version)),
-	    .max_version = cur_get16(&c, RESP(max_version)),
-	    .negotiated_version = cur_get16(&c, RESP(negotiated_version)),
-	    .credits_requested = cur_get16(&c, RESP(credits_requested)),
-	    .credits_granted = cur_get16(&c, RESP(credits_granted)),
-	    .status = cur_get32(&c, RESP(status)),
-	    .max_read_write_size = cur_get32(&c, RESP(max_read_write_size)),
-	    .preferred_send_size = cur_get32(&c, RESP(preferred_send_size)),
-	    .max_receive_size = cur_get32(&c, RESP(max_receive_size)),
-	    .max_fragmented_size = cur_get32(&c, RESP(max_fragmented_size)),
+	    .min_version = smb_rd_u16_at(&c, RESP(min_version)),
+	    .max_version = smb_rd_u16_at(&c, RESP(max_version)),
+	    .negotiated_version = smb_rd_u16_at(&c, RESP(negotiated_version)),
+	    .credits_requested = smb_rd_u16_at(&c, RESP(credits_requested)),
+	    .credits_granted = smb_rd_u16_at(&c, RESP(credits_granted)),
+	    .status = smb_rd_u32_at(&c, RESP(status)),
+	    .max_read_write_size = smb_rd_u32_at(&c, RESP(max_read_write_size)),
+	    .preferred_send_size = smb_rd_u32_at(&c, RESP(preferred_send_size)),
+	    .max_receive_size = smb_rd_u32_at(&c, RESP(max_receive_size)),
+	    .max_fragmented_size = smb_rd_u32_at(&c, RESP(max_fragmented_size)),
 	};
 	if (c.err)
 		return -EBADMSG;
@@ -187,17 +124,16 @@ int smbd_data_hdr_encode(const struct smbd_data_hdr *hdr, uint8_t *buf, size_t c
 	/* 2.2.3: an empty message has RemainingDataLength 0 (3.1.5.1). */
 	if (empty && hdr->remaining_data_length)
 		return -EINVAL;
-	struct smbd_cur c = cur_writer(buf, n);
-	cur_put16(&c, DATA(credits_requested), hdr->credits_requested);
-	cur_put16(&c, DATA(credits_granted), hdr->credits_granted);
-	cur_put16(&c, DATA(flags), hdr->flags);
-	cur_put16(&c, DATA(reserved), 0);
-	cur_put32(&c, DATA(remaining_data_length), hdr->remaining_data_length);
-	cur_put32(&c, DATA(data_offset), empty ? 0 : SMBD_DATA_OFFSET);
-	cur_put32(&c, DATA(data_length), hdr->data_length);
+	smb_put_le16(buf + DATA(credits_requested), hdr->credits_requested);
+	smb_put_le16(buf + DATA(credits_granted), hdr->credits_granted);
+	smb_put_le16(buf + DATA(flags), hdr->flags);
+	smb_put_le16(buf + DATA(reserved), 0);
+	smb_put_le32(buf + DATA(remaining_data_length), hdr->remaining_data_length);
+	smb_put_le32(buf + DATA(data_offset), empty ? 0 : SMBD_DATA_OFFSET);
+	smb_put_le32(buf + DATA(data_length), hdr->data_length);
 	if (!empty)
-		cur_put32(&c, DATA(padding), 0);
-	return c.err ? -ENOBUFS : (int)n;
+		smb_put_le32(buf + DATA(padding), 0);
+	return (int)n;
 }
 
 int smbd_data_decode(const uint8_t *buf, size_t len, uint32_t max_fragmented_size,
@@ -206,14 +142,15 @@ int smbd_data_decode(const uint8_t *buf, size_t len, uint32_t max_fragmented_siz
 	/* 3.1.5.8: "at least 20 bytes" */
 	if (len < SMBD_DATA_MIN_SIZE)
 		return -EBADMSG;
-	struct smbd_cur c = cur_reader(buf, len);
+	struct smb_rd c;
+	smb_rd_init(&c, buf, len);
 	struct smbd_data_hdr h = {
-	    .credits_requested = cur_get16(&c, DATA(credits_requested)),
-	    .credits_granted = cur_get16(&c, DATA(credits_granted)),
-	    .flags = cur_get16(&c, DATA(flags)),
-	    .remaining_data_length = cur_get32(&c, DATA(remaining_data_length)),
-	    .data_offset = cur_get32(&c, DATA(data_offset)),
-	    .data_length = cur_get32(&c, DATA(data_length)),
+	    .credits_requested = smb_rd_u16_at(&c, DATA(credits_requested)),
+	    .credits_granted = smb_rd_u16_at(&c, DATA(credits_granted)),
+	    .flags = smb_rd_u16_at(&c, DATA(flags)),
+	    .remaining_data_length = smb_rd_u32_at(&c, DATA(remaining_data_length)),
+	    .data_offset = smb_rd_u32_at(&c, DATA(data_offset)),
+	    .data_length = smb_rd_u32_at(&c, DATA(data_length)),
 	};
 	if (c.err)
 		return -EBADMSG;
@@ -245,14 +182,13 @@ int smbd_buffer_desc_v1_encode(const struct smbd_buffer_desc_v1 *descs, size_t n
 		return -EINVAL;
 	if (n > cap / SMBD_BUFFER_DESC_V1_SIZE || n * SMBD_BUFFER_DESC_V1_SIZE > INT32_MAX)
 		return -ENOBUFS;
-	struct smbd_cur c = cur_writer(buf, n * SMBD_BUFFER_DESC_V1_SIZE);
 	for (size_t i = 0; i < n; i++) {
 		size_t at = i * SMBD_BUFFER_DESC_V1_SIZE;
-		cur_put64(&c, at + DESC(offset), descs[i].offset);
-		cur_put32(&c, at + DESC(token), descs[i].token);
-		cur_put32(&c, at + DESC(length), descs[i].length);
+		smb_put_le64(buf + at + DESC(offset), descs[i].offset);
+		smb_put_le32(buf + at + DESC(token), descs[i].token);
+		smb_put_le32(buf + at + DESC(length), descs[i].length);
 	}
-	return c.err ? -ENOBUFS : (int)(n * SMBD_BUFFER_DESC_V1_SIZE);
+	return (int)(n * SMBD_BUFFER_DESC_V1_SIZE);
 }
 
 int smbd_buffer_desc_v1_decode(const uint8_t *buf, size_t len, struct smbd_buffer_desc_v1 *out,
@@ -263,12 +199,13 @@ int smbd_buffer_desc_v1_decode(const uint8_t *buf, size_t len, struct smbd_buffe
 	size_t count = len / SMBD_BUFFER_DESC_V1_SIZE;
 	if (count > max || len > INT32_MAX)
 		return -E2BIG;
-	struct smbd_cur c = cur_reader(buf, len);
+	struct smb_rd c;
+	smb_rd_init(&c, buf, len);
 	for (size_t i = 0; i < count; i++) {
 		size_t at = i * SMBD_BUFFER_DESC_V1_SIZE;
-		out[i].offset = cur_get64(&c, at + DESC(offset));
-		out[i].token = cur_get32(&c, at + DESC(token));
-		out[i].length = cur_get32(&c, at + DESC(length));
+		out[i].offset = smb_rd_u64_at(&c, at + DESC(offset));
+		out[i].token = smb_rd_u32_at(&c, at + DESC(token));
+		out[i].length = smb_rd_u32_at(&c, at + DESC(length));
 	}
 	if (c.err)
 		return -EBADMSG;

@@ -32,7 +32,7 @@
  * Lock order: rt->lock is never taken inside the token table's lock (nor the
  * reverse: tv_schedule runs without it).
  */
-#include "client/transport.h"
+#include "common/transport.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "smbd/smbd_conn.h"
@@ -1144,7 +1144,7 @@ static int rt_dereg_buf(struct smb_transport *t, struct smb_transport_mr *mr)
 	return r ? -r : 0;
 }
 
-/* The generic counters of client/transport.h from ours. */
+/* The generic counters of common/transport.h from ours. */
 static int rt_get_stats(struct smb_transport *t, struct smb_transport_stats *out)
 {
 	struct smbd_transport_stats st;
@@ -1162,7 +1162,7 @@ static int rt_get_stats(struct smb_transport *t, struct smb_transport_stats *out
 	return 0;
 }
 
-/* The offload ops of client/transport.h over smbd_offload.h (defined below). */
+/* The offload ops of common/transport.h over smbd_offload.h (defined below). */
 static void rt_set_dialect(struct smb_transport *t, uint16_t dialect)
 {
 	smbd_offload_set_dialect(t, dialect);

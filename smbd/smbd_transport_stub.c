@@ -1,5 +1,5 @@
 /* smbd/smbd_transport_stub.c — built when rdma-core is absent: no SMB Direct. */
-#include "client/transport.h"
+#include "common/transport.h"
 #include "smbd/smbd_offload.h"
 
 #include <errno.h>

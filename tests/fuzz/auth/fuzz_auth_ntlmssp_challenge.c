@@ -10,7 +10,7 @@
 #include <talloc.h>
 
 #include "auth/ntlmssp.h"
-#include "client/crypto.h"
+#include "common/crypto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include "auth/auth.h"
 #include "auth/auth_test.h"
 #include "auth/spnego.h"
-#include "client/crypto.h"
+#include "common/crypto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

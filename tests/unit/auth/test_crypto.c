@@ -1,4 +1,4 @@
-/* tests/unit/auth/test_crypto.c — known-answer tests for client/crypto.c.
+/* tests/unit/auth/test_crypto.c — known-answer tests for common/crypto.c.
  *
  * Sources of the vectors: RFC 1320 (MD4), RFC 1321 (MD5), RFC 2202 (HMAC-MD5),
  * RFC 4231 (HMAC-SHA256), FIPS 180-2 (SHA-512), RFC 4493 (AES-CMAC), the GCM
@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "client/crypto.h"
+#include "common/crypto.h"
 #include "client/proto/smb2_const.h"
 #include "tests/unit/check.h"
 

@@ -7,7 +7,7 @@
 #include <talloc.h>
 
 #include "auth/ntlmssp.h"
-#include "client/crypto.h"
+#include "common/crypto.h"
 #include "tests/unit/check.h"
 
 static uint8_t want[2048];

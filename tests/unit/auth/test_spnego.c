@@ -16,7 +16,7 @@
 #include "auth/auth_test.h"
 #include "auth/ntlmssp.h"
 #include "auth/spnego.h"
-#include "client/crypto.h"
+#include "common/crypto.h"
 #include "tests/unit/check.h"
 
 static uint8_t tmp[4096];

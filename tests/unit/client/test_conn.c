@@ -5,7 +5,7 @@
  * server tests are in tests/integration. */
 #include "client/conn.h"
 #include "client/transport_quic.h"
-#include "client/crypto.h"
+#include "common/crypto.h"
 #include "client/proto/smb2_fsctl.h"
 #include "common/evloop.h"
 #include "common/log.h"

@@ -14,7 +14,7 @@
  * rxe or siw link).  On a machine with no RDMA device at all the test skips
  * (exit 77) and says why on a line of its own; with a device, a missing
  * address is a failure, and so is every other. */
-#include "client/transport.h"
+#include "common/transport.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "smbd/smbd_offload.h"

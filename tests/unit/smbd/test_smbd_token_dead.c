@@ -32,7 +32,7 @@
  * Exit 0 ok, 1 failure, 77 no RDMA device on this machine (and why, on a
  * line).  Every wait is bounded; the whole run at most 30 s. */
 #include "client/proto/smb2_const.h"
-#include "client/transport.h"
+#include "common/transport.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "smbd/smbd_offload.h"

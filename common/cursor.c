@@ -1,14 +1,14 @@
-/* client/proto/cursor.c — bounds-checked reader and writer cursors.
+/* common/cursor.c — bounds-checked reader and writer cursors (cursor.h).
  *
- * Every decoder in the codec (and auth/, smbd/) reads through struct smb_rd:
+ * The decoders of SMB2, SMB Direct and NTLMSSP read through struct smb_rd:
  * a getter that would cross `end` sets a sticky -EBADMSG and returns 0, so a
  * parser can read a whole fixed structure and test `err` once.  struct
  * smb_wr is the mirror image for encoders, with a sticky -ENOSPC.
  */
+#include "common/cursor.h"
+
 #include <errno.h>
 #include <string.h>
-
-#include "client/proto/smb2.h"
 
 void smb_rd_init(struct smb_rd *r, const void *buf, size_t len)
 {
@@ -104,6 +104,24 @@ void smb_rd_seek(struct smb_rd *r, size_t off)
 	}
 	if (r->base)
 		r->p = r->base + off;
+}
+
+uint16_t smb_rd_u16_at(struct smb_rd *r, size_t off)
+{
+	smb_rd_seek(r, off);
+	return smb_rd_u16(r);
+}
+
+uint32_t smb_rd_u32_at(struct smb_rd *r, size_t off)
+{
+	smb_rd_seek(r, off);
+	return smb_rd_u32(r);
+}
+
+uint64_t smb_rd_u64_at(struct smb_rd *r, size_t off)
+{
+	smb_rd_seek(r, off);
+	return smb_rd_u64(r);
 }
 
 size_t smb_rd_left(const struct smb_rd *r)

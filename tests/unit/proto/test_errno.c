@@ -1,9 +1,9 @@
-/* tests/unit/fuse/test_errno_map.c — the NTSTATUS -> errno table. */
+/* tests/unit/proto/test_errno.c — the NTSTATUS -> errno table. */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "client/proto/smb2_const.h"
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 #include "tests/unit/check.h"
 
 static const char *source_root = ".";
@@ -76,7 +76,7 @@ static void test_table_covers_header(void)
 			continue;
 		seen++;
 		if (!smb_status_in_table(value)) {
-			fprintf(stderr, "STATUS_%s (0x%08X) has no row in errno_map.c\n", name,
+			fprintf(stderr, "STATUS_%s (0x%08X) has no row in smb2_errno.c\n", name,
 			        value);
 			CHECK(smb_status_in_table(value));
 		}

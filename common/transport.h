@@ -1,4 +1,7 @@
-/* client/transport.h — what a channel's byte mover looks like to client/.
+/* common/transport.h — what a channel's byte mover looks like to client/.
+ *
+ * It sits in common/ so that smbd/, which implements it for SMB Direct, needs
+ * nothing from client/ (docs/ARCHITECTURE.md, the layer table).
  *
  * A transport carries whole SMB2 messages (one PDU or one compound chain, or
  * one SMB2 TRANSFORM message) between us and one server address.  Direct TCP
@@ -31,8 +34,8 @@
  *    with another op.
  *  - reg_buf()/dereg_buf() register a memory region for RDMA (TCP: -EOPNOTSUPP).
  */
-#ifndef SMBRDMA_CLIENT_TRANSPORT_H
-#define SMBRDMA_CLIENT_TRANSPORT_H
+#ifndef SMBRDMA_COMMON_TRANSPORT_H
+#define SMBRDMA_COMMON_TRANSPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -153,7 +156,9 @@ int transport_default_io_token_get(struct smb_transport *t, void *addr, size_t l
 void transport_default_io_token_put(struct smb_transport *t, struct smb_io_token *tok, size_t moved,
                                     void (*done)(void *arg), void *arg);
 
-/* Constructors: allocate an unconnected transport bound to loop and up. */
+/* Constructors: allocate an unconnected transport bound to loop and up.
+ * Declared here, defined in the layers that implement them (client/, smbd/);
+ * only client/conn.c calls them. */
 int smb_transport_tcp_new(struct ev_loop *loop, const struct smb_transport_up *up,
                           struct smb_transport **out);
 /* smbd/smbd_transport.c; returns -EOPNOTSUPP when built without rdma. */

@@ -1,11 +1,13 @@
-/* fuse/errno_map.h — NTSTATUS -> errno, in one table (errno_map.c).
+/* client/proto/smb2_errno.h — NTSTATUS -> errno, in one table (smb2_errno.c).
  *
  * The engine hands every completion an (err, status) pair: err is 0 or a
  * local -errno, and when it is 0, status is the server's NTSTATUS.  FUSE
- * wants a positive errno.  Nothing outside this file maps statuses.
+ * and libsmbrdma want a positive errno.  Nothing outside this file maps
+ * statuses.  It lives in the codec (pure: a table and two lookups) so that
+ * fuse/ and lib/ both link it from the layer below them.
  */
-#ifndef SMBRDMA_FUSE_ERRNO_MAP_H
-#define SMBRDMA_FUSE_ERRNO_MAP_H
+#ifndef SMBRDMA_PROTO_SMB2_ERRNO_H
+#define SMBRDMA_PROTO_SMB2_ERRNO_H
 
 #include <stdbool.h>
 #include <stdint.h>

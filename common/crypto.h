@@ -1,4 +1,4 @@
-/* client/crypto.h — every cryptographic primitive the client uses, on OpenSSL 3.
+/* common/crypto.h — every cryptographic primitive the client uses, on OpenSSL 3.
  *
  * All algorithms are fetched from a private OSSL_LIB_CTX holding the default
  * and legacy providers (MD4 and RC4 for NTLM live in legacy); the machine's
@@ -7,12 +7,30 @@
  * is then thread-safe.  Functions return 0 or -errno (-EIO on an OpenSSL
  * failure, which is logged).  Key material is never logged.
  */
-#ifndef SMBRDMA_CLIENT_CRYPTO_H
-#define SMBRDMA_CLIENT_CRYPTO_H
+#ifndef SMBRDMA_COMMON_CRYPTO_H
+#define SMBRDMA_COMMON_CRYPTO_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+
+/* Algorithm ids, valued as on the wire ([MS-SMB2] 2.2.3.1.2 EncryptionAlgorithm
+ * Id and 2.2.3.1.7 SigningAlgorithm Id), so a negotiated id passes through
+ * unchanged.  They are defined here rather than taken from
+ * client/proto/smb2_const.h so that common/ uses no layer above it;
+ * client/conn.c asserts at compile time that they equal the SMB2_ENCRYPTION_*
+ * and SMB2_SIGNING_* values there. */
+enum smb_cipher_id {
+	SMB_CIPHER_AES128_CCM = 0x0001,
+	SMB_CIPHER_AES128_GCM = 0x0002,
+	SMB_CIPHER_AES256_CCM = 0x0003,
+	SMB_CIPHER_AES256_GCM = 0x0004,
+};
+enum smb_signing_id {
+	SMB_SIGNING_HMAC_SHA256 = 0x0000,
+	SMB_SIGNING_AES_CMAC = 0x0001,
+	SMB_SIGNING_AES_GMAC = 0x0002,
+};
 
 int smb_crypto_init(void);
 struct ossl_lib_ctx_st;
@@ -41,7 +59,7 @@ int smb_rc4(const uint8_t *key, size_t keylen, const uint8_t *in, uint8_t *out, 
 
 /* SMB3 encryption ([MS-SMB2] 3.1.4.3): AES-128/256-CCM (11-byte nonce) and
  * AES-128/256-GCM (12-byte nonce), 16-byte tag, in place over buf.
- *   cipher: SMB2_ENCRYPTION_AES128_CCM .. SMB2_ENCRYPTION_AES256_GCM
+ *   cipher: SMB_CIPHER_AES128_CCM .. SMB_CIPHER_AES256_GCM
  *   key:    smb_cipher_key_len(cipher) bytes
  * decrypt returns -EBADMSG (not logged) when the tag does not verify; buf
  * then holds garbage. */
@@ -60,7 +78,7 @@ int smb_kdf(const uint8_t *key, size_t keylen, const uint8_t *label, size_t labe
 
 /* [MS-SMB2] 3.1.4.1 message signing.  @iov covers the whole PDU with its
  * Signature field already zeroed; the 16-byte result goes into Signature.
- *   alg: SMB2_SIGNING_HMAC_SHA256 / SMB2_SIGNING_AES_CMAC / SMB2_SIGNING_AES_GMAC
+ *   alg: SMB_SIGNING_HMAC_SHA256 / SMB_SIGNING_AES_CMAC / SMB_SIGNING_AES_GMAC
  * For GMAC the nonce is built from the header inside (MessageId, and the
  * SERVER_TO_REDIR and CANCEL bits), so the first iov must hold the 64-byte
  * header. */

@@ -1,4 +1,4 @@
-/* client/crypto.c — every cryptographic primitive the client uses, on OpenSSL 3.
+/* common/crypto.c — every cryptographic primitive the client uses, on OpenSSL 3.
  *
  * Owns a private OSSL_LIB_CTX with the "default" and "legacy" providers loaded
  * into it (MD4 and RC4 live in legacy), and the algorithm objects fetched from
@@ -9,7 +9,7 @@
  * Key material never reaches a log line: OpenSSL failures are logged by the
  * name of the operation and OpenSSL's error string only.
  */
-#include "client/crypto.h"
+#include "common/crypto.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -24,7 +24,6 @@
 #include <openssl/provider.h>
 #include <openssl/rand.h>
 
-#include "client/proto/smb2_const.h"
 #include "common/log.h"
 
 static struct {
@@ -37,7 +36,7 @@ static struct {
 	EVP_MAC *hmac;
 	EVP_MAC *cmac;
 	EVP_CIPHER *aes128gcm;
-	EVP_CIPHER *aead[4]; /* SMB2_ENCRYPTION_AES128_CCM.. AES256_GCM, minus 1 */
+	EVP_CIPHER *aead[4]; /* SMB_CIPHER_AES128_CCM.. AES256_GCM, minus 1 */
 	EVP_CIPHER *rc4;
 	/* Keyed with a dummy key and never used directly: each call dups one
 	 * and re-keys the copy, which skips the by-name algorithm lookup that
@@ -336,11 +335,11 @@ fail:
 size_t smb_cipher_key_len(uint16_t cipher)
 {
 	switch (cipher) {
-	case SMB2_ENCRYPTION_AES128_CCM:
-	case SMB2_ENCRYPTION_AES128_GCM:
+	case SMB_CIPHER_AES128_CCM:
+	case SMB_CIPHER_AES128_GCM:
 		return 16;
-	case SMB2_ENCRYPTION_AES256_CCM:
-	case SMB2_ENCRYPTION_AES256_GCM:
+	case SMB_CIPHER_AES256_CCM:
+	case SMB_CIPHER_AES256_GCM:
 		return 32;
 	}
 	return 0;
@@ -349,11 +348,11 @@ size_t smb_cipher_key_len(uint16_t cipher)
 size_t smb_cipher_nonce_len(uint16_t cipher)
 {
 	switch (cipher) {
-	case SMB2_ENCRYPTION_AES128_CCM:
-	case SMB2_ENCRYPTION_AES256_CCM:
+	case SMB_CIPHER_AES128_CCM:
+	case SMB_CIPHER_AES256_CCM:
 		return 11;
-	case SMB2_ENCRYPTION_AES128_GCM:
-	case SMB2_ENCRYPTION_AES256_GCM:
+	case SMB_CIPHER_AES128_GCM:
+	case SMB_CIPHER_AES256_GCM:
 		return 12;
 	}
 	return 0;
@@ -516,21 +515,25 @@ int smb_kdf(const uint8_t *key, size_t keylen, const uint8_t *label, size_t labe
 
 /* [MS-SMB2] 3.1.4.1: the AES-GMAC nonce is MessageId (8 bytes, as in the
  * header) followed by a 32-bit little-endian field whose bit 0 says the sender
- * is the server and bit 1 that the message is a CANCEL request. */
+ * is the server and bit 1 that the message is a CANCEL request.  The header
+ * layout ([MS-SMB2] 2.2.1.2): Command at 12, Flags at 16, MessageId at 24. */
+#define GMAC_HDR_SIZE        64     /* SMB2_HDR_SIZE */
+#define GMAC_SERVER_TO_REDIR 0x0001 /* SMB2_FLAGS_SERVER_TO_REDIR */
+#define GMAC_CANCEL          0x000C /* SMB2_CANCEL */
 static int gmac_nonce(const struct iovec *iov, int iovcnt, uint8_t nonce[12])
 {
 	const uint8_t *hdr;
 	uint32_t flags, role;
 	uint16_t command;
 
-	if (iovcnt < 1 || iov[0].iov_len < SMB2_HDR_SIZE)
+	if (iovcnt < 1 || iov[0].iov_len < GMAC_HDR_SIZE)
 		return -EINVAL;
 	hdr = iov[0].iov_base;
 	command = (uint16_t)(hdr[12] | hdr[13] << 8);
 	flags = (uint32_t)hdr[16] | (uint32_t)hdr[17] << 8 | (uint32_t)hdr[18] << 16 |
 	        (uint32_t)hdr[19] << 24;
-	role = (flags & SMB2_FLAGS_SERVER_TO_REDIR) ? 1u : 0u;
-	if (command == SMB2_CANCEL)
+	role = (flags & GMAC_SERVER_TO_REDIR) ? 1u : 0u;
+	if (command == GMAC_CANCEL)
 		role |= 2u;
 	memcpy(nonce, hdr + 24, 8);
 	nonce[8] = (uint8_t)role;
@@ -549,15 +552,15 @@ int smb_sign_pdu(uint16_t alg, const uint8_t key[16], const struct iovec *iov, i
 	if (!key || !sig || iovcnt < 0 || (iovcnt > 0 && !iov))
 		return -EINVAL;
 	switch (alg) {
-	case SMB2_SIGNING_HMAC_SHA256:
+	case SMB_SIGNING_HMAC_SHA256:
 		rc = smb_hmac_sha256(key, 16, iov, iovcnt, full);
 		if (rc == 0)
 			memcpy(sig, full, 16);
 		OPENSSL_cleanse(full, sizeof(full));
 		return rc;
-	case SMB2_SIGNING_AES_CMAC:
+	case SMB_SIGNING_AES_CMAC:
 		return smb_aes_cmac(key, iov, iovcnt, sig);
-	case SMB2_SIGNING_AES_GMAC:
+	case SMB_SIGNING_AES_GMAC:
 		rc = gmac_nonce(iov, iovcnt, nonce);
 		if (rc)
 			return rc;

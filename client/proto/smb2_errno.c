@@ -1,10 +1,10 @@
-/* fuse/errno_map.c — the one NTSTATUS -> errno table.
+/* client/proto/smb2_errno.c — the one NTSTATUS -> errno table.
  *
  * Choices follow what a POSIX program expects from a local file system, and
  * where that is ambiguous, what cifs.ko returns for the same status, so that
  * scripts behave the same on both mounts.
  */
-#include "fuse/errno_map.h"
+#include "client/proto/smb2_errno.h"
 
 #include <errno.h>
 #include <stddef.h>

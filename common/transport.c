@@ -1,5 +1,5 @@
-/* client/transport.c — the -EOPNOTSUPP defaults every transport starts from. */
-#include "client/transport.h"
+/* common/transport.c — the -EOPNOTSUPP defaults every transport starts from. */
+#include "common/transport.h"
 
 #include <errno.h>
 
