@@ -14,17 +14,6 @@ int transport_default_send(struct smb_transport *t, struct smb_txbuf *buf)
 	return -EOPNOTSUPP;
 }
 
-int transport_default_reg_buf(struct smb_transport *t, void *addr, size_t len, int access,
-                              struct smb_transport_mr **out)
-{
-	return -EOPNOTSUPP;
-}
-
-int transport_default_dereg_buf(struct smb_transport *t, struct smb_transport_mr *mr)
-{
-	return -EOPNOTSUPP;
-}
-
 void transport_default_shutdown(struct smb_transport *t)
 {
 }

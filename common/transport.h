@@ -32,7 +32,6 @@
  *  - destroy() frees everything; it is called once, off the loop thread, after
  *    dead() has been reported (or if connect() failed), never concurrently
  *    with another op.
- *  - reg_buf()/dereg_buf() register a memory region for RDMA (TCP: -EOPNOTSUPP).
  */
 #ifndef SMBRDMA_COMMON_TRANSPORT_H
 #define SMBRDMA_COMMON_TRANSPORT_H
@@ -64,7 +63,7 @@ struct smb_transport_up {
 };
 
 enum smb_transport_cap {
-	SMB_TRANSPORT_CAP_RDMA = 1u << 0, /* reg_buf works; READ/WRITE may carry descriptors */
+	SMB_TRANSPORT_CAP_RDMA = 1u << 0, /* READ/WRITE may carry descriptors (offload ops) */
 };
 
 struct smb_transport_info {
@@ -96,16 +95,12 @@ enum smb_io_dir {
 };
 
 /* An RDMA registration of a caller's buffer. */
-struct smb_transport_mr;
 
 struct smb_transport_ops {
 	const char *name;
 	int (*connect)(struct smb_transport *t, const struct sockaddr *addr, socklen_t addrlen,
 	               unsigned timeout_ms);
 	int (*send)(struct smb_transport *t, struct smb_txbuf *buf);
-	int (*reg_buf)(struct smb_transport *t, void *addr, size_t len, int access,
-	               struct smb_transport_mr **out);
-	int (*dereg_buf)(struct smb_transport *t, struct smb_transport_mr *mr);
 	void (*shutdown)(struct smb_transport *t);
 	void (*destroy)(struct smb_transport *t);
 	void (*info)(struct smb_transport *t, struct smb_transport_info *out);
@@ -142,9 +137,6 @@ struct smb_transport {
 int transport_default_connect(struct smb_transport *t, const struct sockaddr *addr,
                               socklen_t addrlen, unsigned timeout_ms);
 int transport_default_send(struct smb_transport *t, struct smb_txbuf *buf);
-int transport_default_reg_buf(struct smb_transport *t, void *addr, size_t len, int access,
-                              struct smb_transport_mr **out);
-int transport_default_dereg_buf(struct smb_transport *t, struct smb_transport_mr *mr);
 void transport_default_shutdown(struct smb_transport *t);
 int transport_default_get_stats(struct smb_transport *t, struct smb_transport_stats *out);
 void transport_default_set_dialect(struct smb_transport *t, uint16_t dialect);

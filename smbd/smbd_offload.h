@@ -21,7 +21,6 @@
  * IBV_ACCESS_REMOTE_READ for an SMB2 WRITE), from smbd_io_token_get() until
  * the token is invalidated (window) or deregistered (per-I/O MR), which
  * happens before the I/O's buffer is handed back (done callback of put()).
- * reg_buf() registers for local access only (remote access: -EPERM).
  *
  *  - smbd_offload_caps() says how big an offloaded I/O may be and how big an
  *    inline message may be.  Note info()'s max_read_write is the negotiated

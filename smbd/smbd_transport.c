@@ -73,11 +73,6 @@
  * extra entries. */
 #define SMBD_MW_POOL_MAX 128
 
-struct smb_transport_mr {
-	struct ibv_mr *mr;
-	struct smb_transport_mr *next; /* rt->mrs, under rt->lock */
-};
-
 struct rdma_transport {
 	struct smb_transport base;
 	struct smbd_conn_params params;
@@ -121,7 +116,6 @@ struct rdma_transport {
 	bool drain_queued;                       /* under lock */
 	bool dead;                               /* under lock: sends refused */
 	bool connect_failed;                     /* under lock: never report death */
-	struct smb_transport_mr *mrs;            /* under lock */
 	struct smbd_transport_stats stats;       /* under lock: a snapshot */
 
 	pthread_mutex_t barrier_lock;
@@ -647,19 +641,6 @@ static int wait_cm(struct rdma_transport *rt, enum rdma_cm_event_type want, uint
 /* Undo one connection attempt (not the event channel). */
 static void rt_teardown(struct rdma_transport *rt)
 {
-	struct smb_transport_mr *m;
-
-	pthread_mutex_lock(&rt->lock);
-	m = rt->mrs;
-	rt->mrs = NULL;
-	pthread_mutex_unlock(&rt->lock);
-	while (m) {
-		struct smb_transport_mr *next = m->next;
-		smb_warn("smbd: a registered buffer was never deregistered");
-		ibv_dereg_mr(m->mr);
-		free(m);
-		m = next;
-	}
 	/* Windows first: on rxe (6.1) a bound type-2 window holds a reference
 	 * on the QP that only its invalidation or deallocation drops, and
 	 * rxe_destroy_qp() waits 50 s for it (then WARNs in __rxe_cleanup). */
@@ -1092,58 +1073,6 @@ static void rt_info(struct smb_transport *t, struct smb_transport_info *out)
 	*out = to_rt(t)->info;
 }
 
-/* Local access only: a server gets remote access through per-I/O tokens
- * alone (smbd_offload.h), never over a registration that outlives its I/O. */
-static int rt_reg_buf(struct smb_transport *t, void *addr, size_t len, int access,
-                      struct smb_transport_mr **out)
-{
-	struct rdma_transport *rt = to_rt(t);
-
-	if (!rt->pd)
-		return -ENOTCONN;
-	if (!len)
-		return -EINVAL;
-	if (access)
-		return -EPERM;
-	struct smb_transport_mr *m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	errno = 0;
-	m->mr = ibv_reg_mr(rt->pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
-	if (!m->mr) {
-		int err = errno ? -errno : -ENOMEM;
-		free(m);
-		return err;
-	}
-	pthread_mutex_lock(&rt->lock);
-	m->next = rt->mrs;
-	rt->mrs = m;
-	pthread_mutex_unlock(&rt->lock);
-	*out = m;
-	return 0;
-}
-
-static int rt_dereg_buf(struct smb_transport *t, struct smb_transport_mr *mr)
-{
-	struct rdma_transport *rt = to_rt(t);
-	bool found = false;
-
-	pthread_mutex_lock(&rt->lock);
-	for (struct smb_transport_mr **pp = &rt->mrs; *pp; pp = &(*pp)->next) {
-		if (*pp == mr) {
-			*pp = mr->next;
-			found = true;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&rt->lock);
-	if (!found)
-		return -EINVAL; /* a double dereg, or another transport's mr */
-	int r = ibv_dereg_mr(mr->mr);
-	free(mr);
-	return r ? -r : 0;
-}
-
 /* The generic counters of common/transport.h from ours. */
 static int rt_get_stats(struct smb_transport *t, struct smb_transport_stats *out)
 {
@@ -1193,8 +1122,6 @@ static const struct smb_transport_ops rdma_ops = {
     .name = "rdma",
     .connect = rt_connect,
     .send = rt_send,
-    .reg_buf = rt_reg_buf,
-    .dereg_buf = rt_dereg_buf,
     .shutdown = rt_shutdown,
     .destroy = rt_destroy,
     .info = rt_info,
