@@ -718,9 +718,11 @@ static struct smb_rx_place *conn_place(void *arg, const uint8_t *head, size_t ms
 {
 	struct smb_conn *c = arg;
 	const uint8_t *b = head + SMB2_HDR_SIZE;
-	if (smb_le32(head) != SMB2_PROTOCOL_ID || smb_le16(head + 12) != SMB2_READ ||
-	    smb_le32(head + 8) != STATUS_SUCCESS || smb_le32(head + 20) != 0 ||
-	    !(smb_le32(head + 16) & SMB2_FLAGS_SERVER_TO_REDIR) || smb_le16(b) != 17)
+	/* on a sealed session a cleartext answer is refused: write none of it */
+	if (conn_sealed(c) || smb_le32(head) != SMB2_PROTOCOL_ID ||
+	    smb_le16(head + 12) != SMB2_READ || smb_le32(head + 8) != STATUS_SUCCESS ||
+	    smb_le32(head + 20) != 0 || !(smb_le32(head + 16) & SMB2_FLAGS_SERVER_TO_REDIR) ||
+	    smb_le16(b) != 17)
 		return NULL;
 	size_t off = b[2], dlen = smb_le32(b + 4);
 	if (off < SMB_RX_PLACE_HEAD || !dlen || off + dlen != msg_len)
