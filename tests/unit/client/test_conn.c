@@ -764,7 +764,12 @@ static void test_read_placed(void)
 	CHECK(place(t, 180) == NULL);
 	read_head(h, mid + 1, 0, 0, 0, 80, 100);
 	CHECK(place(h, 180) == NULL);
+	/* on a sealed session a cleartext answer reaches no loan */
+	struct smb_crypt k = {.active = true, .have_key = true};
+	c->crypt = &k;
 	read_head(h, mid, 0, 0, 0, 80, 100);
+	CHECK(place(h, 180) == NULL);
+	c->crypt = NULL;
 	CHECK(place(h, 180) != NULL); /* the one it takes */
 	c->signing = NULL;
 	smb_conn_close(c); /* fails r3, the loan revoked first */
