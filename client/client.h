@@ -345,12 +345,14 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
                    size_t len, smb_write_cb cb, void *arg);
 
-/* Like smb_read(), but when the read can be offloaded into a region given
- * to smb_client_region_add() the server RDMA-Writes the data straight into
- * buf and cb gets data == buf.  Otherwise (TCP, sealed, too small, too
- * large, not in a region, a failover) cb gets the data in the engine's
- * buffer, valid during cb only, and the caller copies it.  buf must stay
- * valid until cb has run. */
+/* Like smb_read(), but the data lands in buf and cb gets data == buf: when
+ * the read can be offloaded into a region given to smb_client_region_add()
+ * the server RDMA-Writes it there; over TCP it is received straight into
+ * buf; else (encrypted, QUIC) the engine copies it there once.  On RDMA
+ * outside a region (or too small, too large, a failover) cb may get the data
+ * in the engine's buffer, valid during cb only, and the caller copies it.
+ * buf must stay valid until cb has run; after a failure its contents are
+ * unspecified. */
 int smb_read_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, void *buf,
                   size_t len, smb_read_cb cb, void *arg);
 

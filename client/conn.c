@@ -35,6 +35,11 @@ _Static_assert(SMB_SIGNING_HMAC_SHA256 == SMB2_SIGNING_HMAC_SHA256 &&
 #define CONN_TICK_MS       1000
 #define CONN_CREDIT_TARGET 512  /* credits we try to keep available */
 #define CONN_CREDIT_MAX    8192 /* never believe more than this */
+/* A READ out for this much or more makes the transport read no further
+ * ahead than a message's head (up->placing): below it, batching small
+ * answers in one receive and copying their few bytes costs less than a
+ * receive each. */
+#define CONN_EXACT_READ (16u << 10)
 
 uint16_t smb_credit_charge(const struct smb_conn *c, size_t len)
 {
@@ -128,7 +133,19 @@ void smb_req_set_payload_lent(struct smb_req *req, int i, const void *data, size
 	req->payload_lent = true;
 }
 
+void smb_req_lend_rx(struct smb_req *req, int i, void *buf, size_t len)
+{
+	req->pdu[i].rx_buf = buf;
+	req->pdu[i].rx_cap = len;
+	req->pdu[i].rx_any = !buf;
+}
+
 /* ---- pending hash (conn->lock held) -------------------------------------------- */
+
+static bool pdu_big_read(const struct smb_pdu *p)
+{
+	return p->command == SMB2_READ && (p->rx_buf || p->rx_any) && p->rx_cap >= CONN_EXACT_READ;
+}
 
 static unsigned bucket(uint64_t msgid)
 {
@@ -141,6 +158,8 @@ static void pending_insert(struct smb_conn *c, struct smb_pdu *p)
 	p->hnext = c->pending[b];
 	c->pending[b] = p;
 	c->npending++;
+	if (pdu_big_read(p))
+		__atomic_add_fetch(&c->nreads, 1, __ATOMIC_RELAXED);
 }
 
 static struct smb_pdu *pending_find(struct smb_conn *c, uint64_t msgid, bool remove)
@@ -154,6 +173,14 @@ static struct smb_pdu *pending_find(struct smb_conn *c, uint64_t msgid, bool rem
 			p->hnext = NULL;
 			c->npending--;
 			c->outstanding -= pdu_credits(p);
+			if (pdu_big_read(p))
+				__atomic_sub_fetch(&c->nreads, 1, __ATOMIC_RELAXED);
+			if (p == c->place_pdu) {
+				/* its answer is coming in place: the lender wants the
+				 * buffer back (the transport drops the rest) */
+				c->place.buf = NULL;
+				c->place_pdu = NULL;
+			}
 		}
 		return p;
 	}
@@ -550,18 +577,26 @@ int smb_conn_submit(struct smb_conn *c, struct smb_req *req)
 
 /* ---- receiving ----------------------------------------------------------------- */
 
-int smb_verify_pdu(const struct smb_signing *s, const uint8_t *pdu, size_t len)
+/* The signature of a PDU whose first len bytes are at pdu and the rest (tail,
+ * tail_len bytes) elsewhere: a READ received in place. */
+static int verify_pdu2(const struct smb_signing *s, const uint8_t *pdu, size_t len,
+                       const void *tail, size_t tail_len)
 {
 	uint8_t saved[16], calc[16];
 	uint8_t *m = (uint8_t *)pdu; /* we own the receive buffer */
 	memcpy(saved, pdu + SMB2_HDR_SIGNATURE_OFF, 16);
 	memset(m + SMB2_HDR_SIGNATURE_OFF, 0, 16);
-	struct iovec iov = {m, len};
-	int err = smb_sign_pdu(s->alg, s->key, &iov, 1, calc);
+	struct iovec iov[2] = {{m, len}, {(void *)tail, tail_len}};
+	int err = smb_sign_pdu(s->alg, s->key, iov, tail_len ? 2 : 1, calc);
 	memcpy(m + SMB2_HDR_SIGNATURE_OFF, saved, 16);
 	if (err)
 		return err;
 	return smb_ct_equal(saved, calc, 16) ? 0 : -EIO;
+}
+
+int smb_verify_pdu(const struct smb_signing *s, const uint8_t *pdu, size_t len)
+{
+	return verify_pdu2(s, pdu, len, NULL, 0);
 }
 
 static void resend_later(void *arg)
@@ -692,7 +727,8 @@ static void credits_add_locked(struct smb_conn *c, unsigned n)
 /* A final response: true if it may be believed; else says why and the
  * request fails with EIO. */
 static bool rx_final_ok(struct smb_conn *c, bool sealed, const struct smb_req *req,
-                        const struct smb2_hdr *h, const uint8_t *pdu, size_t len)
+                        const struct smb2_hdr *h, const uint8_t *pdu, size_t len, const void *tail,
+                        size_t tail_len)
 {
 	const char *cmd = smb2_command_str(h->command);
 	unsigned long long mid = (unsigned long long)h->message_id;
@@ -710,7 +746,7 @@ static bool rx_final_ok(struct smb_conn *c, bool sealed, const struct smb_req *r
 		        c->peer, cmd, mid);
 		return false;
 	}
-	if (smb_verify_pdu(c->signing, pdu, len) < 0) {
+	if (verify_pdu2(c->signing, pdu, len, tail, tail_len) < 0) {
 		smb_err("%s: bad signature on %s response (MessageId %llu); failing the request "
 		        "with EIO",
 		        c->peer, cmd, mid);
@@ -719,10 +755,74 @@ static bool rx_final_ok(struct smb_conn *c, bool sealed, const struct smb_req *r
 	return true;
 }
 
+/* up->place: a READ answer whose PDU lent a buffer has its payload (the
+ * message's tail) received straight into it.  Only the plain case: one
+ * unencrypted PDU, STATUS_SUCCESS, the data last in the message and no
+ * longer than the loan; anything else comes whole and is copied. */
+static struct smb_rx_place *conn_place(void *arg, const uint8_t *head, size_t msg_len)
+{
+	struct smb_conn *c = arg;
+	const uint8_t *b = head + SMB2_HDR_SIZE;
+	/* on a sealed session a cleartext answer is refused: write none of it */
+	if (conn_sealed(c) || smb_le32(head) != SMB2_PROTOCOL_ID ||
+	    smb_le16(head + 12) != SMB2_READ || smb_le32(head + 8) != STATUS_SUCCESS ||
+	    smb_le32(head + 20) != 0 || !(smb_le32(head + 16) & SMB2_FLAGS_SERVER_TO_REDIR) ||
+	    smb_le16(b) != 17)
+		return NULL;
+	size_t off = b[2], dlen = smb_le32(b + 4);
+	if (off < SMB_RX_PLACE_HEAD || !dlen || off + dlen != msg_len)
+		return NULL;
+	uint64_t mid = smb_le64(head + 24);
+	pthread_mutex_lock(&c->lock);
+	struct smb_pdu *p = pending_find(c, mid, false);
+	if (!p || p->command != SMB2_READ || !(p->rx_buf || p->rx_any) || dlen > p->rx_cap ||
+	    c->placing) {
+		pthread_mutex_unlock(&c->lock);
+		return NULL;
+	}
+	if (!p->rx_buf) {
+		/* loop thread, like the talloc_reference() in conn_recv() */
+		p->rx_buf = talloc_size(p->req, p->rx_cap);
+		if (!p->rx_buf) {
+			pthread_mutex_unlock(&c->lock);
+			return NULL;
+		}
+	}
+	c->placing = true;
+	c->place_pdu = p;
+	c->place = (struct smb_rx_place){.buf = p->rx_buf, .off = off};
+	c->place_len = dlen;
+	pthread_mutex_unlock(&c->lock);
+	return &c->place;
+}
+
+/* up->placing: READs are out, so their answers may be placed. */
+static bool conn_placing(void *arg)
+{
+	struct smb_conn *c = arg;
+	return __atomic_load_n(&c->nreads, __ATOMIC_RELAXED) != 0;
+}
+
 static void conn_recv(void *arg, uint8_t *msg, size_t len)
 {
 	struct smb_conn *c = arg;
 	struct smb_req *done_head = NULL, **done_tail = &done_head;
+	/* Was this message's tail received in place?  (place_pdu NULL: it was
+	 * revoked and dropped.) */
+	bool placed = false;
+	struct smb_pdu *place_pdu = NULL;
+	size_t place_len = 0, place_copied = 0;
+	if (c->placing) {
+		pthread_mutex_lock(&c->lock);
+		placed = true;
+		place_pdu = c->place_pdu;
+		place_len = c->place_len;
+		place_copied = c->place.copied;
+		c->placing = false;
+		c->place_pdu = NULL;
+		pthread_mutex_unlock(&c->lock);
+		__atomic_add_fetch(&c->st_bytes_received, place_len, __ATOMIC_RELAXED);
+	}
 
 	__atomic_add_fetch(&c->st_bytes_received, len + 4, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->last_rx_ms, ev_now_ms(), __ATOMIC_RELAXED);
@@ -792,9 +892,13 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 		if (!p) {
 			pthread_mutex_unlock(&c->lock);
 			/* Late (its request timed out) or stray: its credits are the
-			 * server's, if it can show it is the server. */
-			enum rx_trust t = rx_trust_unsolicited(c, sealed, conn_signs(c), &h,
-			                                       pdu_bytes, (size_t)plen, "response");
+			 * server's, if it can show it is the server (not when its
+			 * payload went to a loan that was revoked: nothing to
+			 * verify it with). */
+			enum rx_trust t =
+			    placed ? (conn_signs(c) ? RX_UNVERIFIABLE : RX_TRUSTED)
+			           : rx_trust_unsolicited(c, sealed, conn_signs(c), &h, pdu_bytes,
+			                                  (size_t)plen, "response");
 			if (t == RX_TRUSTED) {
 				pthread_mutex_lock(&c->lock);
 				credits_add_locked(c, h.credits);
@@ -838,7 +942,12 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 		}
 		pthread_mutex_unlock(&c->lock);
 
-		if (!rx_final_ok(c, sealed, req, &h, pdu_bytes, (size_t)plen)) {
+		size_t tail = p == place_pdu ? place_len : 0;
+		if (placed && !tail) {
+			/* cannot be: conn_place() matched this message to place_pdu */
+			req->err = -EIO;
+		} else if (!rx_final_ok(c, sealed, req, &h, pdu_bytes, (size_t)plen, p->rx_buf,
+		                        tail)) {
 			req->err = -EIO;
 		} else {
 			pthread_mutex_lock(&c->lock);
@@ -849,6 +958,8 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 		p->rsp_hdr = h;
 		p->rsp = pdu_bytes;
 		p->rsp_len = (size_t)plen;
+		p->rsp_placed = tail;
+		p->rsp_copied = tail ? place_copied : 0;
 		/* Each request answered here keeps the message alive. */
 		if (req->last_rx != msg) {
 			talloc_reference(req, msg);
@@ -935,6 +1046,7 @@ int smb_req_reset_for_replay(struct smb_req *req)
 		p->async_id = 0;
 		p->rsp = NULL;
 		p->rsp_len = 0;
+		p->rsp_placed = p->rsp_copied = 0;
 		p->hnext = NULL;
 		memset(&p->rsp_hdr, 0, sizeof(p->rsp_hdr));
 	}
@@ -1051,7 +1163,8 @@ static void conn_dead(void *arg, int err)
 		         err == -EBADMSG     ? "the server sent something that is not SMB2"
 		         : err == -ETIMEDOUT ? "the server stopped sending mid-message"
 		                             : strerror(-err));
-	struct smb_req *list = collect_all_locked(c);
+	struct smb_req *list = collect_all_locked(c); /* revokes any loan */
+	c->placing = false;                           /* the transport delivers nothing more */
 	if (c->tick) {
 		ev_timer_cancel(c->tick);
 		c->tick = NULL;
@@ -1243,7 +1356,11 @@ int smb_conn_open(struct ev_loop *loop, enum smb_transport_kind kind,
 	c->credits = 1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->dead_cv, NULL);
-	struct smb_transport_up up = {.recv = conn_recv, .dead = conn_dead, .arg = c};
+	struct smb_transport_up up = {.recv = conn_recv,
+	                              .dead = conn_dead,
+	                              .place = conn_place,
+	                              .placing = conn_placing,
+	                              .arg = c};
 	int err = (unsigned)kind < SMB_TRANSPORT_KINDS
 	              ? transports[kind].create(loop, &up, quic, &c->transport)
 	              : -EINVAL;

@@ -15,6 +15,19 @@
  *   the wait queue and state.  Never held while calling back, signing, or
  *   calling into the transport.  Lock order: conn->lock is a leaf.
  *
+ * Lent receive buffers (smb_req_lend_rx): a READ PDU may lend the buffer its
+ *   payload is to land in.  Over a stream transport that can (TCP), the
+ *   payload of a plain (unencrypted, not compounded) successful answer is
+ *   received straight into it and pdu.rsp_placed says how many bytes; else
+ *   the answer comes whole in rsp as usual and the reader copies (once).
+ *   The buffer is the conn's to write into from smb_conn_submit() until done()
+ *   is called - not a moment longer: a request that leaves the pending table
+ *   without its answer (timeout, channel death, failed send) revokes the loan
+ *   under conn->lock on the loop thread (the only thread the transport
+ *   receives on) before done() runs, and the bytes still to come are dropped.
+ *   A replay lends the same buffer again on the new channel.  What the buffer
+ *   holds after a failed request is unspecified.
+ *
  * Credits ([MS-SMB2] 3.2.4.1.5 / 3.2.5.1.4): a PDU with CreditCharge n uses n
  *   credits and n MessageIds; requests wait in FIFO order for credits; every
  *   response's CreditResponse is added back.
@@ -73,11 +86,17 @@ struct smb_pdu {
 	struct smb_pdu *hnext;       /* pending hash chain, conn->lock */
 	struct smb2_fileid orig_fid; /* the body's FileId as first built (opens.c) */
 	bool fid_known;
+	void *rx_buf; /* lent for the READ payload (smb_req_lend_rx), or NULL */
+	size_t rx_cap;
+	bool rx_any; /* lent "any buffer": the conn allocates rx_buf */
 	/* response */
 	bool have_rsp;
 	struct smb2_hdr rsp_hdr;
 	const uint8_t *rsp; /* this PDU's bytes, header first */
 	size_t rsp_len;
+	/* READ payload bytes received straight into rx_buf (rsp then ends
+	 * where they start), of which copied came through a transport buffer. */
+	size_t rsp_placed, rsp_copied;
 };
 
 struct smb_req {
@@ -173,6 +192,14 @@ struct smb_conn {
 	struct smb_pdu *pending[SMB_PENDING_BUCKETS];
 	unsigned npending;
 	struct smb_req *wait_head, *wait_tail;
+	unsigned nreads; /* big READs pending (CONN_EXACT_READ; atomic reads without the lock) */
+	/* The message being received in place (loop thread; place_pdu and
+	 * place.buf also under lock): place_pdu is the PDU that lent place.buf,
+	 * NULL once revoked; placing until the message is delivered. */
+	bool placing;
+	struct smb_pdu *place_pdu;
+	struct smb_rx_place place;
+	size_t place_len;
 	struct ev_timer *tick;
 	bool closing;
 	bool dead_done; /* conn_dead() has finished (dead_cv) */
@@ -217,6 +244,11 @@ uint8_t *smb_req_begin_pdu(struct smb_req *req, uint16_t command, size_t body_ca
 int smb_req_end_pdu(struct smb_req *req, ssize_t body_len);
 void smb_req_set_payload(struct smb_req *req, int i, const void *data, size_t len,
                          uint16_t credit_charge);
+/* Lend buf (len bytes) for PDU i's READ payload: see "Lent receive buffers".
+ * buf NULL: the conn may receive the payload into a buffer of its own
+ * (talloc child of req, rx_buf then points at it) rather than into the
+ * response message. */
+void smb_req_lend_rx(struct smb_req *req, int i, void *buf, size_t len);
 int smb_conn_submit(struct smb_conn *c, struct smb_req *req);
 /* Like smb_req_set_payload(), but data is the submitter's, valid until
  * done(): sets payload_lent. */

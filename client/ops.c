@@ -1128,6 +1128,19 @@ static bool join_drop(struct join_base *b)
 	return true;
 }
 
+/* Where READ payload goes, decided in one place (read_submit):
+ *  - RDMA offload: the server writes it into a registered buffer (offload.c);
+ *  - a destination (the caller's lent buffer, or the slice of a split read's
+ *    buffer): the PDU lends it (smb_req_lend_rx) and TCP receives the payload
+ *    straight into it; when that cannot be (encrypted, compounded, QUIC, an
+ *    odd answer) read_done() copies it there once, counted;
+ *  - no destination (smb_read of one piece): the caller gets the payload
+ *    where the transport received it, in the response message (with TCP
+ *    reading ahead no further than a message's head while READs are out,
+ *    that is where recvmsg() put it).
+ * payload_bytes_copied counts every copy of READ payload, including bytes
+ * the transport had read ahead into its own buffer. */
+
 /* A read split into pieces: the pieces land in one buffer and the caller hears once. */
 struct read_join {
 	struct join_base b;
@@ -1145,6 +1158,7 @@ struct read_piece {
 	struct read_join *join; /* NULL: a single, unsplit read */
 	int index;
 	size_t len; /* bytes this piece asked for */
+	void *dest; /* where its payload must land, or NULL (see above) */
 	struct smb_client *c;
 	smb_read_cb cb;
 	void *arg;
@@ -1152,18 +1166,12 @@ struct read_piece {
 
 static void read_join_release(struct read_join *j);
 
-static void read_join_piece(struct read_join *j, int index, int err, uint32_t st, const void *data,
-                            size_t len)
+/* A piece is in (read_done put its bytes in place). */
+static void read_join_piece(struct read_join *j, int index, int err, uint32_t st, size_t len)
 {
 	join_note(&j->b, err, st, STATUS_END_OF_FILE);
-	if (!err && st == STATUS_SUCCESS) {
-		size_t room = j->len - (size_t)index * j->chunk;
-		if (len > room)
-			len = room;
-		memcpy(j->buf + (size_t)index * j->chunk, data, len);
-		__atomic_add_fetch(&j->c->payload_bytes_copied, len, __ATOMIC_RELAXED);
+	if (!err && st == STATUS_SUCCESS)
 		j->got[index] = len;
-	}
 	read_join_release(j);
 }
 
@@ -1197,11 +1205,16 @@ static void read_done(struct smb_req *req)
 	uint32_t st = 0;
 	struct smb2_read_rsp rr = {0};
 	const void *data = NULL;
-	size_t len = 0;
+	size_t len = 0, copied = 0;
 
 	if (!err) {
 		st = req->pdu[0].rsp_hdr.status;
-		if (st == STATUS_SUCCESS || st == STATUS_BUFFER_OVERFLOW) {
+		if (req->pdu[0].rsp_placed) {
+			/* conn_place() checked the body; the bytes are in place */
+			data = req->pdu[0].rx_buf;
+			len = req->pdu[0].rsp_placed;
+			copied = req->pdu[0].rsp_copied;
+		} else if (st == STATUS_SUCCESS || st == STATUS_BUFFER_OVERFLOW) {
 			if (smb2_read_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &rr) < 0) {
 				log_malformed(rp->c, "READ");
 				err = -EIO;
@@ -1219,8 +1232,16 @@ static void read_done(struct smb_req *req)
 			st = STATUS_SUCCESS;
 		}
 	}
+	if (!err && len && rp->dest && data != rp->dest) {
+		/* Not received in place: the one copy. */
+		memcpy(rp->dest, data, len);
+		copied = len;
+		data = rp->dest;
+	}
+	if (copied)
+		__atomic_add_fetch(&rp->c->payload_bytes_copied, copied, __ATOMIC_RELAXED);
 	if (rp->join) {
-		read_join_piece(rp->join, rp->index, err, st, data, len);
+		read_join_piece(rp->join, rp->index, err, st, len);
 	} else if (err) {
 		rp->cb(rp->arg, err, 0, NULL, 0);
 	} else {
@@ -1250,15 +1271,18 @@ static int read_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t off
 	};
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_READ, 56);
 	int err = body ? smb_req_end_pdu(req, smb2_read_req_encode(body, 56, &r)) : -ENOMEM;
-	if (!err)
+	if (!err) {
 		req->pdu[0].credit_charge = smb_credit_charge(ch->conn, len);
+		smb_req_lend_rx(req, 0, rp->dest, len); /* dest NULL: any buffer */
+	}
 	return op_submit(req, err, read_done);
 }
 
-int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
-             smb_read_cb cb, void *arg)
+/* smb_read(), with dest (len bytes, or NULL) where the payload must land. */
+static int read_into(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
+                     void *dest, smb_read_cb cb, void *arg)
 {
-	struct read_piece tmpl = {.c = c, .cb = cb, .arg = arg};
+	struct read_piece tmpl = {.c = c, .cb = cb, .arg = arg, .dest = dest};
 	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
 	/* Offloaded when it fits a pool buffer and one is free; otherwise
 	 * inline, in pieces no larger than one message carries. */
@@ -1280,7 +1304,7 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
 	j->len = len;
 	j->chunk = chunk;
 	j->npieces = (int)((len + j->chunk - 1) / j->chunk);
-	j->buf = talloc_size(j, len);
+	j->buf = dest ? dest : talloc_size(j, len);
 	j->got = talloc_zero_array(j, size_t, (size_t)j->npieces);
 	if (!j->buf || !j->got) {
 		talloc_free(j);
@@ -1294,6 +1318,7 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
 		size_t l = len - off < j->chunk ? len - off : j->chunk;
 		tmpl.join = j;
 		tmpl.index = i;
+		tmpl.dest = j->buf + off;
 		err = read_submit(ch, fid, offset + off, l, &tmpl);
 		if (err) {
 			__atomic_sub_fetch(&j->b.left, j->npieces - i, __ATOMIC_ACQ_REL);
@@ -1308,6 +1333,12 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
 	j->b.submit_err = err;
 	read_join_release(j); /* drop the extra reference */
 	return 0;
+}
+
+int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
+             smb_read_cb cb, void *arg)
+{
+	return read_into(c, fid, offset, len, NULL, cb, arg);
 }
 
 /* ---- WRITE -------------------------------------------------------------------------- */
@@ -1473,7 +1504,7 @@ int smb_read_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
 {
 	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
 	int rc = smb_offload_read_lent(ch, fid, offset, buf, len, cb, arg);
-	return rc == -EAGAIN ? smb_read(c, fid, offset, len, cb, arg) : rc;
+	return rc == -EAGAIN ? read_into(c, fid, offset, len, buf, cb, arg) : rc;
 }
 
 /* ---- extended attributes, hard links, small whole files ------------------------------ */

@@ -4,9 +4,14 @@
  * Sending: any thread; tcp->lock serialises writers and guards the queue.  A
  * sender writes directly when the queue is empty; what the socket does not
  * take stays queued and the loop thread finishes it on EPOLLOUT.
- * Receiving: loop thread only; reads through a staging buffer, and reads a
- * large message's remainder straight into its own (talloc) buffer.  What
- * arrives is checked as it comes: the framing byte, the length, the
+ * Receiving: loop thread only.  Each recvmsg() fills, in order, the rest of
+ * the message being assembled (its talloc buffer, and the owner's buffer for
+ * a tail placed there, struct smb_rx_place), then a staging buffer that
+ * batches small messages and holds the start of the next one.  While the
+ * owner expects placed messages (up.placing) the stage reads no further than
+ * the next message's first SMB_RX_PLACE_HEAD bytes, so READ payload never
+ * passes through it: it is received where the reader wants it, with no copy.
+ * What arrives is checked as it comes: the framing byte, the length, the
  * protocol id (tcp_check_magic), and progress - a server that stops in the
  * middle of a message for stall_ms has broken the stream for good (nothing
  * after it can be framed), so the connection is dropped (tcp_stall_cb)
@@ -49,12 +54,13 @@ struct tcp_transport {
 	bool reported;
 	uint8_t *stage;
 	size_t stage_len, stage_off;
-	uint8_t *msg; /* message being assembled (talloc) */
-	size_t msg_len, msg_got;
-	bool msg_checked;       /* its first 4 bytes were checked (tcp_check_magic) */
-	unsigned stall_ms;      /* a partial message may wait this long for a byte */
-	uint64_t last_progress; /* ev_now_ms() of the last byte received */
-	struct ev_timer *stall; /* armed while a message is partial */
+	uint8_t *msg; /* message being assembled (talloc): its first head_len bytes */
+	size_t msg_len, msg_got, head_len;
+	struct smb_rx_place *place; /* the owner's, for msg's tail [head_len, msg_len) */
+	bool msg_checked;           /* its first 4 bytes were checked (tcp_check_magic) */
+	unsigned stall_ms;          /* a partial message may wait this long for a byte */
+	uint64_t last_progress;     /* ev_now_ms() of the last byte received */
+	struct ev_timer *stall;     /* armed while a message is partial */
 };
 
 #define to_tcp(t) ((struct tcp_transport *)(t))
@@ -117,6 +123,8 @@ static int tcp_flush_locked(struct tcp_transport *tcp, struct smb_txbuf **done_l
 			iov[n++].iov_len = l - skip;
 			skip = 0;
 		}
+		if (!n)
+			return 0; /* nothing can take a byte (cannot happen) */
 		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
 		ssize_t w = sendmsg(tcp->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
@@ -212,6 +220,7 @@ static void tcp_report_dead(struct tcp_transport *tcp, int err)
 		tcp->evf = NULL;
 	}
 	TALLOC_FREE(tcp->msg);
+	tcp->place = NULL;
 	tcp->base.up.dead(tcp->base.up.arg, err);
 }
 
@@ -222,6 +231,81 @@ static int tcp_check_magic(struct tcp_transport *tcp)
 		return 0;
 	tcp->msg_checked = true;
 	return smb_frame_check_magic("tcp", tcp->msg, tcp->msg_len);
+}
+
+/* The message is complete: hand it up. */
+static void tcp_deliver(struct tcp_transport *tcp)
+{
+	uint8_t *m = tcp->msg;
+	size_t l = tcp->head_len;
+	tcp->msg = NULL;
+	tcp->place = NULL;
+	tcp->base.up.recv(tcp->base.up.arg, m, l);
+}
+
+/* n more bytes of the message are in, p the n bytes from the stage (or NULL
+ * if they were received in place).  Returns 0 or -errno (fatal). */
+static int tcp_msg_advance(struct tcp_transport *tcp, const uint8_t *p, size_t n)
+{
+	while (p && n) {
+		size_t at = tcp->msg_got, take;
+		if (at < tcp->head_len) {
+			take = tcp->head_len - at < n ? tcp->head_len - at : n;
+			memcpy(tcp->msg + at, p, take);
+		} else {
+			take = n; /* the caller gave no more than the message has */
+			if (tcp->place->buf) {
+				memcpy(tcp->place->buf + (at - tcp->place->off), p, take);
+				tcp->place->copied += take;
+			}
+		}
+		tcp->msg_got += take;
+		p += take;
+		n -= take;
+	}
+	if (!p)
+		tcp->msg_got += n;
+	int err = tcp_check_magic(tcp);
+	if (err)
+		return err;
+	if (tcp->msg_got == tcp->msg_len)
+		tcp_deliver(tcp);
+	return 0;
+}
+
+/* Start assembling the message whose length prefix is at p (avail bytes of
+ * it in the stage).  Returns 1 if started, 0 if more bytes are needed first,
+ * -errno (fatal). */
+static int tcp_msg_start(struct tcp_transport *tcp, const uint8_t *p, size_t avail)
+{
+	size_t len;
+	if (smb_frame_len("tcp", p, &len) < 0)
+		return -EBADMSG;
+	struct smb_rx_place *pl = NULL;
+	if (tcp->base.up.place && len > SMB_RX_PLACE_HEAD) {
+		if (avail < 4 + SMB_RX_PLACE_HEAD) {
+			/* not yet: the protocol id is checked as soon as it is in */
+			if (avail >= 8 && smb_frame_check_magic("tcp", p + 4, len) < 0)
+				return -EBADMSG;
+			return 0;
+		}
+		if (smb_frame_check_magic("tcp", p + 4, len) < 0)
+			return -EBADMSG;
+		pl = tcp->base.up.place(tcp->base.up.arg, p + 4, len);
+		if (pl && (pl->off < SMB_RX_PLACE_HEAD || pl->off >= len || !pl->buf))
+			return -EINVAL; /* the owner broke the contract */
+	}
+	tcp->stage_off += 4;
+	tcp->head_len = pl ? pl->off : len;
+	tcp->msg = talloc_size(NULL, tcp->head_len);
+	if (!tcp->msg)
+		return -ENOMEM;
+	talloc_set_name_const(tcp->msg, "smb rx message");
+	tcp->place = pl;
+	tcp->msg_len = len;
+	tcp->msg_got = 0;
+	tcp->msg_checked = false;
+	return 1;
 }
 
 /* Deliver complete messages from the staging buffer; start assembling a
@@ -236,33 +320,21 @@ static int tcp_consume_stage(struct tcp_transport *tcp)
 			size_t take = tcp->msg_len - tcp->msg_got;
 			if (take > avail)
 				take = avail;
-			memcpy(tcp->msg + tcp->msg_got, p, take);
-			tcp->msg_got += take;
+			if (!take)
+				break; /* stage drained; compact below */
 			tcp->stage_off += take;
-			int err = tcp_check_magic(tcp);
+			int err = tcp_msg_advance(tcp, p, take);
 			if (err)
 				return err;
-			if (tcp->msg_got < tcp->msg_len)
-				break; /* stage drained; compact below */
-			uint8_t *m = tcp->msg;
-			size_t l = tcp->msg_len;
-			tcp->msg = NULL;
-			tcp->base.up.recv(tcp->base.up.arg, m, l);
 			continue;
 		}
 		if (avail < 4)
 			break;
-		size_t len;
-		if (smb_frame_len("tcp", p, &len) < 0)
-			return -EBADMSG;
-		tcp->stage_off += 4;
-		tcp->msg = talloc_size(NULL, len);
-		if (!tcp->msg)
-			return -ENOMEM;
-		talloc_set_name_const(tcp->msg, "smb rx message");
-		tcp->msg_len = len;
-		tcp->msg_got = 0;
-		tcp->msg_checked = false;
+		int r = tcp_msg_start(tcp, p, avail);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			break;
 	}
 	/* Keep the unconsumed tail at the front. */
 	size_t rest = tcp->stage_len - tcp->stage_off;
@@ -271,6 +343,32 @@ static int tcp_consume_stage(struct tcp_transport *tcp)
 	tcp->stage_len = rest;
 	tcp->stage_off = 0;
 	return 0;
+}
+
+/* How much the stage may take in the next receive.  Called with the stage
+ * compacted (it holds the start of the next message, if anything) and, when
+ * a message is being assembled, empty. */
+static size_t tcp_stage_window(struct tcp_transport *tcp)
+{
+	size_t room = TCP_STAGE_CAP - tcp->stage_len;
+	if (!tcp->base.up.placing || !tcp->base.up.placing(tcp->base.up.arg))
+		return room;
+	const size_t head = 4 + SMB_RX_PLACE_HEAD;
+	size_t want;
+	if (tcp->msg) {
+		/* a revoked tail goes to the stage and is dropped there */
+		bool sink = tcp->place && !tcp->place->buf && tcp->msg_got < tcp->msg_len;
+		want = sink ? room : head;
+	} else if (tcp->stage_len < 4) {
+		want = head - tcp->stage_len;
+	} else {
+		size_t len = 0;
+		(void)smb_frame_len("tcp", tcp->stage, &len); /* checked when it came */
+		/* A short message whole, then the head of the next one. */
+		want = len > SMB_RX_PLACE_HEAD ? head - tcp->stage_len
+		                               : 4 + len - tcp->stage_len + head;
+	}
+	return want < room ? want : room;
 }
 
 /* Bytes of an unfinished message (or of its length prefix) are in. */
@@ -315,37 +413,46 @@ static void tcp_stall_cb(void *arg)
 static int tcp_read_ready(struct tcp_transport *tcp)
 {
 	for (int rounds = 0; rounds < 64 && !tcp->reported; rounds++) {
-		ssize_t r;
-		if (tcp->msg && tcp->msg_len - tcp->msg_got >= TCP_STAGE_CAP / 2 &&
-		    tcp->stage_len == tcp->stage_off) {
-			/* Large remainder: read straight into the message. */
-			r = recv(tcp->fd, tcp->msg + tcp->msg_got, tcp->msg_len - tcp->msg_got,
-			         MSG_DONTWAIT);
-			if (r > 0) {
-				tcp->last_progress = ev_now_ms();
-				tcp->msg_got += (size_t)r;
-				int err = tcp_check_magic(tcp);
+		struct iovec iov[3];
+		int n = 0;
+		size_t in_msg = 0; /* of the iovs, bytes that are the message's */
+		if (tcp->msg) {
+			if (tcp->msg_got < tcp->head_len) {
+				iov[n].iov_base = tcp->msg + tcp->msg_got;
+				iov[n++].iov_len = tcp->head_len - tcp->msg_got;
+			}
+			size_t at = tcp->msg_got > tcp->head_len ? tcp->msg_got : tcp->head_len;
+			if (at < tcp->msg_len && tcp->place->buf) {
+				iov[n].iov_base = tcp->place->buf + (at - tcp->place->off);
+				iov[n++].iov_len = tcp->msg_len - at;
+			}
+			for (int i = 0; i < n; i++)
+				in_msg += iov[i].iov_len;
+		}
+		size_t window = tcp_stage_window(tcp);
+		if (window) {
+			iov[n].iov_base = tcp->stage + tcp->stage_len;
+			iov[n++].iov_len = window;
+		}
+		if (!n)
+			return 0; /* nothing can take a byte (cannot happen) */
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+		ssize_t r = recvmsg(tcp->fd, &mh, MSG_DONTWAIT);
+		if (r > 0) {
+			tcp->last_progress = ev_now_ms();
+			size_t got = (size_t)r, mine = got < in_msg ? got : in_msg;
+			if (mine) {
+				int err = tcp_msg_advance(tcp, NULL, mine);
 				if (err)
 					return err;
-				if (tcp->msg_got == tcp->msg_len) {
-					uint8_t *m = tcp->msg;
-					size_t l = tcp->msg_len;
-					tcp->msg = NULL;
-					tcp->base.up.recv(tcp->base.up.arg, m, l);
-				}
-				continue;
 			}
-		} else {
-			r = recv(tcp->fd, tcp->stage + tcp->stage_len,
-			         TCP_STAGE_CAP - tcp->stage_len, MSG_DONTWAIT);
-			if (r > 0) {
-				tcp->last_progress = ev_now_ms();
-				tcp->stage_len += (size_t)r;
+			if (got > mine) {
+				tcp->stage_len += got - mine;
 				int err = tcp_consume_stage(tcp);
 				if (err)
 					return err;
-				continue;
 			}
+			continue;
 		}
 		if (r == 0)
 			return -ECONNRESET;

@@ -26,6 +26,8 @@
  *  - Received messages are delivered on the loop thread, in order, through
  *    up->recv(up->arg, msg, len).  @msg is a talloc context that the callee now
  *    owns (talloc_free or talloc_steal it); len is the SMB2 message length.
+ *  - A stream transport may receive part of a message in place (see struct
+ *    smb_rx_place): then msg holds only the bytes before the placed part.
  *  - The transport reports its death exactly once through up->dead(up->arg, err),
  *    on the loop thread, after which it delivers nothing more; sends fail with
  *    -ECONNABORTED.  shutdown() starts that from outside (the report still comes).
@@ -36,6 +38,7 @@
 #ifndef SMBRDMA_COMMON_TRANSPORT_H
 #define SMBRDMA_COMMON_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -55,10 +58,38 @@ struct smb_txbuf {
 	struct smb_txbuf *next; /* the transport's, while it holds buf */
 };
 
+/* Receiving a READ payload in place (stream transports; optional).
+ *
+ * Once the first SMB_RX_PLACE_HEAD bytes of a message of msg_len bytes are
+ * in, the transport may call up->place(arg, head, msg_len).  The owner
+ * returns NULL (receive it whole, as usual) or a struct it owns saying that
+ * the message's tail [off, msg_len) is to be received straight into buf
+ * (off >= SMB_RX_PLACE_HEAD).  The transport then delivers the message
+ * through up->recv() with only its first off bytes in msg (len = off).
+ *  - Until that recv() (or dead()), the struct stays valid and the owner may
+ *    set buf to NULL at any time on the loop thread: the lender wants its
+ *    buffer back (its request timed out or failed).  The transport reads buf
+ *    before every receive into it and, once NULL, drops the rest of the tail.
+ *    As the transport receives on the loop thread only, no receive into buf
+ *    is in flight while the owner revokes it there.
+ *  - Tail bytes the transport had already read into its own buffers are
+ *    copied into buf and counted in copied.
+ * up->placing(arg) (optional) says the owner expects messages it will place:
+ * the transport then reads no further ahead than a message's first
+ * SMB_RX_PLACE_HEAD bytes, so a tail never lands anywhere but buf. */
+#define SMB_RX_PLACE_HEAD 80 /* SMB2 header + READ response up to its Buffer */
+struct smb_rx_place {
+	uint8_t *buf;  /* NULL: revoked, drop the tail */
+	size_t off;    /* the tail starts here in the message */
+	size_t copied; /* tail bytes copied from the transport's buffers */
+};
+
 /* Upcalls from a transport to its owner (a channel in client/). */
 struct smb_transport_up {
 	void (*recv)(void *arg, uint8_t *msg, size_t len);
 	void (*dead)(void *arg, int err);
+	struct smb_rx_place *(*place)(void *arg, const uint8_t *head, size_t msg_len);
+	bool (*placing)(void *arg);
 	void *arg;
 };
 

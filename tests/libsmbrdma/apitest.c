@@ -167,7 +167,10 @@ int main(int argc, char **argv)
 	CHECK(n == 100 && memcmp(back, buf + big - 100, 100) == 0, "short read at EOF: %zd", n);
 	n = smbrdma_pread(f, back, 4096, big + 4096);
 	CHECK(n == 0, "read past EOF: %zd", n);
-	/* async reads, 8 at once, into distinct parts of back */
+	/* async reads, 8 at once, into distinct parts of back: over plain TCP
+	 * received straight there, no byte copied (issue 20) */
+	struct smbrdma_info i0, i1;
+	smbrdma_get_info(s, &i0);
 	memset(back, 0, big);
 	struct batch rb = {.left = 8};
 	pthread_mutex_init(&rb.lock, NULL);
@@ -179,6 +182,10 @@ int main(int argc, char **argv)
 	batch_wait(&rb);
 	CHECK(rb.errors == 0 && rb.bytes == (ssize_t)big && memcmp(back, buf, big) == 0,
 	      "async reads: errors %d bytes %zd", rb.errors, rb.bytes);
+	smbrdma_get_info(s, &i1);
+	CHECK(i0.encryption || i0.rdma_channels || i1.copied_bytes == i0.copied_bytes,
+	      "async reads over TCP copied %llu bytes",
+	      (unsigned long long)(i1.copied_bytes - i0.copied_bytes));
 
 	struct nested nest = {.f = f, .b = {.left = 1}};
 	pthread_mutex_init(&nest.b.lock, NULL);

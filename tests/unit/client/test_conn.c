@@ -798,6 +798,184 @@ static void test_signed_session_unverified_grants(void)
 	smb_conn_close(c);
 }
 
+/* ---- READ payload received in place (smb_req_lend_rx, up->place) ----------------- */
+
+struct read_result {
+	struct result r;
+	struct smb_conn *c;
+	size_t placed;
+	bool loan_live_at_done; /* conn's loan still pointed at the buffer in done() */
+};
+
+static void on_read_done(struct smb_req *req)
+{
+	struct read_result *rr = req->arg;
+	pthread_mutex_lock(&rr->r.m);
+	rr->placed = req->pdu[0].rsp_placed;
+	rr->loan_live_at_done = rr->c->place_pdu == &req->pdu[0] || rr->c->place.buf != NULL;
+	rr->r.calls++;
+	rr->r.err = req->err;
+	pthread_cond_broadcast(&rr->r.cv);
+	pthread_mutex_unlock(&rr->r.m);
+	smb_req_put(req);
+}
+
+static struct smb_req *read_req(struct smb_conn *c, struct read_result *rr, void *buf, size_t len)
+{
+	struct smb_req *req = smb_req_new(c, NULL);
+	struct smb2_read_req q = {.length = (uint32_t)len};
+	uint8_t *b = smb_req_begin_pdu(req, SMB2_READ, 56);
+	smb_req_end_pdu(req, smb2_read_req_encode(b, 56, &q));
+	smb_req_lend_rx(req, 0, buf, len);
+	req->arg = rr;
+	req->done = on_read_done;
+	req->session_id = 1;
+	rr->c = c;
+	return req;
+}
+
+/* A READ answer's first 80 bytes: header + body up to Buffer. */
+static void read_head(uint8_t *h, uint64_t mid, uint32_t status, uint32_t flags, uint32_t next,
+                      uint8_t data_off, uint32_t data_len)
+{
+	make_rsp(h, SMB2_READ, mid, status, 8, flags, next, 0);
+	memset(h + 64, 0, 16);
+	smb_put_le16(h + 64, 17);
+	h[66] = data_off;
+	smb_put_le32(h + 68, data_len);
+}
+
+/* up->place on the loop thread, as a transport calls it. */
+struct place_call {
+	const uint8_t *head;
+	size_t msg_len;
+	struct smb_rx_place *out;
+	bool done;
+};
+static void place_cb(void *arg)
+{
+	struct place_call *pc = arg;
+	struct smb_transport_up *up = &the_fake->base.up;
+	pc->out = up->place(up->arg, pc->head, pc->msg_len);
+	__atomic_store_n(&pc->done, true, __ATOMIC_RELEASE);
+}
+static struct smb_rx_place *place(const uint8_t *head, size_t msg_len)
+{
+	struct place_call pc = {.head = head, .msg_len = msg_len};
+	ev_call(loop, place_cb, &pc);
+	while (!__atomic_load_n(&pc.done, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return pc.out;
+}
+
+static void test_read_placed(void)
+{
+	struct smb_conn *c = open_conn(0);
+	struct smb_signing s = {.active = true, .have_key = true, .alg = SMB2_SIGNING_AES_CMAC};
+	memset(s.key, 0x42, 16);
+	c->signing = &s;
+	static uint8_t buf[8192], payload[5000];
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7);
+	uint8_t h[80];
+
+	/* A short read (5000 of 8192), signed over header + placed payload. */
+	struct read_result rr = {0};
+	result_init(&rr.r);
+	CHECK_EQ(smb_conn_submit(c, read_req(c, &rr, buf, sizeof(buf))), 0);
+	uint64_t mid = the_fake->sent[sent_count() - 1].message_id;
+	read_head(h, mid, 0, SMB2_FLAGS_SIGNED, 0, 80, sizeof(payload));
+	struct iovec iov[2] = {{h, 80}, {payload, sizeof(payload)}};
+	smb_sign_pdu(s.alg, s.key, iov, 2, h + 48);
+	struct smb_rx_place *pl = place(h, 80 + sizeof(payload));
+	CHECK(pl != NULL);
+	CHECK(pl && pl->buf == buf && pl->off == 80);
+	if (pl)
+		memcpy(pl->buf, payload, sizeof(payload)); /* the transport's recvmsg() */
+	deliver(loop, h, 80);
+	CHECK(wait_calls(&rr.r, 1, 2000));
+	CHECK_EQ(rr.r.err, 0);
+	CHECK_EQ(rr.placed, sizeof(payload));
+	CHECK_MEM(buf, payload, sizeof(payload));
+
+	/* Padding before DataOffset stays in the message; a payload byte that
+	 * does not match the signature fails the request. */
+	struct read_result r2 = {0};
+	result_init(&r2.r);
+	CHECK_EQ(smb_conn_submit(c, read_req(c, &r2, buf, sizeof(buf))), 0);
+	mid = the_fake->sent[sent_count() - 1].message_id;
+	uint8_t h2[96] = {0};
+	read_head(h2, mid, 0, SMB2_FLAGS_SIGNED, 0, 96, sizeof(payload));
+	struct iovec iov2[2] = {{h2, 96}, {payload, sizeof(payload)}};
+	smb_sign_pdu(s.alg, s.key, iov2, 2, h2 + 48);
+	pl = place(h2, 96 + sizeof(payload));
+	CHECK(pl && pl->off == 96);
+	if (pl) {
+		memcpy(pl->buf, payload, sizeof(payload));
+		pl->buf[100] ^= 1;
+	}
+	deliver(loop, h2, 96);
+	CHECK(wait_calls(&r2.r, 1, 2000));
+	CHECK_EQ(r2.r.err, -EIO);
+
+	/* Not placed (then the channel dies mid-payload): an error status, a compound, more than
+	 * the loan, a TRANSFORM message, data not at the end, an unknown MessageId. */
+	struct read_result r3 = {0};
+	result_init(&r3.r);
+	CHECK_EQ(smb_conn_submit(c, read_req(c, &r3, buf, 4096)), 0);
+	mid = the_fake->sent[sent_count() - 1].message_id;
+	read_head(h, mid, STATUS_END_OF_FILE, 0, 0, 80, 100);
+	CHECK(place(h, 180) == NULL);
+	read_head(h, mid, 0, 0, 184, 80, 100);
+	CHECK(place(h, 180) == NULL);
+	read_head(h, mid, 0, 0, 0, 80, 4097);
+	CHECK(place(h, 80 + 4097) == NULL);
+	read_head(h, mid, 0, 0, 0, 80, 100);
+	CHECK(place(h, 188) == NULL);
+	uint8_t t[80];
+	memcpy(t, h, 80);
+	smb_put_le32(t, SMB2_TRANSFORM_ID);
+	CHECK(place(t, 180) == NULL);
+	read_head(h, mid + 1, 0, 0, 0, 80, 100);
+	CHECK(place(h, 180) == NULL);
+	/* on a sealed session a cleartext answer reaches no loan */
+	struct smb_crypt k = {.active = true, .have_key = true};
+	c->crypt = &k;
+	read_head(h, mid, 0, 0, 0, 80, 100);
+	CHECK(place(h, 180) == NULL);
+	c->crypt = NULL;
+	CHECK(place(h, 180) != NULL); /* the one it takes */
+	c->signing = NULL;
+	smb_conn_close(c); /* fails r3, the loan revoked first */
+	CHECK(wait_calls(&r3.r, 1, 2000));
+	CHECK(!r3.loan_live_at_done);
+}
+
+/* A request that times out while its payload is coming in place: the loan
+ * is revoked before done() runs (the caller may free the buffer then), and
+ * the late answer is dropped. */
+static void test_read_placed_revoked(void)
+{
+	struct smb_conn *c = open_conn(300);
+	static uint8_t buf[4096];
+	struct read_result rr = {0};
+	result_init(&rr.r);
+	CHECK_EQ(smb_conn_submit(c, read_req(c, &rr, buf, sizeof(buf))), 0);
+	uint64_t mid = the_fake->sent[sent_count() - 1].message_id;
+	uint8_t h[80];
+	read_head(h, mid, 0, 0, 0, 80, 1000);
+	struct smb_rx_place *pl = place(h, 1080);
+	CHECK(pl && pl->buf == buf);
+	CHECK(wait_calls(&rr.r, 1, 3000));
+	CHECK_EQ(rr.r.err, -ETIMEDOUT);
+	CHECK(!rr.loan_live_at_done);
+	CHECK(pl && pl->buf == NULL);
+	deliver(loop, h, 80); /* the rest came and was dropped */
+	usleep(20000);
+	CHECK_EQ(rr.r.calls, 1);
+	smb_conn_close(c);
+}
+
 int main(void)
 {
 	smb_log_init("test_conn", false, LOG_ERR);
@@ -815,6 +993,8 @@ int main(void)
 	RUN(test_replay_class);
 	RUN(test_sealed_session_ignores_cleartext);
 	RUN(test_signed_session_unverified_grants);
+	RUN(test_read_placed);
+	RUN(test_read_placed_revoked);
 	ev_loop_free(loop);
 	return check_report();
 }
