@@ -4,7 +4,7 @@
  * smb_rx_place) with no byte copied while the owner says it places, the copy
  * counted when the stage had read ahead, and a loan revoked mid-tail (the
  * rest dropped, the stream still framed after it). */
-#include "client/transport.h"
+#include "common/transport.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "tests/unit/check.h"
