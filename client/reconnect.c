@@ -211,8 +211,7 @@ int smb_reconn_start(struct smb_client *c)
 		return -ENOMEM;
 	r->c = c;
 	r->opts = c->opts;
-	r->connect_timeout_ms =
-	    r->opts->connect_timeout_ms ? r->opts->connect_timeout_ms : 15000;
+	r->connect_timeout_ms = r->opts->connect_timeout_ms ? r->opts->connect_timeout_ms : 15000;
 	pthread_mutex_init(&r->lock, NULL);
 	r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (r->wake_fd < 0)
