@@ -35,7 +35,9 @@ struct reqbuf_pool *reqbuf_pool_new(unsigned nbuf);
 void reqbuf_pool_free(struct reqbuf_pool *p);
 /* The registrable memory (the nbuf buffers, not the spare). */
 void *reqbuf_pool_mem(struct reqbuf_pool *p, size_t *len);
-/* Writes may borrow buffers from now on (the memory is registered). */
+/* Writes may borrow buffers from now on: fuse/main.c turns it on for every
+ * mount once the pool exists (registered or not: a TCP mount sends a lent
+ * buffer in place). */
 void reqbuf_pool_set_lendable(struct reqbuf_pool *p, bool on);
 
 /* The buffer the next request is read into (never NULL: the spare when

@@ -8,13 +8,7 @@ import os
 import threading
 import time
 
-
-def try_lock(fd, op):
-    try:
-        fcntl.flock(fd, op | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
+from lib.locks import try_flock as try_lock
 
 
 def test_exclusive_and_shared_across_mounts(two_mounts):
