@@ -1279,11 +1279,11 @@ static int read_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t off
 }
 
 /* smb_read(), with dest (len bytes, or NULL) where the payload must land. */
-static int read_into(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
+static int read_into(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, size_t len,
                      void *dest, smb_read_cb cb, void *arg)
 {
+	struct smb_client *c = ch->c;
 	struct read_piece tmpl = {.c = c, .cb = cb, .arg = arg, .dest = dest};
-	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
 	/* Offloaded when it fits a pool buffer and one is free; otherwise
 	 * inline, in pieces no larger than one message carries. */
 	size_t chunk = ch->inline_max_read ? ch->inline_max_read : ch->max_read;
@@ -1338,7 +1338,7 @@ static int read_into(struct smb_client *c, struct smb2_fileid fid, uint64_t offs
 int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
              smb_read_cb cb, void *arg)
 {
-	return read_into(c, fid, offset, len, NULL, cb, arg);
+	return read_into(smb_sched_pick(c, SMB_SCHED_BULK, len), fid, offset, len, NULL, cb, arg);
 }
 
 /* ---- WRITE -------------------------------------------------------------------------- */
@@ -1470,16 +1470,24 @@ static int write_inline(struct smb_chan *ch, struct smb2_fileid fid, uint64_t of
 
 /* One channel pick per write: offloaded on it when that can be, else inline
  * on the same channel. */
-int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
-              size_t len, smb_write_cb cb, void *arg)
+/* A WRITE on ch: through the offload pool when it can be, else inline
+ * (data sent in place when lent, else copied). */
+static int write_on(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, const void *data,
+                    size_t len, bool lent, smb_write_cb cb, void *arg)
 {
-	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
 	if (smb_offload_wanted(ch, len)) {
 		int rc = smb_offload_write(ch, fid, offset, data, len, cb, arg);
 		if (rc != -EAGAIN)
 			return rc;
 	}
-	return write_inline(ch, fid, offset, data, len, false, cb, arg);
+	return write_inline(ch, fid, offset, data, len, lent, cb, arg);
+}
+
+int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
+              size_t len, smb_write_cb cb, void *arg)
+{
+	return write_on(smb_sched_pick(c, SMB_SCHED_BULK, len), fid, offset, data, len, false, cb,
+	                arg);
 }
 
 int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
@@ -1491,12 +1499,7 @@ int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset
 		return rc;
 	/* Not lendable to the server (TCP, sealed, small, outside a region):
 	 * still sent from data in place, or through the offload pool. */
-	if (smb_offload_wanted(ch, len)) {
-		rc = smb_offload_write(ch, fid, offset, data, len, cb, arg);
-		if (rc != -EAGAIN)
-			return rc;
-	}
-	return write_inline(ch, fid, offset, data, len, true, cb, arg);
+	return write_on(ch, fid, offset, data, len, true, cb, arg);
 }
 
 int smb_read_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, void *buf,
@@ -1504,7 +1507,7 @@ int smb_read_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
 {
 	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
 	int rc = smb_offload_read_lent(ch, fid, offset, buf, len, cb, arg);
-	return rc == -EAGAIN ? read_into(c, fid, offset, len, buf, cb, arg) : rc;
+	return rc == -EAGAIN ? read_into(ch, fid, offset, len, buf, cb, arg) : rc;
 }
 
 /* ---- extended attributes, hard links, small whole files ------------------------------ */
