@@ -135,7 +135,7 @@ int smb_client_reconnect_now(struct smb_client *c, const char *why);
 /* An oplock of ours was broken: the handle smb_open() gave as fid may now
  * cache only what level allows (SMB2_OPLOCK_LEVEL_II: reads;
  * SMB2_OPLOCK_LEVEL_NONE: nothing).  Called on the loop thread just before
- * the engine acknowledges the break, and on the reconnect thread with
+ * the engine acknowledges the break, and on the channel manager thread with
  * LEVEL_NONE for each handle reopened after a reconnect; it must not block.
  * Set once, before the first smb_open(). */
 typedef void (*smb_break_cb)(void *arg, struct smb2_fileid fid, uint8_t level);

@@ -11,8 +11,7 @@
 #include "client/dial_race.h"
 #include "client/transport_quic.h"
 #include "client/offload.h"
-#include "multichannel/mc.h"
-#include "multichannel/sched.h"
+#include "client/chanmgr.h"
 
 /* One channel of the session: a connection and what is per connection.
  * Created before it is published in c->chans; never freed before
@@ -42,13 +41,13 @@ struct smb_chan {
 	uint64_t failovers, replays;
 	bool seq_bumped;  /* atomic: its loss bumped channel_sequence */
 	bool published;   /* atomic: in chans[] (smb_chan_publish) */
-	bool reconnected; /* opened by a reconnect (client/reconnect.c) */
+	bool reconnected; /* opened by a reconnect (multichannel/reconnect.c) */
 };
 
 struct smb_client {
 	/* The mount's options: one deep copy (opts.c) made by
-	 * smb_client_connect() before the reconnect and multichannel threads
-	 * start, read-only afterwards, freed with c (its password wiped). */
+	 * smb_client_open() before the channel manager starts, read-only
+	 * afterwards, freed with c (its password wiped). */
 	const struct smb_client_opts *opts;
 	char *host, *share, *user, *domain, *unc;
 	char *addr; /* numeric address to dial instead of resolving host; NULL */
@@ -96,11 +95,13 @@ struct smb_client {
 	/* Multichannel with every channel dead: requests wait here (until
 	 * their deadline) for a channel to be bound again. */
 	pthread_mutex_t park_lock;
-	struct smb_req *parked;    /* under park_lock, chained by wnext */
-	struct smb_mc *mc;         /* multichannel/mc.c; NULL with one channel */
-	struct smb_reconn *reconn; /* client/reconnect.c */
-	struct smb_opens *opens;   /* client/opens.c: handles to reopen */
-	smb_break_cb on_break;     /* smb_client_set_break_cb(); set before any open */
+	struct smb_req *parked; /* under park_lock, chained by wnext */
+	/* The channel manager (chanmgr.h): set by smb_client_open() before
+	 * mgr->start, NULL without one; its state is its own. */
+	const struct smb_chanmgr_ops *mgr;
+	struct smb_chanmgr *mgr_state;
+	struct smb_opens *opens; /* client/opens.c: handles to reopen */
+	smb_break_cb on_break;   /* smb_client_set_break_cb(); set before any open */
 	void *on_break_arg;
 	smb_lease_break_cb on_lease_break; /* smb_client_set_lease_break_cb() */
 	void *on_lease_break_arg;
@@ -148,6 +149,20 @@ static inline int smb_client_live_channels(struct smb_client *c)
 static inline bool smb_client_sealed(struct smb_client *c)
 {
 	return __atomic_load_n(&c->crypt.active, __ATOMIC_ACQUIRE);
+}
+
+/* The channel the manager picks for a request of this kind and size
+ * (chanmgr.h); channel 0 without a manager. */
+static inline struct smb_chan *smb_client_pick(struct smb_client *c, enum smb_sched_kind kind,
+                                               size_t len)
+{
+	return c->mgr ? c->mgr->pick(c, kind, len) : c->chans[0];
+}
+/* Wake the manager: a channel died or a request parked (any thread). */
+static inline void smb_client_wake_mgr(struct smb_client *c)
+{
+	if (c->mgr)
+		c->mgr->wake(c);
 }
 
 /* A request to this client's tree on the channel the scheduler picks for a
@@ -267,15 +282,10 @@ void smb_opens_lock_seq_done(struct smb_client *c, struct smb2_fileid fid, uint3
  * before each submit).  -EIO when one refers to a handle lost in a
  * reconnect. */
 int smb_req_fix_fids(struct smb_client *c, struct smb_req *req);
-/* Reopen every handle on the new channel ch (reconnect thread). */
+/* Reopen every handle on the new channel ch (channel manager thread). */
 int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsigned *n_durable,
                      unsigned *n_path, unsigned *n_lost);
 /* An OPLOCK_BREAK notification arrived on ch (loop thread): acknowledge. */
 void smb_opens_on_break(struct smb_client *c, const uint8_t *pdu, size_t len);
-
-/* ---- client/reconnect.c --------------------------------------------------------- */
-int smb_reconn_start(struct smb_client *c); /* uses c->opts */
-void smb_reconn_kick(struct smb_client *c); /* any thread */
-void smb_reconn_stop(struct smb_client *c);
 
 #endif

@@ -162,7 +162,7 @@ static bool oio_failover(struct oio *o)
 		return false;
 	if (__atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
 		return false;
-	struct smb_chan *to = smb_sched_pick(c, SMB_SCHED_BULK, o->len);
+	struct smb_chan *to = smb_client_pick(c, SMB_SCHED_BULK, o->len);
 	if (!to || to == o->ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE))
 		return false;
 	/* smb_write() copies the data before it returns; buf is ours until then. */

@@ -1338,7 +1338,7 @@ static int read_into(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offse
 int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
              smb_read_cb cb, void *arg)
 {
-	return read_into(smb_sched_pick(c, SMB_SCHED_BULK, len), fid, offset, len, NULL, cb, arg);
+	return read_into(smb_client_pick(c, SMB_SCHED_BULK, len), fid, offset, len, NULL, cb, arg);
 }
 
 /* ---- WRITE -------------------------------------------------------------------------- */
@@ -1486,14 +1486,14 @@ static int write_on(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset
 int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
               size_t len, smb_write_cb cb, void *arg)
 {
-	return write_on(smb_sched_pick(c, SMB_SCHED_BULK, len), fid, offset, data, len, false, cb,
+	return write_on(smb_client_pick(c, SMB_SCHED_BULK, len), fid, offset, data, len, false, cb,
 	                arg);
 }
 
 int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
                    size_t len, smb_write_cb cb, void *arg)
 {
-	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
+	struct smb_chan *ch = smb_client_pick(c, SMB_SCHED_BULK, len);
 	int rc = smb_offload_write_lent(ch, fid, offset, data, len, cb, arg);
 	if (rc != -EAGAIN)
 		return rc;
@@ -1505,7 +1505,7 @@ int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset
 int smb_read_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, void *buf,
                   size_t len, smb_read_cb cb, void *arg)
 {
-	struct smb_chan *ch = smb_sched_pick(c, SMB_SCHED_BULK, len);
+	struct smb_chan *ch = smb_client_pick(c, SMB_SCHED_BULK, len);
 	int rc = smb_offload_read_lent(ch, fid, offset, buf, len, cb, arg);
 	return rc == -EAGAIN ? read_into(ch, fid, offset, len, buf, cb, arg) : rc;
 }

@@ -87,7 +87,7 @@ struct smb_req *smb_chan_req(struct smb_chan *ch, void *talloc_parent)
 
 struct smb_req *smb_client_req(struct smb_client *c, void *talloc_parent)
 {
-	return smb_chan_req(smb_sched_pick(c, SMB_SCHED_META, 0), talloc_parent);
+	return smb_chan_req(smb_client_pick(c, SMB_SCHED_META, 0), talloc_parent);
 }
 
 static int preauth_update(uint8_t hash[64], const uint8_t *msg, size_t len)
@@ -1117,13 +1117,12 @@ static void chan_dead(void *arg, int err)
 	if (ch->index > 0 || __atomic_load_n(&ch->c->nchans, __ATOMIC_ACQUIRE) > 1)
 		smb_warn("%s: channel %d lost (%s); it takes no new requests", ch->conn->peer,
 		         ch->index, strerror(-err));
-	smb_mc_channel_died(ch->c, ch);
+	smb_client_wake_mgr(ch->c);
 	if (!smb_client_live_channels(ch->c)) {
 		uint64_t zero = 0, now = ev_now_ms();
 		__atomic_compare_exchange_n(&ch->c->down_since_ms, &zero, now ? now : 1, false,
 		                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 		smb_warn("%s: the connection to the server is lost; reconnecting", ch->c->host);
-		smb_reconn_kick(ch->c);
 	}
 }
 
@@ -1133,7 +1132,7 @@ static void chan_break(void *arg, const uint8_t *pdu, size_t len)
 	smb_opens_on_break(ch->c, pdu, len);
 }
 
-/* Parked requests fail at their deadline even while the reconnect thread
+/* Parked requests fail at their deadline even while the channel manager
  * is blocked in an attempt: a loop timer looks every half second. */
 static void park_tick(void *arg)
 {
@@ -1159,7 +1158,7 @@ static struct smb_chan *pick_for(struct smb_client *c, const struct smb_req *req
 {
 	uint16_t cmd = req->pdu[0].command;
 	bool bulk = cmd == SMB2_READ || cmd == SMB2_WRITE;
-	return smb_sched_pick(c, bulk ? SMB_SCHED_BULK : SMB_SCHED_META, bulk ? 65536 : 0);
+	return smb_client_pick(c, bulk ? SMB_SCHED_BULK : SMB_SCHED_META, bulk ? 65536 : 0);
 }
 
 /* Put a request (its deadline_ms set) on the parked list; returns whether
@@ -1181,7 +1180,7 @@ static void park_wake(struct smb_client *c)
 	if (!__atomic_exchange_n(&c->park_timer, true, __ATOMIC_ACQ_REL) &&
 	    ev_call(c->loop, park_timer_arm, c) < 0)
 		__atomic_store_n(&c->park_timer, false, __ATOMIC_RELEASE);
-	smb_reconn_kick(c);
+	smb_client_wake_mgr(c);
 }
 
 /* From ch's death report (loop thread) or a send refused by its dead
@@ -1200,12 +1199,12 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 	bool none = !to || to == ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE);
 	/* Another channel takes it as a replay (3.x); with none left it waits
 	 * for the reconnect, which sends it on a new session. */
-	if ((!none && c->dialect < SMB2_DIALECT_0300) || (none && !c->reconn && !c->mc))
+	if ((!none && c->dialect < SMB2_DIALECT_0300) || (none && !c->mgr))
 		return false;
 	/* hard: no deadline (0), no grace: it waits until a channel is back. */
 	uint64_t now = ev_now_ms(), deadline = c->hard ? 0 : now + c->timeout_ms;
 	if (none && !c->hard) {
-		/* Every channel is down: wait for the reconnect thread to bring
+		/* Every channel is down: wait for the channel manager to bring
 		 * one back - up to the request timeout, and no longer than
 		 * SMB_RECONNECT_GRACE_MS after the connection was lost. */
 		uint64_t zero = 0, down;
@@ -1562,8 +1561,8 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 	return err;
 }
 
-int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out, char *errbuf,
-                       size_t errlen)
+int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_ops *mgr,
+                    struct smb_client **out, char *errbuf, size_t errlen)
 {
 	int err = smb_crypto_init();
 	if (err) {
@@ -1653,13 +1652,9 @@ int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out,
 		set_err(errbuf, errlen, "out of memory");
 		goto fail;
 	}
-	if ((err = smb_reconn_start(c)) < 0) {
-		set_err(errbuf, errlen, "cannot start the reconnect thread: %s", strerror(-err));
-		goto fail;
-	}
-	if ((o->multichannel || (o->rdma_channels > 1 && c->chans[0]->rdma)) &&
-	    (err = smb_mc_start(c)) < 0) {
-		set_err(errbuf, errlen, "cannot start multichannel: %s", strerror(-err));
+	c->mgr = mgr;
+	if (mgr && (err = mgr->start(c)) < 0) {
+		set_err(errbuf, errlen, "cannot start the channel manager: %s", strerror(-err));
 		goto fail;
 	}
 	talloc_free(mem);
@@ -1693,8 +1688,8 @@ void smb_client_destroy(struct smb_client *c)
 				smb_req_put(req);
 		}
 	}
-	smb_mc_stop(c);
-	smb_reconn_stop(c);
+	if (c->mgr)
+		c->mgr->stop(c);
 	smb_client_park_expire(c, true); /* run before the loop stops */
 	for (int i = 0; i < c->nchans; i++) {
 		smb_conn_close(c->chans[i]->conn);

@@ -50,7 +50,7 @@
  * gone is dropped (fs->client_gone, under fs->ack_lock).
  *
  * Threads: smbfs_on_break and smbfs_on_lease_break run on the loop thread
- * (or the reconnect thread); handles are read under fs->handles_lock.
+ * (or the channel manager thread); handles are read under fs->handles_lock.
  */
 #include "fuse/smbfs.h"
 

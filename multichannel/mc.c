@@ -1,24 +1,29 @@
-/* multichannel/mc.c — discover interfaces, bind channels (see mc.h). */
-#include "multichannel/mc.h"
+/* multichannel/mc.c — more channels for a session ([MS-SMB2] 3.2.4.1.7 ff.).
+ *
+ * After the first session set-up, FSCTL_QUERY_NETWORK_INTERFACE_INFO lists
+ * the server's interfaces; we open a channel to each (SMB Direct where the
+ * interface says RDMA and this host can reach it, else TCP), up to
+ * max_channels in all, and bind each to the session with a signed binding
+ * SESSION_SETUP.  The channel manager's thread (chanmgr.c) runs each pass:
+ * first at mount, then every requery_s seconds, when a channel dies and
+ * when a local link comes up (see mgr_int.h).
+ */
 #include "client/client_int.h"
 #include "client/proto/smb2.h"
 #include "client/proto/smb2_const.h"
 #include "common/evloop.h"
 #include "common/log.h"
-#include "multichannel/sched.h"
+#include "multichannel/mgr_int.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,16 +40,13 @@ struct smb_mc {
 	bool addr_only;          /* no multichannel: extra channels only to channel 0's address */
 	unsigned requery_s;
 	unsigned echo_ms;
-	pthread_t thread;
-	bool thread_started;
-	int wake_fd; /* eventfd: stop or kick */
-	/* The last interface list the server gave (this thread only): with
+	struct smb_setup_slot *slot; /* the manager's: the channel being bound */
+	/* The last interface list the server gave (manager thread only): with
 	 * every channel down there is no channel to ask on. */
 	struct smb2_netif cache[MC_MAX_IFACES];
 	size_t ncache;
 	int nl_fd;         /* NETLINK_ROUTE, link changes; -1 if unavailable */
-	bool stop, kick;   /* atomic */
-	bool said_no_rdma; /* this thread: rdma_allowed() said why, once */
+	bool said_no_rdma; /* manager thread: rdma_allowed() said why, once */
 };
 
 /* FSCTL_QUERY_NETWORK_INTERFACE_INFO on a live channel.  Not on the loop.
@@ -295,6 +297,8 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 	                   c, kind, (struct sockaddr *)&ss, sl, peer,
 	                   mc->opts->connect_timeout_ms ? mc->opts->connect_timeout_ms : 15000, &ch)
 	             : -ENOMEM;
+	if (!rc && !smb_setup_slot_set(mc->slot, ch))
+		rc = -ECANCELED;
 	if (!rc) {
 		ch->link_speed = f->link_speed;
 		ch->if_index = f->if_index;
@@ -308,6 +312,7 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 		rc = smb_chan_publish(c, ch);
 	}
 	talloc_free(mem);
+	smb_setup_slot_set(mc->slot, NULL);
 	if (rc) {
 		smb_warn("%s: no %s channel to %s: %s", c->host, rdma ? "SMB Direct" : "TCP", host,
 		         err[0] ? err : strerror(-rc));
@@ -366,7 +371,7 @@ static void mc_pass_addr(struct smb_mc *mc)
 }
 
 /* One pass: query, then fill up to max_channels live channels. */
-static void mc_pass(struct smb_mc *mc)
+void smb_mc_pass(struct smb_mc *mc)
 {
 	struct smb_client *c = mc->c;
 	struct smb2_netif ifs[MC_MAX_IFACES];
@@ -522,14 +527,14 @@ static void link_down(struct smb_mc *mc, int ifindex, const char *name)
 	}
 }
 
-/* Read the link notifications queued on the netlink socket. */
-static void netlink_read(struct smb_mc *mc)
+bool smb_mc_netlink_read(struct smb_mc *mc)
 {
 	char buf[8192];
+	bool came_up = false;
 	for (;;) {
 		ssize_t len = recv(mc->nl_fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (len <= 0)
-			return;
+			return came_up;
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len);
 		     h = NLMSG_NEXT(h, len)) {
 			if (h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK)
@@ -544,55 +549,15 @@ static void netlink_read(struct smb_mc *mc)
 			if (!up)
 				link_down(mc, ifi->ifi_index, name);
 			else
-				mc->kick = true; /* a link came (back): look for channels */
+				came_up = true; /* a link came (back): look for channels */
 		}
 	}
 }
 
-static void *mc_thread(void *arg)
-{
-	struct smb_mc *mc = arg;
-	uint64_t next_pass = ev_now_ms() + (uint64_t)mc->requery_s * 1000;
-	for (;;) {
-		uint64_t now = ev_now_ms();
-		int timeout = now >= next_pass ? 0 : (int)(next_pass - now);
-		struct pollfd pfd[2] = {{.fd = mc->wake_fd, .events = POLLIN},
-		                        {.fd = mc->nl_fd, .events = POLLIN}};
-		int rc = poll(pfd, mc->nl_fd >= 0 ? 2 : 1, timeout);
-		if (rc < 0 && errno != EINTR)
-			break;
-		if (rc > 0 && (pfd[0].revents & POLLIN)) {
-			uint64_t v;
-			if (read(mc->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				break;
-		}
-		if (__atomic_load_n(&mc->stop, __ATOMIC_ACQUIRE))
-			break;
-		if (rc > 0 && mc->nl_fd >= 0 && (pfd[1].revents & POLLIN))
-			netlink_read(mc);
-		bool kick = __atomic_exchange_n(&mc->kick, false, __ATOMIC_ACQ_REL);
-		/* With every channel down the reconnect thread brings the session
-		 * back (client/reconnect.c) and kicks us to add channels again. */
-		if (smb_client_live_channels(mc->c) == 0)
-			continue;
-		if (kick || ev_now_ms() >= next_pass) {
-			mc_pass(mc);
-			next_pass = ev_now_ms() + (uint64_t)mc->requery_s * 1000;
-		}
-	}
-	return NULL;
-}
-
-static void mc_wake(struct smb_mc *mc)
-{
-	uint64_t one = 1;
-	if (write(mc->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		smb_debug("multichannel: cannot wake the channel thread: %s", strerror(errno));
-}
-
-int smb_mc_start(struct smb_client *c)
+int smb_mc_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb_mc **out)
 {
 	const struct smb_client_opts *o = c->opts;
+	*out = NULL;
 	if (c->dialect < SMB2_DIALECT_0300 || !(c->server_caps & SMB2_GLOBAL_CAP_MULTI_CHANNEL)) {
 		smb_warn("%s: the server does not offer multichannel (SMB %s%s); one channel",
 		         c->host, smb2_dialect_str(c->dialect),
@@ -608,6 +573,7 @@ int smb_mc_start(struct smb_client *c)
 		return -ENOMEM;
 	mc->c = c;
 	mc->opts = o;
+	mc->slot = slot;
 	mc->rdma_per_iface = o->rdma_channels ? o->rdma_channels : 1;
 	mc->addr_only = !o->multichannel;
 	if (mc->addr_only)
@@ -621,9 +587,6 @@ int smb_mc_start(struct smb_client *c)
 	 * requests move only once it is declared dead. */
 	mc->echo_ms = o->mc_echo_ms ? o->mc_echo_ms : 5000;
 	c->chans[0]->conn->echo_ms = mc->echo_ms;
-	mc->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (mc->wake_fd < 0)
-		return -errno;
 	/* Link changes in our network namespace: a link going down kills the
 	 * channels over it at once. */
 	mc->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
@@ -635,47 +598,25 @@ int smb_mc_start(struct smb_client *c)
 	if (mc->nl_fd < 0)
 		smb_warn("%s: no link notifications (%s); a dead link is found by the keepalive",
 		         c->host, strerror(errno));
-	c->mc = mc;
-	mc_pass(mc); /* the first channels before the mount is announced */
-	if (pthread_create(&mc->thread, NULL, mc_thread, mc) == 0)
-		mc->thread_started = true;
-	else
-		smb_warn("%s: cannot start the multichannel thread; channels are not renewed",
-		         c->host);
+	*out = mc;
+	smb_mc_pass(mc); /* the first channels before the mount is announced */
 	return 0;
 }
 
-void smb_mc_stop(struct smb_client *c)
+uint64_t smb_mc_requery_ms(const struct smb_mc *mc)
 {
-	struct smb_mc *mc = c->mc;
-	if (!mc)
-		return;
-	__atomic_store_n(&mc->stop, true, __ATOMIC_RELEASE);
-	mc_wake(mc);
-	if (mc->thread_started)
-		pthread_join(mc->thread, NULL);
-	if (mc->nl_fd >= 0)
+	return (uint64_t)mc->requery_s * 1000;
+}
+
+int smb_mc_netlink_fd(const struct smb_mc *mc)
+{
+	return mc->nl_fd;
+}
+
+void smb_mc_close(struct smb_mc *mc)
+{
+	if (mc && mc->nl_fd >= 0)
 		close(mc->nl_fd);
-	mc->nl_fd = -1;
-	/* mc and its eventfd stay until the client is freed: a channel dying
-	 * on the loop thread meanwhile may still wake it. */
-}
-
-void smb_mc_kick(struct smb_client *c)
-{
-	struct smb_mc *mc = c->mc;
-	if (!mc)
-		return;
-	__atomic_store_n(&mc->kick, true, __ATOMIC_RELEASE);
-	mc_wake(mc);
-}
-
-void smb_mc_channel_died(struct smb_client *c, struct smb_chan *ch)
-{
-	struct smb_mc *mc = c->mc;
-	(void)ch;
-	if (!mc)
-		return;
-	__atomic_store_n(&mc->kick, true, __ATOMIC_RELEASE);
-	mc_wake(mc);
+	if (mc)
+		mc->nl_fd = -1;
 }

@@ -18,17 +18,14 @@
 #ifndef SMBRDMA_MULTICHANNEL_SCHED_H
 #define SMBRDMA_MULTICHANNEL_SCHED_H
 
+#include "client/chanmgr.h" /* enum smb_sched_kind */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct smb_client;
 struct smb_chan;
-
-enum smb_sched_kind {
-	SMB_SCHED_META, /* small request: lowest latency */
-	SMB_SCHED_BULK, /* READ/WRITE payload of len bytes */
-};
 
 /* What the policy sees of one channel. */
 struct smb_sched_view {
@@ -46,7 +43,7 @@ int smb_sched_policy(const struct smb_sched_view *v, int n, enum smb_sched_kind 
                      uint32_t threshold, unsigned start);
 
 /* The channel to use; channel 0 when none is alive (its requests then fail
- * with the channel's error). */
+ * with the channel's error).  The manager's pick (chanmgr.h). */
 struct smb_chan *smb_sched_pick(struct smb_client *c, enum smb_sched_kind kind, size_t len);
 
 #endif

@@ -1,0 +1,240 @@
+/* multichannel/chanmgr.c — the channel manager: one thread owns the channels.
+ *
+ * client/ asks through client/chanmgr.h (start, stop, wake, pick); this
+ * file answers with one thread that opens, binds and re-opens channels,
+ * and with the scheduler's pick (sched.c) on the caller's thread.  Which
+ * request moves where when its channel dies (park, replay) is decided at
+ * the death, on the loop thread, by client/session.c; the manager's part
+ * is to bring channels back and then send the parked requests out again.
+ *
+ * The thread's states (c->closing or stop end it from any state):
+ *
+ *            start: first channels bound (mc.c), thread started
+ *                               |
+ *                               v
+ *        +--------------------> UP <-------------------------+
+ *        |                  |       |                        |
+ *        |   kick, link up, |       | every channel dead     |
+ *        |   requery timer  |       v                        |
+ *        |                  |     DOWN: expire parked reqs,  |
+ *        |                  |     one reconnect attempt ---->+ ok: unpark,
+ *        |                  v       |                          then PASS
+ *        +--------------- PASS      | failed
+ *        (mc.c: query the           v
+ *         interfaces, bind       BACKOFF 100 ms, doubling to 5 s,
+ *         what is missing)       then DOWN again (a kick wakes it early)
+ *
+ * With one channel (no multichannel asked or offered) there is no PASS:
+ * the thread sleeps in UP until its channel dies.  Everything the thread
+ * does is synchronous I/O on a channel it is setting up, never on the loop
+ * thread; the loop thread only wakes it (an eventfd).  The slot holds the
+ * channel being set up, so that stop aborts its wait.
+ */
+#include "client/chanmgr.h"
+#include "client/client_int.h"
+#include "common/evloop.h"
+#include "common/log.h"
+#include "multichannel/mgr_int.h"
+#include "multichannel/sched.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <talloc.h>
+#include <unistd.h>
+
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS   5000
+
+struct smb_chanmgr {
+	struct smb_client *c;
+	struct smb_mc *mc;         /* NULL: one channel */
+	struct smb_reconn *reconn; /* the DOWN state's attempts */
+	struct smb_setup_slot slot;
+	pthread_t thread;
+	bool thread_started;
+	int wake_fd;     /* eventfd: stop or kick; open until the client is freed */
+	bool stop, kick; /* atomic */
+};
+
+void smb_setup_slot_init(struct smb_setup_slot *s)
+{
+	pthread_mutex_init(&s->lock, NULL);
+	s->ch = NULL;
+	s->cancelled = false;
+}
+
+bool smb_setup_slot_set(struct smb_setup_slot *s, struct smb_chan *ch)
+{
+	pthread_mutex_lock(&s->lock);
+	bool ok = !s->cancelled || !ch;
+	s->ch = ok ? ch : NULL;
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+void smb_setup_slot_cancel(struct smb_setup_slot *s, const char *why)
+{
+	pthread_mutex_lock(&s->lock);
+	s->cancelled = true;
+	if (s->ch)
+		smb_conn_abort(s->ch->conn, why);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The DOWN state: one reconnect attempt.  true when a channel lives again. */
+static bool down(struct smb_chanmgr *m, unsigned *tries)
+{
+	struct smb_client *c = m->c;
+	smb_client_park_expire(c, false);
+	char why[512] = "";
+	if (smb_reconn_attempt(m->reconn, m->mc != NULL, why, sizeof(why)) == 0) {
+		*tries = 0;
+		smb_client_unpark(c);
+		return true;
+	}
+	if ((*tries)++ == 0 || *tries % 10 == 0)
+		smb_warn("%s: reconnect attempt %u failed: %s; trying again", c->host, *tries,
+		         why[0] ? why : "unknown error");
+	return false;
+}
+
+/* Sleep until woken, a link changes, or timeout_ms (-1: no timeout).
+ * false when the thread must end. */
+static bool sleep_until_woken(struct smb_chanmgr *m, int timeout_ms, bool *link_up)
+{
+	int nl = m->mc ? smb_mc_netlink_fd(m->mc) : -1;
+	struct pollfd pfd[2] = {{.fd = m->wake_fd, .events = POLLIN}, {.fd = nl, .events = POLLIN}};
+	int rc = poll(pfd, nl >= 0 ? 2 : 1, timeout_ms);
+	if (rc < 0 && errno != EINTR)
+		return false;
+	if (rc > 0 && (pfd[0].revents & POLLIN)) {
+		uint64_t v;
+		if (read(m->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return false;
+	}
+	if (__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE))
+		return false;
+	*link_up = rc > 0 && nl >= 0 && (pfd[1].revents & POLLIN) && smb_mc_netlink_read(m->mc);
+	return true;
+}
+
+static void *mgr_thread(void *arg)
+{
+	struct smb_chanmgr *m = arg;
+	struct smb_client *c = m->c;
+	unsigned backoff = 0, tries = 0;
+	uint64_t next_pass = m->mc ? ev_now_ms() + smb_mc_requery_ms(m->mc) : UINT64_MAX;
+	for (;;) {
+		bool closing = __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE);
+		bool is_down = !closing && smb_client_live_channels(c) == 0;
+		uint64_t now = ev_now_ms();
+		int timeout = -1;
+		if (is_down)
+			timeout = (int)(backoff ? backoff : 1);
+		else if (!closing && m->mc)
+			timeout = now >= next_pass ? 0 : (int)(next_pass - now);
+		bool link_up = false;
+		if (!sleep_until_woken(m, timeout, &link_up))
+			break;
+		bool kick = __atomic_exchange_n(&m->kick, false, __ATOMIC_ACQ_REL) || link_up;
+		if (__atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+			continue;
+		if (smb_client_live_channels(c) == 0) {
+			if (!down(m, &tries)) {
+				backoff = backoff ? backoff * 2 : BACKOFF_FIRST_MS;
+				if (backoff > BACKOFF_MAX_MS)
+					backoff = BACKOFF_MAX_MS;
+				continue;
+			}
+			kick = true; /* the session is back: its other channels too */
+		}
+		backoff = 0;
+		tries = 0;
+		if (m->mc && (kick || ev_now_ms() >= next_pass)) {
+			smb_mc_pass(m->mc);
+			next_pass = ev_now_ms() + smb_mc_requery_ms(m->mc);
+		}
+	}
+	return NULL;
+}
+
+static int mgr_close_fd(struct smb_chanmgr *m)
+{
+	if (m->wake_fd >= 0)
+		close(m->wake_fd);
+	m->wake_fd = -1;
+	return 0;
+}
+
+static int mgr_start(struct smb_client *c)
+{
+	const struct smb_client_opts *o = c->opts;
+	struct smb_chanmgr *m = talloc_zero(c, struct smb_chanmgr);
+	if (!m)
+		return -ENOMEM;
+	m->c = c;
+	smb_setup_slot_init(&m->slot);
+	m->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (m->wake_fd < 0)
+		return -errno;
+	talloc_set_destructor(m, mgr_close_fd);
+	int err = smb_reconn_new(c, &m->slot, &m->reconn);
+	if (err)
+		return err;
+	c->mgr_state = m;
+	if ((o->multichannel || (o->rdma_channels > 1 && c->chans[0]->rdma)) &&
+	    (err = smb_mc_new(c, &m->slot, &m->mc)) < 0)
+		return err;
+	if (pthread_create(&m->thread, NULL, mgr_thread, m) == 0)
+		m->thread_started = true;
+	else
+		smb_warn("%s: cannot start the channel manager thread; lost channels are not "
+		         "re-established",
+		         c->host);
+	return 0;
+}
+
+static void mgr_wake(struct smb_client *c)
+{
+	struct smb_chanmgr *m = c->mgr_state;
+	if (!m)
+		return;
+	__atomic_store_n(&m->kick, true, __ATOMIC_RELEASE);
+	uint64_t one = 1;
+	if (write(m->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		smb_debug("%s: cannot wake the channel manager: %s", c->host, strerror(errno));
+}
+
+static void mgr_stop(struct smb_client *c)
+{
+	struct smb_chanmgr *m = c->mgr_state;
+	if (!m)
+		return;
+	__atomic_store_n(&m->stop, true, __ATOMIC_RELEASE);
+	mgr_wake(c);
+	/* A set-up waiting for the server's answer gives up at once. */
+	smb_setup_slot_cancel(&m->slot, "unmounting");
+	if (m->thread_started)
+		pthread_join(m->thread, NULL);
+	m->thread_started = false;
+	smb_mc_close(m->mc);
+	/* m and its eventfd stay until the client is freed: a channel dying
+	 * on the loop thread meanwhile may still wake it. */
+}
+
+static const struct smb_chanmgr_ops chanmgr_ops = {
+    .start = mgr_start,
+    .stop = mgr_stop,
+    .wake = mgr_wake,
+    .pick = smb_sched_pick,
+};
+
+int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out, char *errbuf,
+                       size_t errlen)
+{
+	return smb_client_open(o, &chanmgr_ops, out, errbuf, errlen);
+}

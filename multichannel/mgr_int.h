@@ -1,0 +1,60 @@
+/* multichannel/mgr_int.h — internal to multichannel/: what the channel
+ * manager's thread (chanmgr.c) runs.
+ *
+ * Everything here runs on the manager thread (never the loop thread: it
+ * does synchronous I/O), except smb_setup_slot_cancel().  The objects are
+ * talloc children of the client and live as long as it.
+ */
+#ifndef SMBRDMA_MULTICHANNEL_MGR_INT_H
+#define SMBRDMA_MULTICHANNEL_MGR_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct smb_client;
+struct smb_chan;
+
+/* The channel the manager thread is setting up (opening, negotiating,
+ * binding), so that stopping can cut its wait for the server short. */
+struct smb_setup_slot {
+	pthread_mutex_t lock; /* guards ch and cancelled */
+	struct smb_chan *ch;
+	bool cancelled;
+};
+void smb_setup_slot_init(struct smb_setup_slot *s);
+/* ch is being set up now (NULL: nothing is).  false after a cancel: the
+ * caller discards ch and gives up. */
+bool smb_setup_slot_set(struct smb_setup_slot *s, struct smb_chan *ch);
+/* Any thread: abort the channel being set up, and refuse any later one. */
+void smb_setup_slot_cancel(struct smb_setup_slot *s, const char *why);
+
+/* ---- mc.c: the server's interfaces and the channels bound to them ----------------- */
+struct smb_mc;
+/* The extra channels the mount asks for (c->opts: multichannel,
+ * max_channels, rdma_channels, interfaces=): checks that the session can
+ * have them, binds the first ones (errors are logged: the mount works with
+ * the channels it got).  0 with *out NULL when the server or the session
+ * cannot (said why), -errno when out of resources. */
+int smb_mc_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb_mc **out);
+/* Query the interface list and bind what is missing, up to max_channels. */
+void smb_mc_pass(struct smb_mc *mc);
+/* How often to query again without being asked. */
+uint64_t smb_mc_requery_ms(const struct smb_mc *mc);
+/* Link notifications: the socket to poll (-1: none), and reading what it
+ * has (kills the channels over a link that went down).  true: a link came
+ * up, so look for channels now. */
+int smb_mc_netlink_fd(const struct smb_mc *mc);
+bool smb_mc_netlink_read(struct smb_mc *mc);
+void smb_mc_close(struct smb_mc *mc);
+
+/* ---- reconnect.c: a new session when every channel is gone ------------------------ */
+struct smb_reconn;
+int smb_reconn_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb_reconn **out);
+/* One attempt; bind_first: try binding to the old session before a new one
+ * (multichannel: it may have outlived its connections).  0 when a channel
+ * is published; -errno with why set. */
+int smb_reconn_attempt(struct smb_reconn *r, bool bind_first, char *why, size_t whylen);
+
+#endif
