@@ -164,9 +164,11 @@ enum smb_conn_state {
  *
  *  member        caller, thread                         how often
  *  ------------  -------------------------------------  ------------------------
- *  now_us        smb_conn_submit() (any thread); the     twice a request, once a
- *                loop thread (receive, tick, latency)    received message, once a
- *                                                        tick
+ *  now_us        smb_conn_submit() (any thread); the     twice a submit, once a
+ *                thread that completes a request (the    completion, once a
+ *                loop thread, or a submitter's for a     received message, once
+ *                failed send); the loop thread           a tick
+ *                (receive, interim answer, tick)
  *  timer_add     smb_conn_open_env() (opener thread);    the tick: armed at open,
  *                the loop thread (tick, resend)          re-armed by each tick
  *                                                        (CONN_TICK_MS, 1 s); one
