@@ -61,6 +61,68 @@ static unsigned req_credits(const struct smb_req *r)
 	return n;
 }
 
+/* ---- the env: clock, timers, calls --------------------------------------------- */
+
+static uint64_t evloop_now_us(void *ctx)
+{
+	(void)ctx;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* struct smb_conn_timer is never defined here: the handle is the ev_timer. */
+static int evloop_timer_add(void *ctx, uint64_t ms, void (*fn)(void *arg), void *arg,
+                            struct smb_conn_timer **out)
+{
+	struct ev_timer *t;
+	int err = ev_timer_add(ctx, ms, fn, arg, &t);
+	if (err == 0)
+		*out = (struct smb_conn_timer *)t;
+	return err;
+}
+
+static void evloop_timer_cancel(void *ctx, struct smb_conn_timer *t)
+{
+	(void)ctx;
+	ev_timer_cancel((struct ev_timer *)t);
+}
+
+static int evloop_call(void *ctx, void (*fn)(void *arg), void *arg)
+{
+	return ev_call(ctx, fn, arg);
+}
+
+struct smb_conn_env smb_conn_env_evloop(struct ev_loop *loop)
+{
+	return (struct smb_conn_env){.now_us = evloop_now_us,
+	                             .timer_add = evloop_timer_add,
+	                             .timer_cancel = evloop_timer_cancel,
+	                             .call = evloop_call,
+	                             .ctx = loop};
+}
+
+static uint64_t now_us(const struct smb_conn *c)
+{
+	return c->env.now_us(c->env.ctx);
+}
+
+static uint64_t now_ms(const struct smb_conn *c)
+{
+	return now_us(c) / 1000u;
+}
+
+static int conn_timer_add(struct smb_conn *c, uint64_t ms, void (*fn)(void *arg), void *arg,
+                          struct smb_conn_timer **out)
+{
+	return c->env.timer_add(c->env.ctx, ms, fn, arg, out);
+}
+
+static int conn_call(struct smb_conn *c, void (*fn)(void *arg), void *arg)
+{
+	return c->env.call(c->env.ctx, fn, arg);
+}
+
 /* ---- requests ---------------------------------------------------------------- */
 
 static int req_destructor(struct smb_req *req)
@@ -222,7 +284,7 @@ static void tx_done(struct smb_txbuf *buf, int err)
 	__atomic_store_n(&req->tx_busy[buf == &req->txs[1]], false, __ATOMIC_SEQ_CST);
 	if (req->payload_lent && !tx_held(req) &&
 	    __atomic_exchange_n(&req->done_waiting, false, __ATOMIC_SEQ_CST) &&
-	    ev_call(req->conn->loop, deferred_done, req) < 0)
+	    conn_call(req->conn, deferred_done, req) < 0)
 		req->done(req);
 	smb_req_put(req);
 }
@@ -469,13 +531,6 @@ static int req_send(struct smb_conn *c, struct smb_req *req)
 	return n ? err : 0;
 }
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* The scheduler's latency input: small requests only (a READ or WRITE's
  * time is mostly its payload's). */
 static void note_latency(struct smb_req *req)
@@ -484,7 +539,7 @@ static void note_latency(struct smb_req *req)
 	if (req->err || !c || !req->t0_us || req->pdu[0].payload_len ||
 	    req->pdu[0].command == SMB2_READ || req->pdu[0].command == SMB2_WRITE)
 		return;
-	uint64_t sample = now_us() - req->t0_us;
+	uint64_t sample = now_us(c) - req->t0_us;
 	uint64_t old = __atomic_load_n(&c->st_lat_ewma_us, __ATOMIC_RELAXED);
 	uint64_t ewma = old ? (old * 7 + sample) / 8 : sample;
 	__atomic_store_n(&c->st_lat_ewma_us, ewma ? ewma : 1, __ATOMIC_RELAXED);
@@ -544,9 +599,9 @@ int smb_conn_submit(struct smb_conn *c, struct smb_req *req)
 	if (req->npdu == 0)
 		return -EINVAL;
 	req->conn = c;
-	req->t0_us = now_us();
+	req->t0_us = now_us(c);
 	if (c->timeout_ms && !req->deadline_ms)
-		req->deadline_ms = ev_now_ms() + c->timeout_ms;
+		req->deadline_ms = now_ms(c) + c->timeout_ms;
 	pthread_mutex_lock(&c->lock);
 	if (c->state != SMB_CONN_UP) {
 		int err = c->dead_err ? c->dead_err : -ENOTCONN;
@@ -567,7 +622,7 @@ int smb_conn_submit(struct smb_conn *c, struct smb_req *req)
 		bool stuck = c->outstanding == 0;
 		pthread_mutex_unlock(&c->lock);
 		if (stuck)
-			ev_call(c->loop, conn_kick_cb, c);
+			conn_call(c, conn_kick_cb, c);
 		return 0;
 	}
 	req_prepare_locked(c, req);
@@ -641,8 +696,8 @@ static bool resend_stale(struct smb_conn *c, struct smb_req *req)
 	}
 	req->conn = c;
 	unsigned ms = 20u * (req->seq_retries < 10 ? req->seq_retries : 10u);
-	struct ev_timer *t;
-	if (ev_timer_add(c->loop, ms, resend_later, req, &t) == 0)
+	struct smb_conn_timer *t;
+	if (conn_timer_add(c, ms, resend_later, req, &t) == 0)
 		return true;
 	req->err = -EIO;
 	return false;
@@ -825,7 +880,7 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 	}
 
 	__atomic_add_fetch(&c->st_bytes_received, len + 4, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->last_rx_ms, ev_now_ms(), __ATOMIC_RELAXED);
+	__atomic_store_n(&c->last_rx_ms, now_ms(c), __ATOMIC_RELAXED);
 	/* msg stays the talloc handle; buf/len are what is parsed. */
 	uint8_t *buf = msg;
 	bool sealed = len >= 4 && smb_le32(msg) == SMB2_TRANSFORM_ID;
@@ -923,7 +978,7 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 				 * of them must not keep a request waiting forever. */
 				if (!p->async) {
 					p->req->deadline_ms =
-					    c->timeout_ms ? ev_now_ms() + c->timeout_ms : 0;
+					    c->timeout_ms ? now_ms(c) + c->timeout_ms : 0;
 					/* The interim answer carries the grant for this
 					 * request (Samba's final one then grants none);
 					 * unverified, it may give back no more than we
@@ -1166,7 +1221,7 @@ static void conn_dead(void *arg, int err)
 	struct smb_req *list = collect_all_locked(c); /* revokes any loan */
 	c->placing = false;                           /* the transport delivers nothing more */
 	if (c->tick) {
-		ev_timer_cancel(c->tick);
+		c->env.timer_cancel(c->env.ctx, c->tick);
 		c->tick = NULL;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -1233,7 +1288,7 @@ static void send_echo(struct smb_conn *c)
 static void conn_tick(void *arg)
 {
 	struct smb_conn *c = arg;
-	uint64_t now = ev_now_ms();
+	uint64_t now = now_ms(c);
 	struct smb_req *list = NULL;
 	bool echo = false, silent = false;
 
@@ -1279,7 +1334,8 @@ static void conn_tick(void *arg)
 			echo = true;
 		}
 	}
-	ev_timer_add(c->loop, CONN_TICK_MS, conn_tick, c, &c->tick);
+	if (conn_timer_add(c, CONN_TICK_MS, conn_tick, c, &c->tick) < 0)
+		c->tick = NULL;
 	pthread_mutex_unlock(&c->lock);
 	if (silent) {
 		char why[96];
@@ -1295,7 +1351,7 @@ static void conn_tick(void *arg)
 		        "with ETIMEDOUT",
 		        c->peer, smb2_command_str(r->pdu[0].command),
 		        (unsigned long long)r->pdu[0].msgid,
-		        (unsigned long long)((now_us() - r->t0_us) / 1000));
+		        (unsigned long long)((now_us(c) - r->t0_us) / 1000));
 	fail_list(list, -ETIMEDOUT);
 }
 
@@ -1347,10 +1403,20 @@ int smb_conn_open(struct ev_loop *loop, enum smb_transport_kind kind,
                   socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
                   unsigned timeout_ms, struct smb_conn **out)
 {
+	return smb_conn_open_env(loop, NULL, kind, quic, addr, addrlen, peer, connect_timeout_ms,
+	                         timeout_ms, out);
+}
+
+int smb_conn_open_env(struct ev_loop *loop, const struct smb_conn_env *env,
+                      enum smb_transport_kind kind, const struct smb_quic_params *quic,
+                      const struct sockaddr *addr, socklen_t addrlen, const char *peer,
+                      unsigned connect_timeout_ms, unsigned timeout_ms, struct smb_conn **out)
+{
 	struct smb_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->loop = loop;
+	c->env = env ? *env : smb_conn_env_evloop(loop);
 	c->peer = strdup(peer);
 	c->timeout_ms = timeout_ms;
 	c->credits = 1;
@@ -1373,8 +1439,9 @@ int smb_conn_open(struct ev_loop *loop, enum smb_transport_kind kind,
 	}
 	pthread_mutex_lock(&c->lock);
 	c->state = SMB_CONN_UP;
-	c->last_rx_ms = ev_now_ms();
-	ev_timer_add(loop, CONN_TICK_MS, conn_tick, c, &c->tick);
+	c->last_rx_ms = now_ms(c);
+	if (conn_timer_add(c, CONN_TICK_MS, conn_tick, c, &c->tick) < 0)
+		c->tick = NULL;
 	pthread_mutex_unlock(&c->lock);
 	*out = c;
 	return 0;

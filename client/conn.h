@@ -43,7 +43,6 @@
 #include "common/transport.h"
 
 struct ev_loop;
-struct ev_timer;
 struct smb_chan; /* client_int.h: the channel a connection carries */
 
 #define SMB_REQ_MAX_PDU 6
@@ -149,10 +148,65 @@ enum smb_conn_state {
 	SMB_CONN_DEAD,
 };
 
+/* The clock, timers and deferred calls of a conn: conn.c reads no clock and
+ * arms no timer of its own, it asks its env (the first step of making it
+ * sans-I/O like smbd/smbd_conn.c; what is not injected yet is in
+ * docs/ARCHITECTURE.md).  smb_conn_open() uses smb_conn_env_evloop() on its
+ * loop; smb_conn_open_env() takes another (unit tests: a fake clock and
+ * timers advanced by hand).  Every member is required; ctx is passed to
+ * each.  The env is copied into the conn; ctx must outlive it.
+ *
+ * "The loop thread" below is the thread the transport calls the conn on
+ * (recv, dead, place): timer and call callbacks must run there, one at a
+ * time with the transport's callbacks, never inside the env call that
+ * armed or posted them.  The conn may call timer_add and timer_cancel with
+ * conn->lock held: they must not block or call into the conn.
+ *
+ *  member        caller, thread                         how often
+ *  ------------  -------------------------------------  ------------------------
+ *  now_us        smb_conn_submit() (any thread); the     twice a submit, once a
+ *                thread that completes a request (the    completion, once a
+ *                loop thread, or a submitter's for a     received message, once
+ *                failed send); the loop thread           a tick
+ *                (receive, interim answer, tick)
+ *  timer_add     smb_conn_open_env() (opener thread);    the tick: armed at open,
+ *                the loop thread (tick, resend)          re-armed by each tick
+ *                                                        (CONN_TICK_MS, 1 s); one
+ *                                                        per STATUS_FILE_NOT_
+ *                                                        AVAILABLE resent later
+ *  timer_cancel  the loop thread (death report)          once a conn: the tick
+ *  call          any thread (submit; the transport's     a request that waits for
+ *                send completions)                       credits with none out; a
+ *                                                        lent payload let go late
+ */
+struct smb_conn_timer; /* the env's handle of one armed timer */
+struct smb_conn_env {
+	/* Monotonic microseconds (deadlines, keepalive and the latency
+	 * estimate all come from it; deadlines in ms are now_us / 1000). */
+	uint64_t (*now_us)(void *ctx);
+	/* Run fn(arg) once on the loop thread, ms from now.  *out is the
+	 * handle for timer_cancel, valid until fn starts.  0 or -errno (then
+	 * fn is never called). */
+	int (*timer_add)(void *ctx, uint64_t ms, void (*fn)(void *arg), void *arg,
+	                 struct smb_conn_timer **out);
+	/* On the loop thread, for a timer whose fn has not started: fn is
+	 * never called, the handle is gone. */
+	void (*timer_cancel)(void *ctx, struct smb_conn_timer *t);
+	/* Run fn(arg) on the loop thread soon, FIFO, after the current
+	 * callback when called from it.  0 or -errno (then it never runs). */
+	int (*call)(void *ctx, void (*fn)(void *arg), void *arg);
+	void *ctx;
+};
+
+/* The env of smb_conn_open(): common/evloop.h on loop (ev_timer_add,
+ * ev_timer_cancel, ev_call; CLOCK_MONOTONIC, the clock ev timers run on). */
+struct smb_conn_env smb_conn_env_evloop(struct ev_loop *loop);
+
 #define SMB_PENDING_BUCKETS 1024
 
 struct smb_conn {
-	struct ev_loop *loop;
+	struct ev_loop *loop; /* the transport's; conn.c itself uses env only */
+	struct smb_conn_env env;
 	struct smb_transport *transport;
 	char *peer; /* "host port N", for log lines */
 	unsigned timeout_ms;
@@ -200,7 +254,7 @@ struct smb_conn {
 	struct smb_pdu *place_pdu;
 	struct smb_rx_place place;
 	size_t place_len;
-	struct ev_timer *tick;
+	struct smb_conn_timer *tick; /* under lock */
 	bool closing;
 	bool dead_done; /* conn_dead() has finished (dead_cv) */
 	pthread_cond_t dead_cv;
@@ -231,6 +285,12 @@ int smb_conn_open(struct ev_loop *loop, enum smb_transport_kind kind,
                   const struct smb_quic_params *quic, const struct sockaddr *addr,
                   socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
                   unsigned timeout_ms, struct smb_conn **out);
+/* The same with env for clock, timers and calls (NULL: smb_conn_env_evloop
+ * on loop); loop still carries the transport. */
+int smb_conn_open_env(struct ev_loop *loop, const struct smb_conn_env *env,
+                      enum smb_transport_kind kind, const struct smb_quic_params *quic,
+                      const struct sockaddr *addr, socklen_t addrlen, const char *peer,
+                      unsigned connect_timeout_ms, unsigned timeout_ms, struct smb_conn **out);
 /* Fail everything pending with -ECONNABORTED, shut the transport down, wait
  * for its death report, free.  Not on the loop thread. */
 void smb_conn_close(struct smb_conn *c);

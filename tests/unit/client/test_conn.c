@@ -976,6 +976,364 @@ static void test_read_placed_revoked(void)
 	smb_conn_close(c);
 }
 
+/* ---- a fake clock and fake timers (struct smb_conn_env) -------------------------- *
+ *
+ * Time stands still until the test advances it; timers fire only then.
+ * advance() runs on the loop thread (through the real loop, which the fake
+ * transport delivers on too), so the conn sees the ticks where it would
+ * with the evloop env, one callback at a time.  call still posts on the
+ * real loop.  Nothing here sleeps: loop_sync() waits for the loop to have
+ * run everything posted before it. */
+
+struct smb_conn_timer {
+	uint64_t due_ms;
+	void (*fn)(void *arg);
+	void *arg;
+	struct smb_conn_timer *next;
+};
+
+static struct {
+	pthread_mutex_t m;
+	uint64_t now_ms;
+	struct smb_conn_timer *timers; /* unsorted */
+	int added, cancelled, fired;
+	uint64_t last_ms; /* ms of the latest timer_add */
+} fk = {.m = PTHREAD_MUTEX_INITIALIZER};
+
+#define FAKE_T0 1000000u /* ms; a clock at 0 would read as "no deadline" */
+
+static uint64_t fake_now_us(void *ctx)
+{
+	pthread_mutex_lock(&fk.m);
+	uint64_t now = fk.now_ms * 1000u;
+	pthread_mutex_unlock(&fk.m);
+	return now;
+}
+
+static int fake_timer_add(void *ctx, uint64_t ms, void (*fn)(void *arg), void *arg,
+                          struct smb_conn_timer **out)
+{
+	struct smb_conn_timer *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->fn = fn;
+	t->arg = arg;
+	pthread_mutex_lock(&fk.m);
+	t->due_ms = fk.now_ms + ms;
+	t->next = fk.timers;
+	fk.timers = t;
+	fk.added++;
+	fk.last_ms = ms;
+	pthread_mutex_unlock(&fk.m);
+	*out = t;
+	return 0;
+}
+
+static void fake_timer_cancel(void *ctx, struct smb_conn_timer *t)
+{
+	CHECK(ev_on_loop_thread(loop));
+	pthread_mutex_lock(&fk.m);
+	struct smb_conn_timer **pp = &fk.timers;
+	while (*pp && *pp != t)
+		pp = &(*pp)->next;
+	CHECK(*pp == t); /* armed and not fired */
+	if (*pp)
+		*pp = t->next;
+	fk.cancelled++;
+	pthread_mutex_unlock(&fk.m);
+	free(t);
+}
+
+static int fake_call(void *ctx, void (*fn)(void *arg), void *arg)
+{
+	return ev_call(loop, fn, arg);
+}
+
+static const struct smb_conn_env fake_env = {.now_us = fake_now_us,
+                                             .timer_add = fake_timer_add,
+                                             .timer_cancel = fake_timer_cancel,
+                                             .call = fake_call};
+
+static void fake_env_reset(void)
+{
+	pthread_mutex_lock(&fk.m);
+	CHECK(fk.timers == NULL);
+	fk.now_ms = FAKE_T0;
+	fk.timers = NULL;
+	fk.added = fk.cancelled = fk.fired = 0;
+	pthread_mutex_unlock(&fk.m);
+}
+
+static int fake_timers_armed(void)
+{
+	int n = 0;
+	pthread_mutex_lock(&fk.m);
+	for (struct smb_conn_timer *t = fk.timers; t; t = t->next)
+		n++;
+	pthread_mutex_unlock(&fk.m);
+	return n;
+}
+
+/* Run fn(arg) on the loop thread and wait until it has returned (after
+ * everything posted before it). */
+struct on_loop {
+	void (*fn)(void *arg);
+	void *arg;
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool done;
+};
+static void on_loop_cb(void *arg)
+{
+	struct on_loop *o = arg;
+	if (o->fn)
+		o->fn(o->arg);
+	pthread_mutex_lock(&o->m);
+	o->done = true;
+	pthread_cond_signal(&o->cv);
+	pthread_mutex_unlock(&o->m);
+}
+static void run_on_loop(void (*fn)(void *arg), void *arg)
+{
+	struct on_loop o = {.fn = fn, .arg = arg};
+	pthread_mutex_init(&o.m, NULL);
+	pthread_cond_init(&o.cv, NULL);
+	CHECK_EQ(ev_call(loop, on_loop_cb, &o), 0);
+	pthread_mutex_lock(&o.m);
+	while (!o.done)
+		pthread_cond_wait(&o.cv, &o.m);
+	pthread_mutex_unlock(&o.m);
+	pthread_cond_destroy(&o.cv);
+	pthread_mutex_destroy(&o.m);
+}
+static void loop_sync(void)
+{
+	run_on_loop(NULL, NULL);
+}
+
+/* Loop thread: fire every timer due now, earliest first (also those the
+ * fired ones arm, if due). */
+static void fire_due(void)
+{
+	for (;;) {
+		pthread_mutex_lock(&fk.m);
+		struct smb_conn_timer **best = NULL;
+		for (struct smb_conn_timer **pp = &fk.timers; *pp; pp = &(*pp)->next)
+			if ((*pp)->due_ms <= fk.now_ms &&
+			    (!best || (*pp)->due_ms < (*best)->due_ms))
+				best = pp;
+		struct smb_conn_timer *t = best ? *best : NULL;
+		if (t) {
+			*best = t->next;
+			fk.fired++;
+		}
+		pthread_mutex_unlock(&fk.m);
+		if (!t)
+			return;
+		t->fn(t->arg);
+		free(t);
+	}
+}
+
+/* Loop thread: move the clock forward 1 ms at a time, firing what falls due. */
+static void advance_cb(void *arg)
+{
+	uint64_t ms = *(uint64_t *)arg;
+	fire_due();
+	for (uint64_t i = 0; i < ms; i++) {
+		pthread_mutex_lock(&fk.m);
+		fk.now_ms++;
+		pthread_mutex_unlock(&fk.m);
+		fire_due();
+	}
+}
+
+static void advance(uint64_t ms)
+{
+	run_on_loop(advance_cb, &ms);
+}
+
+static uint64_t fake_elapsed(void)
+{
+	pthread_mutex_lock(&fk.m);
+	uint64_t t = fk.now_ms - FAKE_T0;
+	pthread_mutex_unlock(&fk.m);
+	return t;
+}
+
+static struct smb_conn *open_fake_conn(unsigned timeout_ms)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct smb_conn *c;
+	int err =
+	    smb_conn_open_env(loop, &fake_env, SMB_TRANSPORT_TCP, NULL, (struct sockaddr *)&sa,
+	                      sizeof(sa), "fake", 1000, timeout_ms, &c);
+	CHECK_EQ(err, 0);
+	return c;
+}
+
+static int calls_of(struct result *r)
+{
+	pthread_mutex_lock(&r->m);
+	int n = r->calls;
+	pthread_mutex_unlock(&r->m);
+	return n;
+}
+
+static enum smb_conn_state state_of(struct smb_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	enum smb_conn_state s = c->state;
+	pthread_mutex_unlock(&c->lock);
+	return s;
+}
+
+/* Deliver a message and wait until the conn has taken it. */
+static void deliver_sync(const uint8_t *m, size_t l)
+{
+	deliver(loop, m, l);
+	loop_sync();
+}
+
+/* Deadlines on the fake clock: a request fails with ETIMEDOUT at the first
+ * tick (every 1000 ms) at or after its deadline, never before; the first
+ * interim answer restarts its wait. */
+static void test_fake_clock_deadline(void)
+{
+	fake_env_reset();
+	struct smb_conn *c = open_fake_conn(3000);
+	CHECK_EQ(fake_timers_armed(), 1); /* the tick */
+	CHECK_EQ(fk.last_ms, 1000);
+	uint8_t m[128];
+	struct result r0, r1, r2, r3;
+	result_init(&r0);
+	result_init(&r1);
+	result_init(&r2);
+	result_init(&r3);
+	/* Credits first (the conn starts with one). */
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r0, 1)), 0);
+	deliver_sync(m, make_rsp(m, SMB2_ECHO, the_fake->sent[0].message_id, 0, 10, 0, 0, 0));
+	CHECK_EQ(calls_of(&r0), 1);
+	CHECK_EQ(r0.err, 0);
+
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r1, 1)), 0); /* due at T0+3000, on a tick */
+	advance(500);
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r2, 1)), 0); /* due at T0+3500, between */
+	CHECK_EQ(sent_count(), 3);
+	advance(2499);
+	CHECK_EQ(fake_elapsed(), 2999);
+	CHECK_EQ(calls_of(&r1), 0);
+	CHECK_EQ(calls_of(&r2), 0);
+	advance(1);
+	CHECK_EQ(calls_of(&r1), 1);
+	CHECK_EQ(r1.err, -ETIMEDOUT);
+	CHECK_EQ(calls_of(&r2), 0);
+	advance(999); /* T0+3999: r2 is past its deadline, the next tick is not yet */
+	CHECK_EQ(calls_of(&r2), 0);
+	advance(1);
+	CHECK_EQ(calls_of(&r2), 1);
+	CHECK_EQ(r2.err, -ETIMEDOUT);
+
+	/* T0+4000: r3 due at T0+7000; an interim answer at T0+6500 moves it
+	 * to T0+9500, so the tick at T0+10000 fails it. */
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r3, 1)), 0);
+	uint64_t mid = the_fake->sent[sent_count() - 1].message_id;
+	advance(2500);
+	deliver_sync(
+	    m, make_rsp(m, SMB2_ECHO, mid, STATUS_PENDING, 1, SMB2_FLAGS_ASYNC_COMMAND, 0, 5));
+	advance(3499);
+	CHECK_EQ(fake_elapsed(), 9999);
+	CHECK_EQ(calls_of(&r3), 0);
+	advance(1);
+	CHECK_EQ(calls_of(&r3), 1);
+	CHECK_EQ(r3.err, -ETIMEDOUT);
+	CHECK_EQ(state_of(c), SMB_CONN_UP);
+	CHECK_EQ(fake_timers_armed(), 1);
+	smb_conn_close(c);
+	CHECK_EQ(fake_timers_armed(), 0); /* the death report cancelled the tick */
+	CHECK_EQ(fk.cancelled, 1);
+}
+
+/* Keepalive on the fake clock: an ECHO after echo_ms with nothing received;
+ * an answer restarts the wait; an ECHO unanswered for echo_ms drops the
+ * channel. */
+static void test_fake_clock_keepalive(void)
+{
+	fake_env_reset();
+	struct smb_conn *c = open_fake_conn(0);
+	c->echo_ms = 5000;
+	uint8_t m[128];
+	advance(4999);
+	CHECK_EQ(sent_count(), 0);
+	advance(1);
+	CHECK_EQ(sent_count(), 1);
+	CHECK_EQ(the_fake->sent[0].command, SMB2_ECHO);
+	advance(1000); /* answered at T0+6000 */
+	deliver_sync(m, make_rsp(m, SMB2_ECHO, the_fake->sent[0].message_id, 0, 1, 0, 0, 0));
+	pthread_mutex_lock(&c->lock);
+	CHECK_EQ(c->echo_sent_ms, 0);
+	pthread_mutex_unlock(&c->lock);
+	advance(4999); /* nothing sent before T0+11000 */
+	CHECK_EQ(sent_count(), 1);
+	advance(1);
+	CHECK_EQ(sent_count(), 2);
+	CHECK_EQ(the_fake->sent[1].command, SMB2_ECHO);
+	/* Unanswered: still up at T0+15999, dropped at T0+16000. */
+	advance(4999);
+	CHECK_EQ(state_of(c), SMB_CONN_UP);
+	advance(1);
+	loop_sync(); /* the fake transport reports the death through the loop */
+	CHECK_EQ(state_of(c), SMB_CONN_DEAD);
+	char why[160];
+	smb_conn_dead_why(c, why, sizeof(why));
+	CHECK(strstr(why, "keepalive ECHO in 5000 ms") != NULL);
+	CHECK_EQ(sent_count(), 2);
+	smb_conn_close(c);
+	CHECK_EQ(fake_timers_armed(), 0);
+}
+
+/* STATUS_FILE_NOT_AVAILABLE for a replay under the current ChannelSequence:
+ * sent again by a timer, 20 ms after the first refusal, 40 after the second. */
+static void test_fake_clock_resend_later(void)
+{
+	fake_env_reset();
+	struct smb_conn *c = open_fake_conn(0);
+	uint16_t seq = 3;
+	c->channel_sequence = &seq;
+	struct result r;
+	result_init(&r);
+	struct smb_req *req = echo_req(c, &r, 1);
+	CHECK_EQ(smb_req_reset_for_replay(req), 0);
+	CHECK_EQ(smb_conn_submit(c, req), 0);
+	CHECK_EQ(sent_count(), 1);
+	CHECK(the_fake->sent[0].flags & SMB2_FLAGS_REPLAY_OPERATION);
+	uint8_t m[128];
+	int sent = 1;
+	for (uint64_t wait = 20; wait <= 40; wait += 20) {
+		uint64_t mid = the_fake->sent[sent - 1].message_id;
+		deliver_sync(m,
+		             make_rsp(m, SMB2_ECHO, mid, STATUS_FILE_NOT_AVAILABLE, 10, 0, 0, 0));
+		CHECK_EQ(calls_of(&r), 0);
+		CHECK_EQ(fake_timers_armed(), 2); /* the tick and the resend */
+		CHECK_EQ(fk.last_ms, wait);
+		advance(wait - 1);
+		CHECK_EQ(sent_count(), sent);
+		advance(1);
+		CHECK_EQ(sent_count(), sent + 1);
+		sent++;
+		CHECK(the_fake->sent[sent - 1].flags & SMB2_FLAGS_REPLAY_OPERATION);
+		CHECK_EQ(the_fake->sent[sent - 1].status & 0xffff, 3); /* ChannelSequence */
+		CHECK_EQ(fake_timers_armed(), 1);
+	}
+	deliver_sync(m,
+	             make_rsp(m, SMB2_ECHO, the_fake->sent[sent - 1].message_id, 0, 10, 0, 0, 0));
+	CHECK_EQ(calls_of(&r), 1);
+	CHECK_EQ(r.err, 0);
+	CHECK(!r.replayed); /* refused, so never carried out twice */
+	smb_conn_close(c);
+	CHECK_EQ(fake_timers_armed(), 0);
+}
+
 int main(void)
 {
 	smb_log_init("test_conn", false, LOG_ERR);
@@ -995,6 +1353,9 @@ int main(void)
 	RUN(test_signed_session_unverified_grants);
 	RUN(test_read_placed);
 	RUN(test_read_placed_revoked);
+	RUN(test_fake_clock_deadline);
+	RUN(test_fake_clock_keepalive);
+	RUN(test_fake_clock_resend_later);
 	ev_loop_free(loop);
 	return check_report();
 }
