@@ -657,7 +657,17 @@ int smb_verify_pdu(const struct smb_signing *s, const uint8_t *pdu, size_t len)
 static void resend_later(void *arg)
 {
 	struct smb_req *req = arg;
-	int err = smb_conn_submit(req->conn, req);
+	struct smb_conn *c = req->conn;
+	pthread_mutex_lock(&c->lock);
+	for (struct smb_req **pp = &c->resend_waiting; *pp; pp = &(*pp)->rnext)
+		if (*pp == req) {
+			*pp = req->rnext;
+			break;
+		}
+	req->rnext = NULL;
+	req->resend_timer = NULL;
+	pthread_mutex_unlock(&c->lock);
+	int err = smb_conn_submit(c, req);
 	if (err) {
 		req->err = err;
 		req_complete(req);
@@ -696,10 +706,20 @@ static bool resend_stale(struct smb_conn *c, struct smb_req *req)
 	}
 	req->conn = c;
 	unsigned ms = 20u * (req->seq_retries < 10 ? req->seq_retries : 10u);
-	struct smb_conn_timer *t;
-	if (conn_timer_add(c, ms, resend_later, req, &t) == 0)
+	/* Armed and listed under the lock, so that the conn's death (this
+	 * thread too) finds it either waiting or already resent. */
+	pthread_mutex_lock(&c->lock);
+	bool dead = c->state == SMB_CONN_DEAD;
+	int err =
+	    dead ? -ECONNABORTED : conn_timer_add(c, ms, resend_later, req, &req->resend_timer);
+	if (!err) {
+		req->rnext = c->resend_waiting;
+		c->resend_waiting = req;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!err)
 		return true;
-	req->err = -EIO;
+	req->err = dead ? -ECONNABORTED : -EIO;
 	return false;
 }
 
@@ -1220,6 +1240,17 @@ static void conn_dead(void *arg, int err)
 		                             : strerror(-err));
 	struct smb_req *list = collect_all_locked(c); /* revokes any loan */
 	c->placing = false;                           /* the transport delivers nothing more */
+	/* Those waiting to be sent again are in flight too: their timers
+	 * would fire on a conn that smb_conn_close() may free. */
+	while (c->resend_waiting) {
+		struct smb_req *r = c->resend_waiting;
+		c->resend_waiting = r->rnext;
+		r->rnext = NULL;
+		c->env.timer_cancel(c->env.ctx, r->resend_timer);
+		r->resend_timer = NULL;
+		r->wnext = list;
+		list = r;
+	}
 	if (c->tick) {
 		c->env.timer_cancel(c->env.ctx, c->tick);
 		c->tick = NULL;

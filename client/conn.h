@@ -140,6 +140,10 @@ struct smb_req {
 	struct smb_req *wnext; /* credit wait queue, conn->lock */
 	struct smb_req *dnext; /* completion list, loop thread */
 	const void *last_rx;   /* receive buffer last referenced, loop thread */
+	/* Waiting to be sent again (resend_stale()): its timer and its link in
+	 * conn->resend_waiting, both under conn->lock. */
+	struct smb_conn_timer *resend_timer;
+	struct smb_req *rnext;
 };
 
 enum smb_conn_state {
@@ -174,7 +178,9 @@ enum smb_conn_state {
  *                                                        (CONN_TICK_MS, 1 s); one
  *                                                        per STATUS_FILE_NOT_
  *                                                        AVAILABLE resent later
- *  timer_cancel  the loop thread (death report)          once a conn: the tick
+ *  timer_cancel  the loop thread (death report)          once a conn: the tick,
+ *                                                        and each resend still
+ *                                                        waiting then
  *  call          any thread (submit; the transport's     a request that waits for
  *                send completions)                       credits with none out; a
  *                                                        lent payload let go late
@@ -255,6 +261,9 @@ struct smb_conn {
 	struct smb_rx_place place;
 	size_t place_len;
 	struct smb_conn_timer *tick; /* under lock */
+	/* Requests refused as stale, waiting for their resend timer (chained
+	 * by rnext, under lock): the conn's death takes them as in flight. */
+	struct smb_req *resend_waiting;
 	bool closing;
 	bool dead_done; /* conn_dead() has finished (dead_cv) */
 	pthread_cond_t dead_cv;

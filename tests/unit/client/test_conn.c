@@ -1334,6 +1334,37 @@ static void test_fake_clock_resend_later(void)
 	CHECK_EQ(fake_timers_armed(), 0);
 }
 
+/* A request waiting for its resend timer when the channel dies is in
+ * flight like the others: the death takes it (here: no other channel, so
+ * it fails) and cancels its timer, which must not fire on the conn that
+ * smb_conn_close() frees. */
+static void test_fake_clock_resend_then_death(void)
+{
+	fake_env_reset();
+	struct smb_conn *c = open_fake_conn(0);
+	uint16_t seq = 3;
+	c->channel_sequence = &seq;
+	struct result r;
+	result_init(&r);
+	struct smb_req *req = echo_req(c, &r, 1);
+	CHECK_EQ(smb_req_reset_for_replay(req), 0);
+	CHECK_EQ(smb_conn_submit(c, req), 0);
+	uint8_t m[128];
+	deliver_sync(m, make_rsp(m, SMB2_ECHO, the_fake->sent[0].message_id,
+	                         STATUS_FILE_NOT_AVAILABLE, 10, 0, 0, 0));
+	CHECK_EQ(fake_timers_armed(), 2); /* the tick and the resend */
+	CHECK_EQ(calls_of(&r), 0);
+	smb_conn_abort(c, "test: channel cut");
+	loop_sync();
+	CHECK_EQ(calls_of(&r), 1);
+	CHECK_EQ(r.err, -ECONNABORTED);
+	CHECK_EQ(fake_timers_armed(), 0);
+	CHECK_EQ(sent_count(), 1); /* never sent again */
+	smb_conn_close(c);
+	advance(1000); /* nothing left to fire on the freed conn */
+	CHECK_EQ(fake_timers_armed(), 0);
+}
+
 int main(void)
 {
 	smb_log_init("test_conn", false, LOG_ERR);
@@ -1356,6 +1387,7 @@ int main(void)
 	RUN(test_fake_clock_deadline);
 	RUN(test_fake_clock_keepalive);
 	RUN(test_fake_clock_resend_later);
+	RUN(test_fake_clock_resend_then_death);
 	ev_loop_free(loop);
 	return check_report();
 }
