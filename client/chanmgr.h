@@ -22,13 +22,20 @@
  *  - pick: any thread, for every request; the channel for a request of
  *    this kind and size.  Never NULL: channel 0 when none is alive (its
  *    requests then fail or park with the channel's error).
+ *  - orphan: ch died (it is marked dead) with req in flight, or its dead
+ *    transport refused req's send: the loop thread (death report) or the
+ *    sender's.  true: the manager took req (replayed on another channel or
+ *    parked until one is back; it completes later); false: the caller
+ *    fails it.  Must not block.
  */
 #ifndef SMBRDMA_CLIENT_CHANMGR_H
 #define SMBRDMA_CLIENT_CHANMGR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct smb_client;
+struct smb_req;
 struct smb_chan;
 struct smb_client_opts;
 
@@ -42,6 +49,7 @@ struct smb_chanmgr_ops {
 	void (*stop)(struct smb_client *c);
 	void (*wake)(struct smb_client *c);
 	struct smb_chan *(*pick)(struct smb_client *c, enum smb_sched_kind kind, size_t len);
+	bool (*orphan)(struct smb_chan *ch, struct smb_req *req);
 };
 
 /* smb_client_connect() with the channel manager mgr (NULL: none — one

@@ -92,10 +92,6 @@ struct smb_client {
 	bool guest;
 	bool closing;              /* atomic: smb_client_destroy() began */
 	uint16_t channel_sequence; /* Session.ChannelSequence (atomic) */
-	/* Multichannel with every channel dead: requests wait here (until
-	 * their deadline) for a channel to be bound again. */
-	pthread_mutex_t park_lock;
-	struct smb_req *parked; /* under park_lock, chained by wnext */
 	/* The channel manager (chanmgr.h): set by smb_client_open() before
 	 * mgr->start, NULL without one; its state is its own. */
 	const struct smb_chanmgr_ops *mgr;
@@ -116,7 +112,6 @@ struct smb_client {
 	unsigned echo_ms;             /* keepalive of a lone channel; 0 = off */
 	uint64_t previous_session_id; /* set by reconnect for its SESSION_SETUP */
 	uint64_t reconnects;          /* atomic */
-	bool park_timer;              /* atomic: the expiry timer is armed */
 	/* Since when no channel lives (ms, atomic; 0 = one does).  Requests
 	 * wait for the reconnect at most SMB_RECONNECT_GRACE_MS from then:
 	 * a server that stays away gets calls failing fast, not each one
@@ -203,16 +198,11 @@ int smb_client_dial(struct smb_client *c, unsigned ctimeout, struct smb_chan **o
                     const char **gai_error);
 /* The port a channel of kind ("tcp", "quic") dials. */
 uint16_t smb_client_kind_port(const struct smb_client *c, enum smb_transport_kind kind);
-/* Publish a set-up channel: the scheduler may pick it from now on. */
+/* Publish a set-up channel: the scheduler may pick it from now on (the
+ * manager then sends its parked requests). */
 int smb_chan_publish(struct smb_client *c, struct smb_chan *ch);
 /* Close and free a channel that was never published. */
 void smb_chan_discard(struct smb_chan *ch);
-/* Parked requests: send them on a live channel now (any thread); fail
- * those past their deadline, or all (on the loop thread, via ev_call).
- * smb_client_parked() says whether any wait. */
-void smb_client_unpark(struct smb_client *c);
-void smb_client_park_expire(struct smb_client *c, bool all);
-bool smb_client_parked(struct smb_client *c);
 
 /* TREE_CONNECT on ch (the share of c), then (3.0/3.0.2) the negotiation
  * validated.  Not on the loop thread. */

@@ -335,8 +335,8 @@ int smb_req_reset_for_replay(struct smb_req *req); /* 0, or -EBUSY */
 
 /* Replays.  A request in flight on a channel that dies is sent again: on
  * another channel of the session (3.x multichannel), or parked and sent on
- * the new session after a reconnect (client/session.c chan_orphan,
- * smb_client_unpark).  3.x sends it with SMB2_FLAGS_REPLAY_OPERATION and
+ * the new session after a reconnect (multichannel/failover.c, through
+ * the channel manager's orphan call).  3.x sends it with SMB2_FLAGS_REPLAY_OPERATION and
  * the session's ChannelSequence, bumped once per lost channel ([MS-SMB2]
  * 3.2.4.1.1, 3.2.5.1.x); the server uses them to order it against what it
  * still runs of the first try (3.3.5.2.10: STATUS_FILE_NOT_AVAILABLE, sent

@@ -3,9 +3,10 @@
  * client/ asks through client/chanmgr.h (start, stop, wake, pick); this
  * file answers with one thread that opens, binds and re-opens channels,
  * and with the scheduler's pick (sched.c) on the caller's thread.  Which
- * request moves where when its channel dies (park, replay) is decided at
- * the death, on the loop thread, by client/session.c; the manager's part
- * is to bring channels back and then send the parked requests out again.
+ * request moves where when its channel dies (replay on another channel,
+ * or park) is decided at the death, on the loop thread or the sender's, by
+ * failover.c through the manager's orphan call; the thread then brings
+ * channels back and sends the parked requests out again.
  *
  * The thread's states (c->closing or stop end it from any state):
  *
@@ -54,6 +55,7 @@ struct smb_chanmgr {
 	struct smb_mc *mc;         /* NULL: one channel */
 	struct smb_reconn *reconn; /* the DOWN state's attempts */
 	struct smb_setup_slot slot;
+	struct smb_park park; /* failover.c: requests waiting for a channel */
 	pthread_t thread;
 	bool thread_started;
 	int wake_fd;     /* eventfd: stop or kick; open until the client is freed */
@@ -89,11 +91,11 @@ void smb_setup_slot_cancel(struct smb_setup_slot *s, const char *why)
 static bool down(struct smb_chanmgr *m, unsigned *tries)
 {
 	struct smb_client *c = m->c;
-	smb_client_park_expire(c, false);
+	smb_park_expire(&m->park, false);
 	char why[512] = "";
 	if (smb_reconn_attempt(m->reconn, m->mc != NULL, why, sizeof(why)) == 0) {
 		*tries = 0;
-		smb_client_unpark(c);
+		smb_park_release(&m->park);
 		return true;
 	}
 	if ((*tries)++ == 0 || *tries % 10 == 0)
@@ -178,6 +180,7 @@ static int mgr_start(struct smb_client *c)
 		return -ENOMEM;
 	m->c = c;
 	smb_setup_slot_init(&m->slot);
+	smb_park_init(&m->park, c);
 	m->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (m->wake_fd < 0)
 		return -errno;
@@ -187,7 +190,7 @@ static int mgr_start(struct smb_client *c)
 		return err;
 	c->mgr_state = m;
 	if ((o->multichannel || (o->rdma_channels > 1 && c->chans[0]->rdma)) &&
-	    (err = smb_mc_new(c, &m->slot, &m->mc)) < 0)
+	    (err = smb_mc_new(c, &m->slot, &m->park, &m->mc)) < 0)
 		return err;
 	if (pthread_create(&m->thread, NULL, mgr_thread, m) == 0)
 		m->thread_started = true;
@@ -222,8 +225,15 @@ static void mgr_stop(struct smb_client *c)
 		pthread_join(m->thread, NULL);
 	m->thread_started = false;
 	smb_mc_close(m->mc);
+	smb_park_expire(&m->park, true); /* before the loop stops */
 	/* m and its eventfd stay until the client is freed: a channel dying
 	 * on the loop thread meanwhile may still wake it. */
+}
+
+static bool mgr_orphan(struct smb_chan *ch, struct smb_req *req)
+{
+	struct smb_chanmgr *m = ch->c->mgr_state;
+	return m && smb_park_orphan(&m->park, ch, req);
 }
 
 static const struct smb_chanmgr_ops chanmgr_ops = {
@@ -231,6 +241,7 @@ static const struct smb_chanmgr_ops chanmgr_ops = {
     .stop = mgr_stop,
     .wake = mgr_wake,
     .pick = smb_sched_pick,
+    .orphan = mgr_orphan,
 };
 
 int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out, char *errbuf,

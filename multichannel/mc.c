@@ -41,6 +41,7 @@ struct smb_mc {
 	unsigned requery_s;
 	unsigned echo_ms;
 	struct smb_setup_slot *slot; /* the manager's: the channel being bound */
+	struct smb_park *park;       /* the manager's: released after a bind */
 	/* The last interface list the server gave (manager thread only): with
 	 * every channel down there is no channel to ask on. */
 	struct smb2_netif cache[MC_MAX_IFACES];
@@ -321,6 +322,7 @@ static int bind_one(struct smb_mc *mc, const struct smb2_netif *f, bool rdma)
 	}
 	smb_info("%s: channel %d over %s to %s (%llu Mb/s advertised)", c->host, ch->index,
 	         rdma ? "SMB Direct" : "TCP", host, (unsigned long long)(f->link_speed / 1000000));
+	smb_park_release(mc->park);
 	return 0;
 }
 
@@ -554,7 +556,8 @@ bool smb_mc_netlink_read(struct smb_mc *mc)
 	}
 }
 
-int smb_mc_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb_mc **out)
+int smb_mc_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb_park *park,
+               struct smb_mc **out)
 {
 	const struct smb_client_opts *o = c->opts;
 	*out = NULL;
@@ -574,6 +577,7 @@ int smb_mc_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb_mc 
 	mc->c = c;
 	mc->opts = o;
 	mc->slot = slot;
+	mc->park = park;
 	mc->rdma_per_iface = o->rdma_channels ? o->rdma_channels : 1;
 	mc->addr_only = !o->multichannel;
 	if (mc->addr_only)

@@ -30,6 +30,26 @@ bool smb_setup_slot_set(struct smb_setup_slot *s, struct smb_chan *ch);
 /* Any thread: abort the channel being set up, and refuse any later one. */
 void smb_setup_slot_cancel(struct smb_setup_slot *s, const char *why);
 
+/* ---- failover.c: requests whose channel died ------------------------------------- */
+/* The parked requests: waiting for any channel (every one is dead).  Part
+ * of the manager; lives as long as the client. */
+struct smb_park {
+	struct smb_client *c;
+	pthread_mutex_t lock;   /* guards parked */
+	struct smb_req *parked; /* chained by wnext */
+	bool timer_armed;       /* atomic: the expiry timer is armed */
+};
+void smb_park_init(struct smb_park *pk, struct smb_client *c);
+/* The manager's orphan call (client/chanmgr.h): replay req on a live
+ * channel, or park it.  false: the caller fails it. */
+bool smb_park_orphan(struct smb_park *pk, struct smb_chan *ch, struct smb_req *req);
+/* Send the parked requests on a live channel now (any thread; after a
+ * channel is published). */
+void smb_park_release(struct smb_park *pk);
+/* Fail those past their deadline, or all (on the loop thread, via ev_call). */
+void smb_park_expire(struct smb_park *pk, bool all);
+bool smb_park_any(struct smb_park *pk);
+
 /* ---- mc.c: the server's interfaces and the channels bound to them ----------------- */
 struct smb_mc;
 /* The extra channels the mount asks for (c->opts: multichannel,
@@ -37,7 +57,8 @@ struct smb_mc;
  * have them, binds the first ones (errors are logged: the mount works with
  * the channels it got).  0 with *out NULL when the server or the session
  * cannot (said why), -errno when out of resources. */
-int smb_mc_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb_mc **out);
+int smb_mc_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb_park *park,
+               struct smb_mc **out);
 /* Query the interface list and bind what is missing, up to max_channels. */
 void smb_mc_pass(struct smb_mc *mc);
 /* How often to query again without being asked. */
