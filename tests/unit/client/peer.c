@@ -1257,6 +1257,8 @@ static struct hook *hook_for(struct peer *p, const struct peer_rec *rec)
 			continue;
 		if (h->m.disposition >= 0 && h->m.disposition != rec->disposition)
 			continue;
+		if (h->m.replay_only && !(rec->flags & SMB2_FLAGS_REPLAY_OPERATION))
+			continue;
 		if (h->m.path && strcmp(h->m.path, rec->path) != 0)
 			continue;
 		h->armed = false;

@@ -58,6 +58,7 @@ struct peer_match {
 	int info_class;   /* SET_INFO / QUERY_INFO: -1 any */
 	const char *path; /* the CREATE's name, or the open's path; NULL any */
 	int disposition;  /* CREATE: -1 any */
+	bool replay_only; /* only one flagged SMB2_FLAGS_REPLAY_OPERATION */
 };
 /* Arm a hook that fires on the next matching request (once).  Returns its id. */
 int peer_on(struct peer *p, const struct peer_match *m, enum peer_action a, uint32_t status);

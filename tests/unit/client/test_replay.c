@@ -10,9 +10,10 @@
  *  - the peer saw it, the client made a new connection and sent it again
  *    with the replay flag (and a ChannelSequence bumped past the lost one's);
  *  - the result is what the user must see: success for an executed rename,
- *    unlink or rmdir, the open the first try made for an exclusive create a
- *    durable-handle server knows by its CreateGuid, EEXIST (NAME_COLLISION)
- *    when it does not, the data intact for a write and a read;
+ *    unlink or rmdir (the replay finding the name gone, or being deleted);
+ *    for an exclusive create, the open the first try made when the server
+ *    knows the replay by its CreateGuid, else EEXIST (NAME_COLLISION), and
+ *    EEXIST for an exclusive mkdir; the data intact for a write and a read;
  *  - nothing that must not ran twice (one rename, one delete, one create);
  *  - every request after the session set-up was signed with the right key.
  * The same cases against the Python hostile server and Samba are
@@ -304,13 +305,23 @@ static void test_rename(void)
 	unmount(&e);
 }
 
-static void remove_case(const char *path, bool dir)
+/* unlink or rmdir whose reply is lost: the replay meets nothing (its CREATE
+ * fails NAME_NOT_FOUND), or, with replay_status, the peer answers the
+ * replay's CREATE so (DELETE_PENDING: a delete still under way); both mean
+ * done. */
+static void remove_case(const char *path, bool dir, uint32_t replay_status)
 {
 	struct env e;
 	if (!mount(&e, true))
 		return;
 	struct peer_match m = match(SMB2_SET_INFO, FileDispositionInformation, path, -1);
 	int h = peer_on(e.p, &m, PEER_LOST_REPLY, 0);
+	int h2 = -1;
+	if (replay_status) {
+		struct peer_match r = match(SMB2_CREATE, -1, path, -1);
+		r.replay_only = true;
+		h2 = peer_on(e.p, &r, PEER_STATUS, replay_status);
+	}
 	struct wait w;
 	w_init(&w);
 	CHECK_EQ(smb_unlink(e.c, path, dir, status_cb, &w), 0);
@@ -318,6 +329,8 @@ static void remove_case(const char *path, bool dir)
 	CHECK_EQ(w.err, 0);
 	CHECK_EQ(w.status, STATUS_SUCCESS); /* done, though the replay meets nothing */
 	check_lost(&e, h, SMB2_SET_INFO, SMB2_CREATE, path);
+	if (replay_status)
+		CHECK_EQ(peer_hook_fired(e.p, h2), 1);
 	CHECK(!peer_exists(e.p, path));
 	struct peer_stats st;
 	peer_get_stats(e.p, &st);
@@ -327,12 +340,47 @@ static void remove_case(const char *path, bool dir)
 
 static void test_unlink(void)
 {
-	remove_case("a.txt", false);
+	remove_case("a.txt", false, 0);
+}
+
+static void test_unlink_delete_pending(void)
+{
+	remove_case("a.txt", false, STATUS_DELETE_PENDING);
 }
 
 static void test_rmdir(void)
 {
-	remove_case("emptydir", true);
+	remove_case("emptydir", true, 0);
+}
+
+static void attr_cb(void *arg, int err, uint32_t status, const struct smb_attr *a)
+{
+	w_done(arg, err, status);
+}
+
+/* An exclusive mkdir has no CreateGuid a server could know its replay by
+ * (a directory is never durable, and the chain closes it at once): the
+ * replay meets the directory it made, which cannot be told from someone
+ * else's, so the user gets EEXIST (NAME_COLLISION). */
+static void test_mkdir(void)
+{
+	struct env e;
+	if (!mount(&e, true))
+		return;
+	struct peer_match m = match(SMB2_CREATE, -1, "newdir", FILE_CREATE);
+	int h = peer_on(e.p, &m, PEER_LOST_REPLY, 0);
+	struct wait w;
+	w_init(&w);
+	CHECK_EQ(smb_mkdir(e.c, "newdir", attr_cb, &w), 0);
+	CHECK(w_wait(&w));
+	CHECK_EQ(w.err, 0);
+	CHECK_EQ(w.status, STATUS_OBJECT_NAME_COLLISION);
+	check_lost(&e, h, SMB2_CREATE, SMB2_CREATE, "newdir");
+	struct peer_stats st;
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.creates, 1);
+	CHECK(peer_exists(e.p, "newdir"));
+	unmount(&e);
 }
 
 /* O_CREAT|O_EXCL whose reply is lost.  durable: the create carries a
@@ -462,7 +510,9 @@ int main(void)
 	RUN(test_mount);
 	RUN(test_rename);
 	RUN(test_unlink);
+	RUN(test_unlink_delete_pending);
 	RUN(test_rmdir);
+	RUN(test_mkdir);
 	RUN(test_exclusive_create);
 	RUN(test_exclusive_create_no_durable);
 	RUN(test_write);
