@@ -1,0 +1,102 @@
+/* tests/unit/client/peer.h — a scripted SMB2 server in C, in-process, for
+ * unit tests of the whole client engine (client/session.c, ops.c, opens.c,
+ * reconnect) with no sockets and no Samba.
+ *
+ * peer.c also defines smb_transport_tcp_new() (and stubs for QUIC and SMB
+ * Direct), so a test links it instead of client/transport_tcp.c: every
+ * channel the client opens, whatever its address, is a new connection to the
+ * one peer.  The transport hands each message the client sends to the peer
+ * at once (inside send()) and delivers the peer's answers on the client's
+ * loop thread, as a socket would.
+ *
+ * The peer mirrors tests/lib/hostile_server.py: SMB 3.1.1 (preauth integrity
+ * SHA-512, AES-CMAC signing, SIGNING_REQUIRED), NTLMSSP (NTLMv2 checked
+ * against a known user and password, KEY_EXCH), one disk share, a small file
+ * tree, durable v2 handles under a batch oplock (DH2Q, DH2C, a replayed
+ * CREATE known by its CreateGuid, [MS-SMB2] 3.3.5.9.10).  Every response of
+ * a session with a key is signed; signed requests are verified (a bad one is
+ * a violation).  Hooks script faults; every request header is recorded.
+ *
+ * One peer at a time (the transport constructor finds it through a global).
+ * All functions are thread-safe. */
+#ifndef SMBRDMA_TESTS_UNIT_CLIENT_PEER_H
+#define SMBRDMA_TESTS_UNIT_CLIENT_PEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PEER_USER     "tester"
+#define PEER_PASSWORD "peer-pw"
+#define PEER_DOMAIN   "PEERDOM"
+#define PEER_SHARE    "share"
+
+struct peer;
+
+struct peer *peer_new(void);
+void peer_free(struct peer *p);
+
+/* Grant durable v2 handles (default true); off: a server that keeps no
+ * CreateGuid, so a replayed exclusive create meets its own first try. */
+void peer_set_durable(struct peer *p, bool on);
+
+/* The file tree; paths '/'-separated, relative to the share root. */
+void peer_add_file(struct peer *p, const char *path, const void *data, size_t len);
+void peer_add_dir(struct peer *p, const char *path);
+bool peer_exists(struct peer *p, const char *path);
+/* Copies up to cap bytes of the file into out; its size, or -1 if none. */
+long peer_file_data(struct peer *p, const char *path, void *out, size_t cap);
+
+/* ---- hooks ------------------------------------------------------------------ */
+enum peer_action {
+	PEER_LOST_REPLY = 1, /* carry the whole message out, answer nothing, and
+	                        close the connection */
+	PEER_STATUS,         /* answer the matching PDU with status (not carried out) */
+};
+struct peer_match {
+	uint16_t command;
+	int info_class;   /* SET_INFO / QUERY_INFO: -1 any */
+	const char *path; /* the CREATE's name, or the open's path; NULL any */
+	int disposition;  /* CREATE: -1 any */
+	bool replay_only; /* only one flagged SMB2_FLAGS_REPLAY_OPERATION */
+};
+/* Arm a hook that fires on the next matching request (once).  Returns its id. */
+int peer_on(struct peer *p, const struct peer_match *m, enum peer_action a, uint32_t status);
+int peer_hook_fired(struct peer *p, int id);
+/* Close every live connection now (as a network cut). */
+void peer_drop_connections(struct peer *p);
+
+/* ---- what the peer saw ------------------------------------------------------ */
+struct peer_rec {
+	int conn; /* 1, 2, ...: which connection */
+	uint16_t command;
+	uint32_t flags;
+	uint16_t channel_sequence;
+	uint64_t message_id;
+	uint64_t session_id;
+	int info_class;  /* SET_INFO / QUERY_INFO, else -1 */
+	int disposition; /* CREATE, else -1 */
+	char path[128];  /* as peer_match.path */
+	uint32_t status; /* the status answered (0xFFFFFFFF: none, lost) */
+	bool hooked;     /* a hook fired on it */
+};
+/* A copy of the records [from, from+max); returns how many. */
+int peer_records(struct peer *p, int from, struct peer_rec *out, int max);
+int peer_nrecords(struct peer *p);
+
+struct peer_stats {
+	int connections;      /* accepted so far */
+	int sessions;         /* set up so far */
+	int violations;       /* bad request signatures and the like */
+	int renames;          /* renames carried out */
+	int deletes;          /* files and directories deleted */
+	int creates;          /* files and directories made */
+	int replayed_creates; /* CREATEs answered from their CreateGuid */
+	int durable_reconnects;
+	int writes, reads; /* WRITE / READ requests carried out */
+};
+void peer_get_stats(struct peer *p, struct peer_stats *out);
+/* The last violation, for messages ("" if none). */
+void peer_last_violation(struct peer *p, char *out, size_t cap);
+
+#endif
