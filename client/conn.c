@@ -1110,9 +1110,13 @@ int smb_req_reset_for_replay(struct smb_req *req)
 	req->received = 0;
 	req->last_rx = NULL;
 	req->wnext = req->dnext = NULL;
-	req->replay = true;
-	if (__atomic_load_n(&req->sends, __ATOMIC_ACQUIRE) > 0)
+	/* Only a request some transport took is a replay: one that never
+	 * left (refused by a dead transport) goes out again as new, without
+	 * SMB2_FLAGS_REPLAY_OPERATION, and its failure means what it says. */
+	if (__atomic_load_n(&req->sends, __ATOMIC_ACQUIRE) > 0) {
+		req->replay = true;
 		req->maybe_twice = true;
+	}
 	req->deadline_ms = 0;
 	for (int i = 0; i < req->npdu; i++) {
 		struct smb_pdu *p = &req->pdu[i];

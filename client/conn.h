@@ -330,7 +330,8 @@ void smb_req_set_payload_lent(struct smb_req *req, int i, const void *data, size
  * while bytes may still be read from it.  Any thread. */
 void smb_req_finish(struct smb_req *req);
 /* Make a req that was in flight on a dead channel sendable again: no
- * responses, no error, flagged as a replay.  The caller resubmits it. */
+ * responses, no error, flagged as a replay when a transport ever took a
+ * send of it (else it goes out as new).  The caller resubmits it. */
 int smb_req_reset_for_replay(struct smb_req *req); /* 0, or -EBUSY */
 
 /* Replays.  A request in flight on a channel that dies is sent again: on

@@ -505,9 +505,8 @@ static void test_read(void)
 /* The connection cut with nothing in flight: the client reconnects, the
  * handle comes along by a durable reconnect, and a READ issued meanwhile
  * waits for the new session and is carried out once, its data intact.
- * (That READ goes out flagged SMB2_FLAGS_REPLAY_OPERATION although no
- * server saw it before: session.c chan_orphan() resets every request it
- * takes for a replay, sent or not.  Not asserted either way here.) */
+ * No server saw that READ before, so it goes out as new: without
+ * SMB2_FLAGS_REPLAY_OPERATION (client/conn.c smb_req_reset_for_replay). */
 static void test_cut_idle(void)
 {
 	struct env e;
@@ -530,6 +529,14 @@ static void test_cut_idle(void)
 	CHECK_EQ(st.connections, 2);
 	CHECK_EQ(st.durable_reconnects, 1);
 	CHECK_EQ(st.reads, 1);
+	struct peer_rec recs[256];
+	int n = peer_records(e.p, 0, recs, 256), nread = 0;
+	for (int i = 0; i < n; i++)
+		if (recs[i].command == SMB2_READ) {
+			nread++;
+			CHECK(!(recs[i].flags & SMB2_FLAGS_REPLAY_OPERATION));
+		}
+	CHECK_EQ(nread, 1);
 	close_file(&e, fid);
 	unmount(&e);
 }
