@@ -1,71 +1,67 @@
-/* auth/asn1.c — DER reader and writer (see asn1.h for the contract). */
+/* auth/asn1.c — DER reader (on common/cursor.h) and writer; see asn1.h. */
 #include "auth/asn1.h"
 
 #include <errno.h>
 #include <string.h>
 
-static int rd_fail(struct asn1_rd *r)
+/* A DER error: the cursor breaks (sticky) where it stands. */
+static int rd_fail(struct smb_rd *r)
 {
 	r->err = -EBADMSG;
 	return r->err;
 }
 
-/* Parse the tag and length at r->p without consuming; on success
- * *hdrlen is the header size and *len the content size, both within bounds. */
-static int parse_header(const struct asn1_rd *r, uint8_t *tag, size_t *hdrlen, size_t *len)
+/* Read one tag and length from @h (a copy of the caller's cursor) and take
+ * the value off it; h->err says whether that worked. */
+static void take_tlv(struct smb_rd *h, uint8_t *tag, struct smb_rd *content)
 {
-	const uint8_t *p = r->p;
-	size_t avail, n;
+	uint8_t t = smb_rd_u8(h), lb = smb_rd_u8(h);
+	size_t n = lb;
 
-	if (r->err || p >= r->end)
-		return -EBADMSG;
-	avail = (size_t)(r->end - p);
-	if (avail < 2)
-		return -EBADMSG;
-	if ((p[0] & 0x1f) == 0x1f) /* high-tag-number form: not in SPNEGO */
-		return -EBADMSG;
-	*tag = p[0];
-	if (p[1] < 0x80) {
-		n = p[1];
-		*hdrlen = 2;
-	} else {
-		size_t nbytes = p[1] & 0x7f;
+	if ((t & 0x1f) == 0x1f) { /* high-tag-number form: not in SPNEGO */
+		rd_fail(h);
+		return;
+	}
+	if (lb & 0x80) {
+		size_t nbytes = lb & 0x7f;
 
 		/* 0x80 is the indefinite form, which DER forbids. */
-		if (nbytes == 0 || nbytes > 4 || avail < 2 + nbytes)
-			return -EBADMSG;
+		if (nbytes == 0 || nbytes > 4) {
+			rd_fail(h);
+			return;
+		}
 		n = 0;
 		for (size_t i = 0; i < nbytes; i++)
-			n = (n << 8) | p[2 + i];
-		*hdrlen = 2 + nbytes;
+			n = (n << 8) | smb_rd_u8(h);
 	}
-	if (n > avail - *hdrlen)
-		return -EBADMSG;
-	*len = n;
-	return 0;
+	const uint8_t *v = smb_rd_ptr(h, n);
+	if (h->err)
+		return;
+	*tag = t;
+	smb_rd_init(content, v, n);
 }
 
-int asn1_peek_tag(const struct asn1_rd *r)
+int asn1_peek_tag(const struct smb_rd *r)
 {
-	if (r->err || r->p >= r->end)
-		return -1;
-	return r->p[0];
+	struct smb_rd t = *r;
+	uint8_t tag = smb_rd_u8(&t);
+
+	return t.err ? -1 : tag;
 }
 
-int asn1_read(struct asn1_rd *r, uint8_t *tag, struct asn1_rd *content)
+int asn1_read(struct smb_rd *r, uint8_t *tag, struct smb_rd *content)
 {
-	size_t hdrlen, len;
+	struct smb_rd h = *r;
 
-	if (parse_header(r, tag, &hdrlen, &len))
+	/* Read on a copy, so that a bad TLV moves nothing. */
+	take_tlv(&h, tag, content);
+	if (h.err)
 		return rd_fail(r);
-	content->p = r->p + hdrlen;
-	content->end = content->p + len;
-	content->err = 0;
-	r->p = content->end;
+	*r = h;
 	return 0;
 }
 
-int asn1_expect_raw(struct asn1_rd *r, uint8_t tag, struct asn1_rd *content, const uint8_t **raw,
+int asn1_expect_raw(struct smb_rd *r, uint8_t tag, struct smb_rd *content, const uint8_t **raw,
                     size_t *rawlen)
 {
 	const uint8_t *start = r->p;
@@ -82,12 +78,12 @@ int asn1_expect_raw(struct asn1_rd *r, uint8_t tag, struct asn1_rd *content, con
 	return 0;
 }
 
-int asn1_expect(struct asn1_rd *r, uint8_t tag, struct asn1_rd *content)
+int asn1_expect(struct smb_rd *r, uint8_t tag, struct smb_rd *content)
 {
 	return asn1_expect_raw(r, tag, content, NULL, NULL);
 }
 
-int asn1_optional(struct asn1_rd *r, uint8_t tag, struct asn1_rd *content)
+int asn1_optional(struct smb_rd *r, uint8_t tag, struct smb_rd *content)
 {
 	if (r->err)
 		return r->err;
@@ -96,23 +92,26 @@ int asn1_optional(struct asn1_rd *r, uint8_t tag, struct asn1_rd *content)
 	return asn1_expect(r, tag, content) ? r->err : 1;
 }
 
-int asn1_read_small_uint(struct asn1_rd *r, uint8_t tag, int32_t *val)
+int asn1_read_small_uint(struct smb_rd *r, uint8_t tag, int32_t *val)
 {
-	struct asn1_rd c;
+	struct smb_rd c;
 	size_t n;
 	uint32_t v = 0;
 
 	if (asn1_expect(r, tag, &c))
 		return r->err;
-	n = (size_t)(c.end - c.p);
-	/* Non-negative and at most 31 bits: a leading 0x00 is allowed for
-	 * values with the top bit set. */
-	if (n == 0 || n > 5 || (c.p[0] & 0x80))
+	n = smb_rd_left(&c);
+	if (n == 0 || n > 5)
 		return rd_fail(r);
-	if (n == 5 && c.p[0] != 0)
-		return rd_fail(r);
-	for (size_t i = 0; i < n; i++)
-		v = (v << 8) | c.p[i];
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b = smb_rd_u8(&c);
+
+		/* Non-negative and at most 31 bits: a leading 0x00 is allowed
+		 * for values with the top bit set. */
+		if (i == 0 && ((b & 0x80) || (n == 5 && b != 0)))
+			return rd_fail(r);
+		v = (v << 8) | b;
+	}
 	if (v > INT32_MAX)
 		return rd_fail(r);
 	*val = (int32_t)v;

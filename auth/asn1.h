@@ -1,11 +1,14 @@
 /* auth/asn1.h — the smallest DER (X.690) reader and writer SPNEGO needs.
  *
- * Reader: a cursor {p, end, err}.  asn1_read() takes one TLV off the front
- * and hands back a nested cursor over its contents, so nesting is just more
- * cursors; nothing recurses.  A getter never reads past `end`; a failure sets
- * the sticky err (-EBADMSG) and every later call fails too, so callers check
- * err once at the end.  Only single-byte (low-number) tags and definite
- * lengths of up to 4 length bytes are accepted: that is all DER SPNEGO uses.
+ * Reader: the bounds-checked cursor of common/cursor.h (struct smb_rd); this
+ * file only adds the tag-length layer on top of it and does no bounds
+ * arithmetic of its own.  asn1_read() takes one TLV off the front and hands
+ * back a nested cursor over its contents, so nesting is just more cursors;
+ * nothing recurses.  A failure sets the cursor's sticky err (-EBADMSG) and
+ * moves nothing; every later call fails too, so callers check err once at
+ * the end (smb_rd_left() == 0 tells an empty or broken cursor).  Only
+ * single-byte (low-number) tags and definite lengths of up to 4 length bytes
+ * are accepted: that is all DER SPNEGO uses.
  *
  * Writer: forward into a caller's buffer.  asn1_begin() writes a tag and
  * reserves a one-byte length; asn1_end() fills it in, moving the contents up
@@ -18,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cursor.h"
+
 /* Tags used by SPNEGO (class | constructed | number). */
 #define ASN1_ENUMERATED     0x0a
 #define ASN1_OCTET_STRING   0x04
@@ -28,38 +33,21 @@
 #define ASN1_APPLICATION(n) (0x60 | (n)) /* [APPLICATION n] constructed */
 #define ASN1_CONTEXT(n)     (0xa0 | (n)) /* [n] constructed (explicit) */
 
-struct asn1_rd {
-	const uint8_t *p;
-	const uint8_t *end;
-	int err;
-};
-
-static inline void asn1_rd_init(struct asn1_rd *r, const uint8_t *p, size_t len)
-{
-	r->p = p;
-	r->end = p + len;
-	r->err = 0;
-}
-
-static inline bool asn1_rd_empty(const struct asn1_rd *r)
-{
-	return r->err || r->p >= r->end;
-}
-
 /* Tag of the next TLV, or -1 at the end or after an error. */
-int asn1_peek_tag(const struct asn1_rd *r);
-/* Take the next TLV; *tag gets its tag, *content a cursor over its value. */
-int asn1_read(struct asn1_rd *r, uint8_t *tag, struct asn1_rd *content);
+int asn1_peek_tag(const struct smb_rd *r);
+/* Take the next TLV; *tag gets its tag, *content a fresh cursor over its
+ * value (its base is the value's first byte). */
+int asn1_read(struct smb_rd *r, uint8_t *tag, struct smb_rd *content);
 /* Take the next TLV, which must carry @tag. */
-int asn1_expect(struct asn1_rd *r, uint8_t tag, struct asn1_rd *content);
+int asn1_expect(struct smb_rd *r, uint8_t tag, struct smb_rd *content);
 /* Like asn1_expect, but also give the whole encoding (tag, length, value). */
-int asn1_expect_raw(struct asn1_rd *r, uint8_t tag, struct asn1_rd *content, const uint8_t **raw,
+int asn1_expect_raw(struct smb_rd *r, uint8_t tag, struct smb_rd *content, const uint8_t **raw,
                     size_t *rawlen);
 /* Take the next TLV only if it carries @tag: 1 taken, 0 absent (cursor
  * untouched), -EBADMSG on error. */
-int asn1_optional(struct asn1_rd *r, uint8_t tag, struct asn1_rd *content);
+int asn1_optional(struct smb_rd *r, uint8_t tag, struct smb_rd *content);
 /* An ENUMERATED or INTEGER that fits in 0..INT32_MAX. */
-int asn1_read_small_uint(struct asn1_rd *r, uint8_t tag, int32_t *val);
+int asn1_read_small_uint(struct smb_rd *r, uint8_t tag, int32_t *val);
 
 struct asn1_wr {
 	uint8_t *buf;

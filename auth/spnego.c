@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "auth/asn1.h"
+#include "common/cursor.h"
 
 const uint8_t spnego_oid_spnego[6] = {0x2b, 0x06, 0x01, 0x05, 0x05, 0x02};
 const uint8_t spnego_oid_ntlmssp[10] = {0x2b, 0x06, 0x01, 0x04, 0x01, 0x82, 0x37, 0x02, 0x02, 0x0a};
@@ -12,34 +13,29 @@ const uint8_t spnego_oid_krb5[9] = {0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x
 const uint8_t spnego_oid_ms_krb5[9] = {0x2a, 0x86, 0x48, 0x82, 0xf7, 0x12, 0x01, 0x02, 0x02};
 
 /* [n] EXPLICIT wrapper around exactly one TLV with tag @inner. */
-static int read_explicit(struct asn1_rd *wrapper, uint8_t inner, struct asn1_rd *content,
+static int read_explicit(struct smb_rd *wrapper, uint8_t inner, struct smb_rd *content,
                          const uint8_t **raw, size_t *rawlen)
 {
 	if (asn1_expect_raw(wrapper, inner, content, raw, rawlen))
 		return -EBADMSG;
-	if (!asn1_rd_empty(wrapper))
+	if (smb_rd_left(wrapper))
 		return -EBADMSG;
 	return 0;
-}
-
-static size_t rd_len(const struct asn1_rd *r)
-{
-	return (size_t)(r->end - r->p);
 }
 
 int spnego_mech_list_find(const uint8_t *mech_types, size_t len, const uint8_t *oid, size_t oidlen,
                           int *index)
 {
-	struct asn1_rd r, seq, o;
+	struct smb_rd r, seq, o;
 	int i = 0, found = 0;
 
-	asn1_rd_init(&r, mech_types, len);
-	if (asn1_expect(&r, ASN1_SEQUENCE, &seq) || !asn1_rd_empty(&r))
+	smb_rd_init(&r, mech_types, len);
+	if (asn1_expect(&r, ASN1_SEQUENCE, &seq) || smb_rd_left(&r))
 		return -EBADMSG;
-	while (!asn1_rd_empty(&seq)) {
+	while (smb_rd_left(&seq)) {
 		if (asn1_expect(&seq, ASN1_OID, &o))
 			return -EBADMSG;
-		if (!found && oid && rd_len(&o) == oidlen && memcmp(o.p, oid, oidlen) == 0) {
+		if (!found && oid && smb_rd_left(&o) == oidlen && memcmp(o.p, oid, oidlen) == 0) {
 			found = 1;
 			if (index)
 				*index = i;
@@ -51,7 +47,7 @@ int spnego_mech_list_find(const uint8_t *mech_types, size_t len, const uint8_t *
 
 int spnego_decode_init(const uint8_t *buf, size_t len, struct spnego_init *out)
 {
-	struct asn1_rd r, gss, oid, tok, seq, f, v;
+	struct smb_rd r, gss, oid, tok, seq, f, v;
 	const uint8_t *raw;
 	size_t rawlen;
 	int rc;
@@ -59,18 +55,18 @@ int spnego_decode_init(const uint8_t *buf, size_t len, struct spnego_init *out)
 	memset(out, 0, sizeof(*out));
 	if (!buf)
 		return -EBADMSG;
-	asn1_rd_init(&r, buf, len);
+	smb_rd_init(&r, buf, len);
 	if (asn1_peek_tag(&r) == ASN1_APPLICATION(0)) {
-		if (asn1_expect(&r, ASN1_APPLICATION(0), &gss) || !asn1_rd_empty(&r))
+		if (asn1_expect(&r, ASN1_APPLICATION(0), &gss) || smb_rd_left(&r))
 			return -EBADMSG;
 		if (asn1_expect(&gss, ASN1_OID, &oid))
 			return -EBADMSG;
-		if (rd_len(&oid) != sizeof(spnego_oid_spnego) ||
+		if (smb_rd_left(&oid) != sizeof(spnego_oid_spnego) ||
 		    memcmp(oid.p, spnego_oid_spnego, sizeof(spnego_oid_spnego)) != 0)
 			return -EBADMSG;
 		r = gss;
 	}
-	if (asn1_expect(&r, ASN1_CONTEXT(0), &tok) || !asn1_rd_empty(&r))
+	if (asn1_expect(&r, ASN1_CONTEXT(0), &tok) || smb_rd_left(&r))
 		return -EBADMSG;
 	if (read_explicit(&tok, ASN1_SEQUENCE, &seq, NULL, NULL))
 		return -EBADMSG;
@@ -94,7 +90,7 @@ int spnego_decode_init(const uint8_t *buf, size_t len, struct spnego_init *out)
 		return -EBADMSG;
 	if (rc == 1) {
 		out->mech_token = v.p;
-		out->mech_token_len = rd_len(&v);
+		out->mech_token_len = smb_rd_left(&v);
 	}
 	/* [3] is mechListMIC in RFC 4178's NegTokenInit and negHints (a
 	 * SEQUENCE) in [MS-SPNG]'s NegTokenInit2; [4] is NegTokenInit2's MIC. */
@@ -106,7 +102,7 @@ int spnego_decode_init(const uint8_t *buf, size_t len, struct spnego_init *out)
 			if (read_explicit(&f, ASN1_OCTET_STRING, &v, NULL, NULL))
 				return -EBADMSG;
 			out->mech_list_mic = v.p;
-			out->mech_list_mic_len = rd_len(&v);
+			out->mech_list_mic_len = smb_rd_left(&v);
 		} else if (read_explicit(&f, ASN1_SEQUENCE, &v, NULL, NULL)) {
 			return -EBADMSG;
 		}
@@ -117,17 +113,17 @@ int spnego_decode_init(const uint8_t *buf, size_t len, struct spnego_init *out)
 			return -EBADMSG;
 		if (rc == 1) {
 			out->mech_list_mic = v.p;
-			out->mech_list_mic_len = rd_len(&v);
+			out->mech_list_mic_len = smb_rd_left(&v);
 		}
 	}
-	if (!asn1_rd_empty(&seq) || seq.err)
+	if (smb_rd_left(&seq) || seq.err)
 		return -EBADMSG;
 	return 0;
 }
 
 int spnego_decode_resp(const uint8_t *buf, size_t len, struct spnego_resp *out)
 {
-	struct asn1_rd r, tok, seq, f, v;
+	struct smb_rd r, tok, seq, f, v;
 	int32_t state;
 	int rc;
 
@@ -135,8 +131,8 @@ int spnego_decode_resp(const uint8_t *buf, size_t len, struct spnego_resp *out)
 	out->neg_state = SPNEGO_NEG_STATE_ABSENT;
 	if (!buf)
 		return -EBADMSG;
-	asn1_rd_init(&r, buf, len);
-	if (asn1_expect(&r, ASN1_CONTEXT(1), &tok) || !asn1_rd_empty(&r))
+	smb_rd_init(&r, buf, len);
+	if (asn1_expect(&r, ASN1_CONTEXT(1), &tok) || smb_rd_left(&r))
 		return -EBADMSG;
 	if (read_explicit(&tok, ASN1_SEQUENCE, &seq, NULL, NULL))
 		return -EBADMSG;
@@ -145,7 +141,7 @@ int spnego_decode_resp(const uint8_t *buf, size_t len, struct spnego_resp *out)
 	if (rc < 0)
 		return -EBADMSG;
 	if (rc == 1) {
-		if (asn1_read_small_uint(&f, ASN1_ENUMERATED, &state) || !asn1_rd_empty(&f))
+		if (asn1_read_small_uint(&f, ASN1_ENUMERATED, &state) || smb_rd_left(&f))
 			return -EBADMSG;
 		if (state > SPNEGO_REQUEST_MIC)
 			return -EBADMSG;
@@ -156,23 +152,23 @@ int spnego_decode_resp(const uint8_t *buf, size_t len, struct spnego_resp *out)
 		return -EBADMSG;
 	if (rc == 1) {
 		out->supported_mech = v.p;
-		out->supported_mech_len = rd_len(&v);
+		out->supported_mech_len = smb_rd_left(&v);
 	}
 	rc = asn1_optional(&seq, ASN1_CONTEXT(2), &f);
 	if (rc < 0 || (rc == 1 && read_explicit(&f, ASN1_OCTET_STRING, &v, NULL, NULL)))
 		return -EBADMSG;
 	if (rc == 1) {
 		out->response_token = v.p;
-		out->response_token_len = rd_len(&v);
+		out->response_token_len = smb_rd_left(&v);
 	}
 	rc = asn1_optional(&seq, ASN1_CONTEXT(3), &f);
 	if (rc < 0 || (rc == 1 && read_explicit(&f, ASN1_OCTET_STRING, &v, NULL, NULL)))
 		return -EBADMSG;
 	if (rc == 1) {
 		out->mech_list_mic = v.p;
-		out->mech_list_mic_len = rd_len(&v);
+		out->mech_list_mic_len = smb_rd_left(&v);
 	}
-	if (!asn1_rd_empty(&seq) || seq.err)
+	if (smb_rd_left(&seq) || seq.err)
 		return -EBADMSG;
 	return 0;
 }

@@ -2,8 +2,8 @@
  * helpers, for every decoder of bytes from the wire (issue 20: one reader).
  *
  * Users: the SMB2 codec (client/proto/), the SMB Direct codec
- * (smbd/smbd_proto.c) and NTLMSSP (auth/ntlmssp.c).  The DER reader of
- * auth/asn1.c is still its own (a tag-length walker over its own struct).
+ * (smbd/smbd_proto.c), NTLMSSP (auth/ntlmssp.c) and the DER reader of
+ * auth/asn1.c (a tag-length layer over struct smb_rd, used by SPNEGO).
  * Pure: no allocation, no I/O; common/cursor.c.
  */
 #ifndef SMBRDMA_COMMON_CURSOR_H

@@ -21,11 +21,11 @@ static uint8_t *scratch;
 static size_t scratch_cap;
 
 /* Writes tag + content with the writer and reads it back. */
-static void round_trip(uint8_t tag, const struct asn1_rd *c)
+static void round_trip(uint8_t tag, const struct smb_rd *c)
 {
 	size_t n = (size_t)(c->end - c->p);
 	struct asn1_wr w;
-	struct asn1_rd r, back;
+	struct smb_rd r, back;
 	uint8_t got;
 
 	if (scratch_cap < n + 8)
@@ -36,21 +36,21 @@ static void round_trip(uint8_t tag, const struct asn1_rd *c)
 	size_t hdr = n < 0x80 ? 2 : n <= 0xff ? 3 : n <= 0xffff ? 4 : n <= 0xffffff ? 5 : 6;
 	if (w.err || w.len != hdr + n)
 		abort();
-	asn1_rd_init(&r, scratch, w.len);
+	smb_rd_init(&r, scratch, w.len);
 	if (asn1_read(&r, &got, &back) || got != tag || (size_t)(back.end - back.p) != n ||
-	    (n && memcmp(back.p, c->p, n) != 0) || !asn1_rd_empty(&r))
+	    (n && memcmp(back.p, c->p, n) != 0) || smb_rd_left(&r))
 		abort();
 }
 
-static void walk(struct asn1_rd *r, int depth)
+static void walk(struct smb_rd *r, int depth)
 {
 	const uint8_t *start = r->p, *end = r->end;
 
-	while (!asn1_rd_empty(r)) {
+	while (smb_rd_left(r)) {
 		const uint8_t *before = r->p;
 		int peek = asn1_peek_tag(r);
 		uint8_t tag;
-		struct asn1_rd c;
+		struct smb_rd c;
 
 		/* optional() on a tag that is not next takes nothing */
 		if (asn1_optional(r, (uint8_t)(peek ^ 0x01), &c) != 0 || r->p != before || r->err)
@@ -68,9 +68,9 @@ static void walk(struct asn1_rd *r, int depth)
 		if ((tag & 0x20) && depth < 16) {
 			walk(&c, depth + 1);
 		} else if (tag == ASN1_ENUMERATED || tag == 0x02) {
-			struct asn1_rd again;
+			struct smb_rd again;
 			int32_t v;
-			asn1_rd_init(&again, before, (size_t)(r->p - before));
+			smb_rd_init(&again, before, (size_t)(r->p - before));
 			if (asn1_read_small_uint(&again, tag, &v) == 0 && v < 0)
 				abort();
 		}
@@ -80,7 +80,7 @@ static void walk(struct asn1_rd *r, int depth)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *copy = malloc(size ? size : 1); /* exact size for ASan */
-	struct asn1_rd r;
+	struct smb_rd r;
 	int idx;
 
 	if (!copy)
@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!scratch)
 			abort();
 	}
-	asn1_rd_init(&r, copy, size);
+	smb_rd_init(&r, copy, size);
 	walk(&r, 0);
 	(void)spnego_mech_list_find(copy, size, spnego_oid_ntlmssp, sizeof(spnego_oid_ntlmssp),
 	                            &idx);

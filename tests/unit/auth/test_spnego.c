@@ -17,6 +17,7 @@
 #include "auth/ntlmssp.h"
 #include "auth/spnego.h"
 #include "common/crypto.h"
+#include "common/cursor.h"
 #include "tests/unit/check.h"
 
 static uint8_t tmp[4096];
@@ -304,7 +305,7 @@ static void test_asn1_lengths(void)
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		struct asn1_wr w;
-		struct asn1_rd r, c, inner;
+		struct smb_rd r, c, inner;
 		uint8_t tag;
 		size_t outer;
 
@@ -313,13 +314,13 @@ static void test_asn1_lengths(void)
 		asn1_put(&w, ASN1_OCTET_STRING, val, sizes[i]);
 		asn1_end(&w, outer);
 		CHECK_EQ(w.err, 0);
-		asn1_rd_init(&r, buf, w.len);
+		smb_rd_init(&r, buf, w.len);
 		CHECK_EQ(asn1_read(&r, &tag, &c), 0);
 		CHECK_EQ(tag, ASN1_CONTEXT(2));
-		CHECK(asn1_rd_empty(&r));
+		CHECK_EQ(smb_rd_left(&r), 0);
 		CHECK_EQ(asn1_expect(&c, ASN1_OCTET_STRING, &inner), 0);
-		CHECK_EQ((size_t)(inner.end - inner.p), sizes[i]);
-		CHECK(asn1_rd_empty(&c));
+		CHECK_EQ(smb_rd_left(&inner), sizes[i]);
+		CHECK_EQ(smb_rd_left(&c), 0);
 		/* and too small a buffer fails cleanly at every size */
 		asn1_wr_init(&w, buf, sizes[i] + 3);
 		outer = asn1_begin(&w, ASN1_CONTEXT(2));
@@ -329,6 +330,96 @@ static void test_asn1_lengths(void)
 	}
 	free(val);
 	free(buf);
+}
+
+/* DER reader: which headers it takes, and that a refusal is sticky and
+ * consumes nothing. */
+static void test_asn1_reader(void)
+{
+	static const struct {
+		const char *der;
+		size_t len;
+		int rc;        /* of asn1_read */
+		size_t hdr, n; /* header and value size when taken */
+	} cases[] = {
+	    {"\x04\x00", 2, 0, 2, 0},
+	    {"\x04\x01\xaa", 3, 0, 2, 1},
+	    {"\x04\x81\x01\xaa", 4, 0, 3, 1}, /* long form for a short length: taken */
+	    {"\x04\x84\x00\x00\x00\x01\xaa", 7, 0, 6, 1},
+	    {"\x04", 1, -EBADMSG, 0, 0},                             /* no length */
+	    {"\x04\x02\xaa", 3, -EBADMSG, 0, 0},                     /* value runs past the end */
+	    {"\x04\x80\x00\x00", 4, -EBADMSG, 0, 0},                 /* indefinite form */
+	    {"\x04\x85\x00\x00\x00\x00\x01\xaa", 8, -EBADMSG, 0, 0}, /* 5 length bytes */
+	    {"\x04\x82\x00", 3, -EBADMSG, 0, 0},                     /* length bytes cut short */
+	    {"\x04\x84\xff\xff\xff\xff\xaa", 7, -EBADMSG, 0, 0},
+	    {"\x1f\x01\x00", 3, -EBADMSG, 0, 0}, /* high-tag-number form */
+	    {"\xbf\x01\x00", 3, -EBADMSG, 0, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const uint8_t *der = (const uint8_t *)cases[i].der;
+		struct smb_rd r, c;
+		uint8_t tag;
+
+		smb_rd_init(&r, der, cases[i].len);
+		CHECK_EQ(asn1_peek_tag(&r), der[0]);
+		CHECK_EQ(asn1_read(&r, &tag, &c), cases[i].rc);
+		if (cases[i].rc == 0) {
+			CHECK_EQ(tag, der[0]);
+			CHECK(c.p == der + cases[i].hdr);
+			CHECK_EQ(smb_rd_left(&c), cases[i].n);
+			CHECK_EQ(c.err, 0);
+			CHECK(r.p == der + cases[i].hdr + cases[i].n);
+			continue;
+		}
+		CHECK_EQ(r.err, -EBADMSG);
+		CHECK(r.p == der);
+		CHECK_EQ(asn1_peek_tag(&r), -1);
+		CHECK_EQ(asn1_optional(&r, der[0], &c), -EBADMSG);
+		CHECK_EQ(asn1_read(&r, &tag, &c), -EBADMSG);
+		CHECK(r.p == der);
+	}
+
+	/* asn1_optional: absent takes nothing; a wrong tag in expect breaks */
+	struct smb_rd r, c;
+	smb_rd_init(&r, "\x04\x00", 2);
+	CHECK_EQ(asn1_optional(&r, ASN1_OID, &c), 0);
+	CHECK_EQ(smb_rd_left(&r), 2);
+	CHECK_EQ(asn1_optional(&r, ASN1_OCTET_STRING, &c), 1);
+	CHECK_EQ(smb_rd_left(&r), 0);
+	CHECK_EQ(asn1_peek_tag(&r), -1);
+	smb_rd_init(&r, "\x04\x00", 2);
+	CHECK_EQ(asn1_expect(&r, ASN1_OID, &c), -EBADMSG);
+	CHECK_EQ(r.err, -EBADMSG);
+
+	/* small unsigned values: 0..INT32_MAX, a leading zero allowed */
+	static const struct {
+		const char *der;
+		size_t len;
+		int rc;
+		int32_t v;
+	} ints[] = {
+	    {"\x02\x01\x00", 3, 0, 0},
+	    {"\x02\x01\x7f", 3, 0, 127},
+	    {"\x02\x02\x00\x80", 4, 0, 128},
+	    {"\x02\x04\x7f\xff\xff\xff", 6, 0, INT32_MAX},
+	    {"\x02\x05\x00\x7f\xff\xff\xff", 7, 0, INT32_MAX},
+	    {"\x02\x05\x00\x80\x00\x00\x00", 7, -EBADMSG, 0}, /* 2^31 */
+	    {"\x02\x05\x01\x00\x00\x00\x00", 7, -EBADMSG, 0},
+	    {"\x02\x06\x00\x00\x00\x00\x00\x01", 8, -EBADMSG, 0},
+	    {"\x02\x01\x80", 3, -EBADMSG, 0}, /* negative */
+	    {"\x02\x00", 2, -EBADMSG, 0},
+	    {"\x0a\x01\x01", 3, -EBADMSG, 0}, /* not the tag asked for */
+	};
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+		int32_t v = -1;
+
+		smb_rd_init(&r, ints[i].der, ints[i].len);
+		CHECK_EQ(asn1_read_small_uint(&r, 0x02, &v), ints[i].rc);
+		CHECK_EQ(r.err, ints[i].rc);
+		if (ints[i].rc == 0)
+			CHECK_EQ(v, ints[i].v);
+	}
 }
 
 /* ---- the full flow against a server played here ------------------------ */
@@ -655,6 +746,7 @@ int main(void)
 	RUN(test_samba_style_init);
 	RUN(test_hostile);
 	RUN(test_asn1_lengths);
+	RUN(test_asn1_reader);
 	RUN(test_flow);
 	RUN(test_flow_errors);
 	RUN(test_flow_known_answer);
