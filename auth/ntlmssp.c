@@ -455,6 +455,41 @@ static uint64_t filetime_now(void)
 #define AUTH_HDR_LEN 88 /* through Version and MIC */
 #define AUTH_MIC_OFF 72
 
+/* The NTLMv2 responses of a user with a password ([MS-NLMP] 3.3.2): the NT
+ * response (*nt, a talloc child of tmp), the LMv2 response and
+ * res->session_base_key; every intermediate key wiped. */
+static int v2_responses(void *tmp, const struct ntlmssp_client_params *p,
+                        const struct ntlmssp_challenge *c, uint64_t timestamp,
+                        struct ntlmssp_client_result *res, uint8_t **nt, size_t *nt_len,
+                        uint8_t lm[24])
+{
+	uint8_t nt_hash[16], key_nt[16], cc[8];
+	uint8_t *ti = NULL;
+	size_t ti_len = 0;
+	int rc = ntlmssp_nt_hash(p->password, nt_hash);
+	if (!rc)
+		rc = ntlmssp_ntowfv2(nt_hash, p->user, p->domain, key_nt);
+	if (!rc) {
+		if (p->client_challenge_fixed)
+			memcpy(cc, p->client_challenge_fixed, 8);
+		else
+			rc = smb_random_bytes(cc, 8);
+	}
+	if (!rc)
+		rc = client_target_info(tmp, c, res->mic_sent, p->server_name, &ti, &ti_len);
+	if (!rc && !(*nt = talloc_size(tmp, 16 + 28 + ti_len + 4)))
+		rc = -ENOMEM;
+	if (!rc)
+		rc =
+		    ntlmssp_v2_response(key_nt, c->server_challenge, cc, timestamp, ti, ti_len, *nt,
+		                        16 + 28 + ti_len + 4, nt_len, lm, res->session_base_key);
+	if (!rc && *nt_len > 0xffff)
+		rc = -EBADMSG; /* the server's target info was too big to echo */
+	smb_wipe(nt_hash, sizeof(nt_hash));
+	smb_wipe(key_nt, sizeof(key_nt));
+	return rc;
+}
+
 int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_params *p,
                                 const uint8_t *negotiate, size_t negotiate_len,
                                 const uint8_t *challenge, size_t challenge_len, uint8_t **auth,
@@ -462,9 +497,9 @@ int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_param
 {
 	struct ntlmssp_challenge c;
 	void *tmp;
-	uint8_t nt_hash[16], key_nt[16], cc[8], lm[24], enc_key[16];
-	uint8_t *ti = NULL, *nt = NULL, *dom = NULL, *usr = NULL, *ws = NULL, *msg;
-	size_t ti_len = 0, nt_len = 0, lm_len, dom_len, usr_len, ws_len, total, off;
+	uint8_t lm[24], enc_key[16];
+	uint8_t *nt = NULL, *dom = NULL, *usr = NULL, *ws = NULL, *msg;
+	size_t nt_len = 0, lm_len, dom_len, usr_len, ws_len, total, off;
 	uint64_t timestamp;
 	const uint8_t *ts_val = NULL; /* set by ntlmssp_av_find() when it returns 1 */
 	uint16_t ts_len = 0;
@@ -515,34 +550,12 @@ int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_param
 		memset(lm, 0, sizeof(lm));
 		smb_wipe(res->session_base_key, 16);
 	} else {
-		rc = ntlmssp_nt_hash(p->password, nt_hash);
-		if (!rc)
-			rc = ntlmssp_ntowfv2(nt_hash, p->user, p->domain, key_nt);
-		if (rc)
-			goto out;
-		if (p->client_challenge_fixed)
-			memcpy(cc, p->client_challenge_fixed, 8);
-		else if ((rc = smb_random_bytes(cc, 8)) != 0)
-			goto out;
-		rc = client_target_info(tmp, &c, res->mic_sent, p->server_name, &ti, &ti_len);
-		if (rc)
-			goto out;
-		nt = talloc_size(tmp, 16 + 28 + ti_len + 4);
-		if (!nt) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		rc = ntlmssp_v2_response(key_nt, c.server_challenge, cc, timestamp, ti, ti_len, nt,
-		                         16 + 28 + ti_len + 4, &nt_len, lm, res->session_base_key);
+		rc = v2_responses(tmp, p, &c, timestamp, res, &nt, &nt_len, lm);
 		if (rc)
 			goto out;
 		lm_len = 24;
 		if (have_ts)
 			memset(lm, 0, sizeof(lm)); /* [MS-NLMP] 3.3.2: Z(24) with a timestamp */
-		if (nt_len > 0xffff) {
-			rc = -EBADMSG; /* the server's target info was too big to echo */
-			goto out;
-		}
 	}
 
 	/* KeyExchangeKey = SessionBaseKey for NTLMv2. */
@@ -615,8 +628,6 @@ int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_param
 	*auth = msg;
 	*auth_len = total;
 out:
-	smb_wipe(nt_hash, sizeof(nt_hash));
-	smb_wipe(key_nt, sizeof(key_nt));
 	smb_wipe(enc_key, sizeof(enc_key));
 	talloc_free(tmp);
 	if (rc)

@@ -878,6 +878,73 @@ static bool conn_placing(void *arg)
 	return __atomic_load_n(&c->nreads, __ATOMIC_RELAXED) != 0;
 }
 
+/* conn_recv's cases (loop thread, conn->lock not held).  An oplock or
+ * lease break notification: its credits count only when it verifies. */
+static void rx_break(struct smb_conn *c, bool sealed, const struct smb2_hdr *h, const uint8_t *pdu,
+                     size_t plen)
+{
+	enum rx_trust t =
+	    rx_trust_unsolicited(c, sealed, conn_signs(c), h, pdu, plen, "break notification");
+	if (t == RX_FORGED)
+		return;
+	if (t == RX_TRUSTED) {
+		pthread_mutex_lock(&c->lock);
+		credits_add_locked(c, h->credits);
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (c->on_break)
+		c->on_break(c->on_dead_arg, pdu, plen);
+	else
+		smb_debug("%s: oplock/lease break notification ignored", c->peer);
+}
+
+/* A response nothing waits for: late (its request timed out) or stray.
+ * Its credits are the server's, if it can show it is the server (not when
+ * its payload went to a loan that was revoked: nothing to verify it with). */
+static void rx_stray(struct smb_conn *c, bool sealed, bool placed, const struct smb2_hdr *h,
+                     const uint8_t *pdu, size_t plen)
+{
+	enum rx_trust t =
+	    placed ? (conn_signs(c) ? RX_UNVERIFIABLE : RX_TRUSTED)
+	           : rx_trust_unsolicited(c, sealed, conn_signs(c), h, pdu, plen, "response");
+	if (t == RX_TRUSTED) {
+		pthread_mutex_lock(&c->lock);
+		credits_add_locked(c, h->credits);
+		pthread_mutex_unlock(&c->lock);
+	}
+	smb_warn("%s: response to unknown MessageId %llu (%s) ignored", c->peer,
+	         (unsigned long long)h->message_id, smb2_command_str(h->command));
+}
+
+/* An interim (STATUS_PENDING) answer to p, whose request signs
+ * (signed_req): the request goes async, and the first interim answer
+ * restarts its wait once - more of them must not keep it waiting forever. */
+static void rx_interim(struct smb_conn *c, bool sealed, bool signed_req, struct smb_pdu *p,
+                       const struct smb2_hdr *h, const uint8_t *pdu, size_t plen)
+{
+	enum rx_trust t =
+	    rx_trust_unsolicited(c, sealed, signed_req, h, pdu, plen, "interim response");
+	if (t == RX_FORGED)
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (pending_find(c, h->message_id, false) == p) {
+		if (!p->async) {
+			p->req->deadline_ms = c->timeout_ms ? now_ms(c) + c->timeout_ms : 0;
+			/* The interim answer carries the grant for this request
+			 * (Samba's final one then grants none); unverified, it may
+			 * give back no more than we asked for. */
+			unsigned grant = h->credits;
+			unsigned asked = smb_le16(p->buf + SMB2_HDR_CREDITS_OFF);
+			if (t == RX_UNVERIFIABLE && grant > asked)
+				grant = asked;
+			credits_add_locked(c, grant);
+		}
+		p->async = true;
+		p->async_id = h->async_id;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void conn_recv(void *arg, uint8_t *msg, size_t len)
 {
 	struct smb_conn *c = arg;
@@ -925,20 +992,7 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 			continue;
 		}
 		if (h.message_id == UINT64_MAX && h.command == SMB2_OPLOCK_BREAK) {
-			enum rx_trust t =
-			    rx_trust_unsolicited(c, sealed, conn_signs(c), &h, pdu_bytes,
-			                         (size_t)plen, "break notification");
-			if (t == RX_FORGED)
-				continue;
-			if (t == RX_TRUSTED) {
-				pthread_mutex_lock(&c->lock);
-				credits_add_locked(c, h.credits);
-				pthread_mutex_unlock(&c->lock);
-			}
-			if (c->on_break)
-				c->on_break(c->on_dead_arg, pdu_bytes, (size_t)plen);
-			else
-				smb_debug("%s: oplock/lease break notification ignored", c->peer);
+			rx_break(c, sealed, &h, pdu_bytes, (size_t)plen);
 			continue;
 		}
 		/* STATUS_PENDING is always an interim answer; without the async
@@ -966,21 +1020,7 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 		}
 		if (!p) {
 			pthread_mutex_unlock(&c->lock);
-			/* Late (its request timed out) or stray: its credits are the
-			 * server's, if it can show it is the server (not when its
-			 * payload went to a loan that was revoked: nothing to
-			 * verify it with). */
-			enum rx_trust t =
-			    placed ? (conn_signs(c) ? RX_UNVERIFIABLE : RX_TRUSTED)
-			           : rx_trust_unsolicited(c, sealed, conn_signs(c), &h, pdu_bytes,
-			                                  (size_t)plen, "response");
-			if (t == RX_TRUSTED) {
-				pthread_mutex_lock(&c->lock);
-				credits_add_locked(c, h.credits);
-				pthread_mutex_unlock(&c->lock);
-			}
-			smb_warn("%s: response to unknown MessageId %llu (%s) ignored", c->peer,
-			         (unsigned long long)h.message_id, smb2_command_str(h.command));
+			rx_stray(c, sealed, placed, &h, pdu_bytes, (size_t)plen);
 			continue;
 		}
 		struct smb_req *req = p->req;
@@ -988,31 +1028,7 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 			/* Still pending, so still ours: verify outside the lock. */
 			bool signed_req = req_signed(c, req) && !req->no_verify;
 			pthread_mutex_unlock(&c->lock);
-			enum rx_trust t = rx_trust_unsolicited(c, sealed, signed_req, &h, pdu_bytes,
-			                                       (size_t)plen, "interim response");
-			if (t == RX_FORGED)
-				continue;
-			pthread_mutex_lock(&c->lock);
-			if (pending_find(c, h.message_id, false) == p) {
-				/* The first interim answer restarts the wait once; more
-				 * of them must not keep a request waiting forever. */
-				if (!p->async) {
-					p->req->deadline_ms =
-					    c->timeout_ms ? now_ms(c) + c->timeout_ms : 0;
-					/* The interim answer carries the grant for this
-					 * request (Samba's final one then grants none);
-					 * unverified, it may give back no more than we
-					 * asked for. */
-					unsigned grant = h.credits;
-					unsigned asked = smb_le16(p->buf + SMB2_HDR_CREDITS_OFF);
-					if (t == RX_UNVERIFIABLE && grant > asked)
-						grant = asked;
-					credits_add_locked(c, grant);
-				}
-				p->async = true;
-				p->async_id = h.async_id;
-			}
-			pthread_mutex_unlock(&c->lock);
+			rx_interim(c, sealed, signed_req, p, &h, pdu_bytes, (size_t)plen);
 			continue;
 		}
 		pthread_mutex_unlock(&c->lock);

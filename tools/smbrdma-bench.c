@@ -809,6 +809,65 @@ static void print_report(const struct cfg *c, const char *target, const struct t
 
 /* ---- main --------------------------------------------------------------------------- */
 
+/* Open and lay out each job's file, its slots on its share of mem.  0, or
+ * 1 when one failed (said why; what was made is in jobs[] to free). */
+static int jobs_setup(struct smbrdma *s, struct cfg *c, uint8_t *mem, struct job **jobs)
+{
+	for (unsigned i = 0; i < c->jobs; i++) {
+		struct job *j = calloc(1, sizeof(*j) + c->depth * sizeof(struct slot));
+		if (!j)
+			return 1;
+		jobs[i] = j;
+		j->cfg = c;
+		j->rng = 0x9e3779b97f4a7c15ULL ^ (i + 1);
+		pthread_mutex_init(&j->lock, NULL);
+		if (c->jobs > 1)
+			snprintf(j->path, sizeof(j->path), "%s.%u", c->path, i);
+		else
+			snprintf(j->path, sizeof(j->path), "%s", c->path);
+		if (c->verify && c->do_write) {
+			j->written = calloc(c->size / c->bs / 8 + 1, 1);
+			if (!j->written)
+				return 1;
+		}
+		int rc = smbrdma_open(s, j->path, O_RDWR | O_CREAT, &j->f);
+		if (!rc)
+			rc =
+			    layout(j, mem + (size_t)i * c->depth * c->bs, (size_t)c->depth * c->bs);
+		for (unsigned k = 0; k < c->depth; k++) {
+			j->slots[k].job = j;
+			j->slots[k].buf = mem + ((size_t)i * c->depth + k) * c->bs;
+		}
+		if (rc) {
+			fprintf(stderr, "smbrdma-bench: %s: %s\n", j->path, strerror(-rc));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Wait for runtime seconds, or until every job ran out of work; then stop
+ * them and wait for what is in flight. */
+static void wait_done(double runtime)
+{
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	double whole = floor(runtime < 1e8 ? runtime : 1e8);
+	deadline.tv_sec += (time_t)whole;
+	deadline.tv_nsec += (long)((runtime < 1e8 ? runtime - whole : 0) * 1e9);
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&all_lock);
+	while (all_inflight && pthread_cond_timedwait(&all_cv, &all_lock, &deadline) == 0)
+		;
+	atomic_store(&stop_flag, true);
+	while (all_inflight)
+		pthread_cond_wait(&all_cv, &all_lock);
+	pthread_mutex_unlock(&all_lock);
+}
+
 int main(int argc, char **argv)
 {
 	struct cfg c = {.bs = 4096,
@@ -873,40 +932,7 @@ int main(int argc, char **argv)
 	int reg = c.no_register ? -EOPNOTSUPP : smbrdma_register(s, mem, slab);
 
 	struct job *jobs[MAX_JOBS] = {0};
-	int status = 0;
-	for (unsigned i = 0; i < c.jobs && !status; i++) {
-		struct job *j = calloc(1, sizeof(*j) + c.depth * sizeof(struct slot));
-		if (!j) {
-			status = 1;
-			break;
-		}
-		jobs[i] = j;
-		j->cfg = &c;
-		j->rng = 0x9e3779b97f4a7c15ULL ^ (i + 1);
-		pthread_mutex_init(&j->lock, NULL);
-		if (c.jobs > 1)
-			snprintf(j->path, sizeof(j->path), "%s.%u", c.path, i);
-		else
-			snprintf(j->path, sizeof(j->path), "%s", c.path);
-		if (c.verify && c.do_write) {
-			j->written = calloc(c.size / c.bs / 8 + 1, 1);
-			if (!j->written) {
-				status = 1;
-				break;
-			}
-		}
-		rc = smbrdma_open(s, j->path, O_RDWR | O_CREAT, &j->f);
-		if (!rc)
-			rc = layout(j, mem + (size_t)i * c.depth * c.bs, (size_t)c.depth * c.bs);
-		if (rc) {
-			fprintf(stderr, "smbrdma-bench: %s: %s\n", j->path, strerror(-rc));
-			status = 1;
-		}
-		for (unsigned k = 0; k < c.depth; k++) {
-			j->slots[k].job = j;
-			j->slots[k].buf = mem + ((size_t)i * c.depth + k) * c.bs;
-		}
-	}
+	int status = jobs_setup(s, &c, mem, jobs);
 	struct smbrdma_info before;
 	smbrdma_get_info(s, &before);
 	double cpu0 = cpu_seconds();
@@ -919,23 +945,7 @@ int main(int argc, char **argv)
 				break;
 		pthread_mutex_unlock(&jobs[i]->lock);
 	}
-	/* Wait for the runtime, or for every job to run out of work. */
-	struct timespec deadline;
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	double whole = floor(c.runtime < 1e8 ? c.runtime : 1e8);
-	deadline.tv_sec += (time_t)whole;
-	deadline.tv_nsec += (long)((c.runtime < 1e8 ? c.runtime - whole : 0) * 1e9);
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&all_lock);
-	while (all_inflight && pthread_cond_timedwait(&all_cv, &all_lock, &deadline) == 0)
-		;
-	atomic_store(&stop_flag, true);
-	while (all_inflight)
-		pthread_cond_wait(&all_cv, &all_lock);
-	pthread_mutex_unlock(&all_lock);
+	wait_done(c.runtime);
 	double secs = ns_since(&t0) / 1e9;
 	double cpu = cpu_seconds() - cpu0;
 	struct smbrdma_info after;
