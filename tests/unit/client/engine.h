@@ -89,6 +89,19 @@ static inline void read_cb(void *arg, int err, uint32_t status, const void *data
 	w_done(w, err, status);
 }
 
+/* Poll cond(arg) every 10 ms until true, for 5 s at most: false if it
+ * never became true. */
+static inline bool poll_for(bool (*cond)(void *), void *arg)
+{
+	struct timespec d = {0, 10 * 1000 * 1000};
+	for (int i = 0; i < 500; i++) {
+		if (cond(arg))
+			return true;
+		nanosleep(&d, NULL);
+	}
+	return false;
+}
+
 /* ---- a mount of the peer's share ---------------------------------------------------- */
 
 struct env {

@@ -75,19 +75,25 @@ static bool conn_addr_is(struct env *e, int conn, const char *want)
 	return peer_conn_info(e->p, conn, a, sizeof(a), NULL, NULL) && strcmp(a, want) == 0;
 }
 
-/* Poll the peer until it has seen n bindings and the client has `up`
- * channels up: at most 5 s. */
+struct bound {
+	struct env *e;
+	int n, up;
+};
+
+static bool is_bound(void *arg)
+{
+	struct bound *b = arg;
+	struct peer_stats st;
+	peer_get_stats(b->e->p, &st);
+	return st.bindings >= b->n && channels_up(b->e) >= b->up;
+}
+
+/* Poll until the peer has seen n bindings and the client has `up` channels
+ * up: at most 5 s. */
 static bool wait_bound(struct env *e, int n, int up)
 {
-	struct timespec d = {0, 10 * 1000 * 1000};
-	for (int i = 0; i < 500; i++) {
-		struct peer_stats st;
-		peer_get_stats(e->p, &st);
-		if (st.bindings >= n && channels_up(e) >= up)
-			return true;
-		nanosleep(&d, NULL);
-	}
-	return false;
+	struct bound b = {e, n, up};
+	return poll_for(is_bound, &b);
 }
 
 static void read_check(struct env *e, struct smb2_fileid fid, size_t len)
