@@ -6,6 +6,7 @@
 #include "auth/ntlmssp.h"
 #include "auth/spnego.h"
 #include "client/proto/smb2.h"
+#include "client/proto/smb2_lease.h"
 #include "client/transport_quic.h"
 #include "common/crypto.h"
 #include "common/cursor.h"
@@ -51,6 +52,10 @@ struct popen {
 	uint64_t session_id;
 	uint8_t guid[16];
 	uint32_t action;
+	/* a lease (RqLs granted): its key, state, and a break sent not yet acked */
+	bool lease, breaking;
+	uint8_t lease_key[16];
+	uint32_t lease_state, break_to;
 };
 
 /* A session as one connection (channel) knows it: each channel of a
@@ -93,6 +98,9 @@ struct hook {
 struct peer {
 	pthread_mutex_t m;
 	bool durable;
+	bool leasing; /* SMB2_GLOBAL_CAP_LEASING, RqLs granted */
+	uint8_t last_ack_key[16];
+	uint32_t last_ack_state;
 	uint8_t guid[16];
 	struct node nodes[MAX_NODES];
 	struct popen opens[MAX_OPENS];
@@ -225,6 +233,13 @@ void peer_set_durable(struct peer *p, bool on)
 {
 	pthread_mutex_lock(&p->m);
 	p->durable = on;
+	pthread_mutex_unlock(&p->m);
+}
+
+void peer_set_leasing(struct peer *p, bool on)
+{
+	pthread_mutex_lock(&p->m);
+	p->leasing = on;
 	pthread_mutex_unlock(&p->m);
 }
 
@@ -537,7 +552,8 @@ static void negotiate(struct frame *f, struct rsp *r)
 	smb_put_le16(b + 4, SMB2_DIALECT_0311);
 	smb_put_le16(b + 6, 2); /* contexts */
 	memcpy(b + 8, f->p->guid, 16);
-	smb_put_le32(b + 24, SMB2_GLOBAL_CAP_LARGE_MTU | SMB2_GLOBAL_CAP_MULTI_CHANNEL);
+	smb_put_le32(b + 24, SMB2_GLOBAL_CAP_LARGE_MTU | SMB2_GLOBAL_CAP_MULTI_CHANNEL |
+	                         (f->p->leasing ? SMB2_GLOBAL_CAP_LEASING : 0));
 	smb_put_le32(b + 28, 1u << 20);
 	smb_put_le32(b + 32, 1u << 20);
 	smb_put_le32(b + 36, 1u << 20);
@@ -853,15 +869,32 @@ static void tree_connect(struct frame *f, struct psess *s, struct rsp *r)
 	r->status = STATUS_SUCCESS;
 }
 
-static void put_dh2q(uint8_t *b)
+/* Append a create context (name: 4 characters) to the CREATE response
+ * in r (its contexts end the body). */
+static void create_ctx_add(struct rsp *r, const char *name, const void *data, uint32_t dlen)
 {
-	memset(b, 0, 32);
-	smb_put_le16(b + 4, 16);
-	smb_put_le16(b + 6, 4);
-	smb_put_le16(b + 10, 24);
-	smb_put_le32(b + 12, 8);
-	memcpy(b + 16, "DH2Q", 4);
-	smb_put_le32(b + 24, 60000);
+	uint8_t *b = r->body;
+	uint32_t coff = smb_le32(b + 80);
+	size_t at = coff ? r->body_len : 88;
+	at = (at + 7) & ~(size_t)7;
+	if (coff) {
+		size_t o = coff - HDR;
+		while (smb_le32(b + o))
+			o += smb_le32(b + o);
+		smb_put_le32(b + o, (uint32_t)(at - o)); /* Next of the last one */
+	} else {
+		smb_put_le32(b + 80, HDR + 88);
+	}
+	uint8_t *c = b + at;
+	memset(c, 0, 24 + dlen);
+	smb_put_le16(c + 4, 16); /* NameOffset */
+	smb_put_le16(c + 6, 4);
+	smb_put_le16(c + 10, 24); /* DataOffset */
+	smb_put_le32(c + 12, dlen);
+	memcpy(c + 16, name, 4);
+	memcpy(c + 24, data, dlen);
+	r->body_len = at + 24 + dlen;
+	smb_put_le32(b + 84, (uint32_t)(r->body_len - (smb_le32(b + 80) - HDR)));
 }
 
 static void create_rsp(struct frame *f, struct rsp *r, int oi, uint8_t oplock, bool dh2q)
@@ -869,7 +902,7 @@ static void create_rsp(struct frame *f, struct rsp *r, int oi, uint8_t oplock, b
 	struct popen *o = &f->p->opens[oi];
 	struct node *n = &f->p->nodes[o->node];
 	uint8_t *b = r->body;
-	memset(b, 0, 88 + 32);
+	memset(b, 0, 89);
 	smb_put_le16(b, 89);
 	b[2] = oplock;
 	smb_put_le32(b + 4, o->action);
@@ -880,16 +913,76 @@ static void create_rsp(struct frame *f, struct rsp *r, int oi, uint8_t oplock, b
 	smb_put_le32(b + 56, n->is_dir ? FILE_ATTRIBUTE_DIRECTORY : FILE_ATTRIBUTE_ARCHIVE);
 	smb_put_le64(b + 64, o->pid);
 	smb_put_le64(b + 72, o->vid);
+	r->body_len = 89;
 	if (dh2q) {
-		smb_put_le32(b + 80, HDR + 88);
-		smb_put_le32(b + 84, 32);
-		put_dh2q(b + 88);
-		r->body_len = 88 + 32;
-	} else {
-		r->body_len = 89;
+		uint8_t d[8] = {0};
+		smb_put_le32(d, 60000); /* Timeout */
+		create_ctx_add(r, "DH2Q", d, sizeof(d));
 	}
 	r->status = STATUS_SUCCESS;
 	f->last_fid = oi;
+}
+
+/* ---- leases ([MS-SMB2] 3.3.5.9.8, 3.3.4.7, 3.3.5.22.2) --------------------------------- */
+
+/* Grant what an RqLs asks (R|W|H at most; R|H on a directory): the CREATE
+ * response says OPLOCK_LEVEL_LEASE and carries the lease context back (v2,
+ * epoch 1, when asked with v2). */
+static void lease_grant(struct peer *p, struct rsp *r, struct popen *op, const uint8_t *rqls,
+                        uint32_t len)
+{
+	bool dir = p->nodes[op->node].is_dir;
+	op->lease = true;
+	memcpy(op->lease_key, rqls, 16);
+	op->lease_state =
+	    smb_le32(rqls + 16) &
+	    (dir ? SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING : SMB2_LEASE_RWH);
+	p->st.leases_granted++;
+	uint8_t ctx[SMB2_RQLS_V2_LEN] = {0};
+	uint32_t n = len >= SMB2_RQLS_V2_LEN ? SMB2_RQLS_V2_LEN : SMB2_RQLS_V1_LEN;
+	memcpy(ctx, op->lease_key, 16);
+	smb_put_le32(ctx + 16, op->lease_state);
+	if (n == SMB2_RQLS_V2_LEN)
+		smb_put_le16(ctx + 48, 1); /* Epoch */
+	r->body[2] = SMB2_OPLOCK_LEVEL_LEASE;
+	create_ctx_add(r, "RqLs", ctx, n);
+}
+
+/* The lease break acknowledgment (OPLOCK_BREAK with StructureSize 36): the
+ * lease must be breaking, to at most the state it is broken to. */
+static void lease_break_ack(struct frame *f, struct rsp *r)
+{
+	struct peer *p = f->p;
+	if (f->blen < SMB2_LEASE_BREAK_ACK_LEN || smb_le16(f->b) != SMB2_LEASE_BREAK_ACK_LEN) {
+		rsp_status(r, STATUS_INVALID_PARAMETER);
+		return;
+	}
+	const uint8_t *key = f->b + 8;
+	uint32_t state = smb_le32(f->b + 24);
+	struct popen *o = NULL;
+	for (int i = 0; i < MAX_OPENS && !o; i++)
+		if (p->opens[i].used && p->opens[i].lease &&
+		    !memcmp(p->opens[i].lease_key, key, 16))
+			o = &p->opens[i];
+	if (!o || !o->breaking) {
+		rsp_status(r, o ? STATUS_UNSUCCESSFUL : STATUS_OBJECT_NAME_NOT_FOUND);
+		return;
+	}
+	if (state & ~o->break_to) {
+		rsp_status(r, STATUS_REQUEST_NOT_ACCEPTED);
+		return;
+	}
+	o->breaking = false;
+	o->lease_state = state;
+	memcpy(p->last_ack_key, key, 16);
+	p->last_ack_state = state;
+	p->st.lease_acks++;
+	memset(r->body, 0, SMB2_LEASE_BREAK_ACK_LEN);
+	smb_put_le16(r->body, SMB2_LEASE_BREAK_ACK_LEN);
+	memcpy(r->body + 8, key, 16);
+	smb_put_le32(r->body + 24, state);
+	r->body_len = SMB2_LEASE_BREAK_ACK_LEN;
+	r->status = STATUS_SUCCESS;
 }
 
 static int open_new(struct peer *p, int node, int conn)
@@ -931,8 +1024,8 @@ static void create(struct frame *f, struct rsp *r)
 	}
 	if (!nlen)
 		path[0] = 0;
-	const uint8_t *dh2q = NULL, *dh2c = NULL;
-	uint32_t o = 0;
+	const uint8_t *dh2q = NULL, *dh2c = NULL, *rqls = NULL;
+	uint32_t o = 0, rqls_len = 0;
 	char name[5];
 	const uint8_t *data;
 	uint32_t dlen;
@@ -941,6 +1034,10 @@ static void create(struct frame *f, struct rsp *r)
 			dh2q = data;
 		else if (strcmp(name, "DH2C") == 0 && dlen >= 32)
 			dh2c = data;
+		else if (strcmp(name, "RqLs") == 0 && dlen >= SMB2_RQLS_V1_LEN) {
+			rqls = data;
+			rqls_len = dlen;
+		}
 	}
 	if (dh2c) {
 		int oi = open_find(p, smb_le64(dh2c), smb_le64(dh2c + 8));
@@ -1025,6 +1122,8 @@ static void create(struct frame *f, struct rsp *r)
 	if (dh2q)
 		memcpy(op->guid, dh2q + 16, 16);
 	create_rsp(f, r, oi, op->durable ? SMB2_OPLOCK_LEVEL_BATCH : 0, op->durable);
+	if (rqls && p->leasing && oplock == SMB2_OPLOCK_LEVEL_LEASE)
+		lease_grant(p, r, op, rqls, rqls_len);
 }
 
 static void close_file(struct frame *f, struct rsp *r)
@@ -1424,6 +1523,9 @@ static void dispatch(struct frame *f, struct rsp *r)
 		return;
 	case SMB2_IOCTL:
 		ioctl_fsctl(f, r);
+		return;
+	case SMB2_OPLOCK_BREAK:
+		lease_break_ack(f, r);
 		return;
 	default:
 		rsp_status(r, STATUS_NOT_SUPPORTED);
@@ -1829,6 +1931,64 @@ void peer_drop_connections(struct peer *p)
 		if (p->conns[i]->fake)
 			fake_kill(p->conns[i]->fake);
 	pthread_mutex_unlock(&p->m);
+}
+
+/* A LEASE_BREAK notification ([MS-SMB2] 2.2.23.2), unsolicited: MessageId
+ * all ones, no session, unsigned; on the connection of the open. */
+static void lease_break_send(struct peer *p, struct popen *o, uint32_t new_state)
+{
+	struct pconn *pc = o->conn >= 1 && o->conn <= p->nconns ? p->conns[o->conn - 1] : NULL;
+	if (!pc || pc->closed || !pc->fake)
+		return;
+	size_t len = HDR + 44;
+	uint8_t *msg = talloc_zero_size(NULL, len);
+	struct smb2_hdr h = {
+	    .command = SMB2_OPLOCK_BREAK,
+	    .flags = SMB2_FLAGS_SERVER_TO_REDIR,
+	    .message_id = UINT64_MAX,
+	};
+	smb2_hdr_encode(msg, HDR, &h);
+	uint8_t *b = msg + HDR;
+	smb_put_le16(b, 44);
+	smb_put_le16(b + 2, 2); /* NewEpoch */
+	smb_put_le32(b + 4, SMB2_NOTIFY_BREAK_LEASE_FLAG_ACK_REQUIRED);
+	memcpy(b + 8, o->lease_key, 16);
+	smb_put_le32(b + 24, o->lease_state);
+	smb_put_le32(b + 28, new_state);
+	o->breaking = true;
+	o->break_to = new_state;
+	p->st.lease_breaks++;
+	struct delivery *d = malloc(sizeof(*d));
+	*d = (struct delivery){pc->fake, msg, len};
+	ev_call(pc->fake->base.loop, deliver_cb, d);
+}
+
+bool peer_break_lease(struct peer *p, const char *path, uint32_t new_state)
+{
+	char n[PATH_MAX_];
+	norm(path, n, sizeof(n));
+	pthread_mutex_lock(&p->m);
+	int ni = node_find(p, n);
+	bool sent = false;
+	for (int i = 0; i < MAX_OPENS && ni >= 0 && !sent; i++) {
+		struct popen *o = &p->opens[i];
+		if (o->used && o->lease && o->node == ni && !o->breaking) {
+			lease_break_send(p, o, new_state);
+			sent = o->breaking;
+		}
+	}
+	pthread_mutex_unlock(&p->m);
+	return sent;
+}
+
+bool peer_last_lease_ack(struct peer *p, uint8_t key[16], uint32_t *state)
+{
+	pthread_mutex_lock(&p->m);
+	bool any = p->st.lease_acks > 0;
+	memcpy(key, p->last_ack_key, 16);
+	*state = p->last_ack_state;
+	pthread_mutex_unlock(&p->m);
+	return any;
 }
 
 bool peer_drop_connection(struct peer *p, int conn)

@@ -49,6 +49,18 @@ void peer_free(struct peer *p);
  * CreateGuid, so a replayed exclusive create meets its own first try. */
 void peer_set_durable(struct peer *p, bool on);
 
+/* Offer leasing (SMB2_GLOBAL_CAP_LEASING; default off): a CREATE asking
+ * for a lease (RqLs, OPLOCK_LEVEL_LEASE) is granted what it asks, R|W|H at
+ * most. */
+void peer_set_leasing(struct peer *p, bool on);
+/* Send a LEASE_BREAK notification (ACK_REQUIRED) to new_state for the
+ * lease of an open of path, on that open's connection; false if there is
+ * no such lease (or it is breaking already). */
+bool peer_break_lease(struct peer *p, const char *path, uint32_t new_state);
+/* The key and state of the last lease break acknowledgment accepted;
+ * false if none. */
+bool peer_last_lease_ack(struct peer *p, uint8_t key[16], uint32_t *state);
+
 /* The server's interfaces for FSCTL_QUERY_NETWORK_INTERFACE_INFO: IPv4
  * addresses (IfIndex 1, 2, ... in this order; up to 4).  Default: none
  * (an empty list). */
@@ -114,6 +126,7 @@ struct peer_stats {
 	int bindings;      /* channels bound to a session (binding SESSION_SETUPs done) */
 	int bind_refusals; /* bindings refused: no such session (USER_SESSION_DELETED) */
 	int netif_queries; /* FSCTL_QUERY_NETWORK_INTERFACE_INFO answered */
+	int leases_granted, lease_breaks, lease_acks; /* lease acks accepted */
 };
 void peer_get_stats(struct peer *p, struct peer_stats *out);
 /* The address connection conn (1, 2, ...) dialled ("127.0.0.2"), into
