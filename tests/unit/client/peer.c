@@ -6,13 +6,16 @@
 #include "auth/ntlmssp.h"
 #include "auth/spnego.h"
 #include "client/proto/smb2.h"
+#include "client/proto/smb2_lease.h"
 #include "client/transport_quic.h"
 #include "common/crypto.h"
 #include "common/cursor.h"
 #include "common/evloop.h"
 #include "common/transport.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +33,7 @@
 #define MAX_HOOKS   16
 #define MAX_RECS    4096
 #define MAX_PDUS    16
+#define MAX_IFACES  4
 #define FILE_OPENED 1
 
 struct node {
@@ -45,17 +49,28 @@ struct popen {
 	uint64_t pid, vid;
 	int node;
 	int conn; /* the connection it belongs to; 0 = disconnected (durable) */
+	uint64_t session_id;
 	uint8_t guid[16];
 	uint32_t action;
+	/* a lease (RqLs granted): its key, state, and a break sent not yet acked */
+	bool lease, breaking;
+	uint8_t lease_key[16];
+	uint32_t lease_state, break_to;
 };
 
+/* A session as one connection (channel) knows it: each channel of a
+ * multichannel session has its own entry, with the session's id, keys and
+ * tree copied, and its own preauth hash and signing key. */
 struct psess {
 	bool used;
+	bool binding; /* this channel was bound to an existing session */
 	uint64_t id;
 	int state; /* 0 new, 1 challenged, 2 valid */
 	uint8_t challenge[8];
 	uint8_t preauth[64];
-	uint8_t signing_key[16];
+	uint8_t signing_key[16];      /* this channel's (Channel.SigningKey) */
+	uint8_t sess_signing_key[16]; /* the session's (Session.SigningKey) */
+	uint8_t session_key[16];      /* Session.SessionKey */
 	bool have_key;
 	uint32_t tree_id;
 };
@@ -64,6 +79,7 @@ struct fake;
 struct pconn {
 	int number;
 	bool closed;
+	char addr[INET6_ADDRSTRLEN]; /* the address the client dialled */
 	uint16_t dialect;
 	uint8_t preauth[64];
 	struct psess sess[MAX_SESS];
@@ -82,6 +98,9 @@ struct hook {
 struct peer {
 	pthread_mutex_t m;
 	bool durable;
+	bool leasing; /* SMB2_GLOBAL_CAP_LEASING, RqLs granted */
+	uint8_t last_ack_key[16];
+	uint32_t last_ack_state;
 	uint8_t guid[16];
 	struct node nodes[MAX_NODES];
 	struct popen opens[MAX_OPENS];
@@ -95,6 +114,8 @@ struct peer {
 	char violation[256];
 	uint64_t next_session, next_fid, next_file_id, clock;
 	uint32_t next_tree;
+	struct in_addr ifaces[MAX_IFACES]; /* FSCTL_QUERY_NETWORK_INTERFACE_INFO */
+	int nifaces;
 };
 
 static struct peer *g_peer;
@@ -215,6 +236,23 @@ void peer_set_durable(struct peer *p, bool on)
 	pthread_mutex_unlock(&p->m);
 }
 
+void peer_set_leasing(struct peer *p, bool on)
+{
+	pthread_mutex_lock(&p->m);
+	p->leasing = on;
+	pthread_mutex_unlock(&p->m);
+}
+
+void peer_set_interfaces(struct peer *p, const char *const *ipv4, int n)
+{
+	pthread_mutex_lock(&p->m);
+	p->nifaces = 0;
+	for (int i = 0; i < n && p->nifaces < MAX_IFACES; i++)
+		if (inet_pton(AF_INET, ipv4[i], &p->ifaces[p->nifaces]) == 1)
+			p->nifaces++;
+	pthread_mutex_unlock(&p->m);
+}
+
 void peer_add_file(struct peer *p, const char *path, const void *data, size_t len)
 {
 	char n[PATH_MAX_];
@@ -318,6 +356,27 @@ void peer_get_stats(struct peer *p, struct peer_stats *out)
 	pthread_mutex_unlock(&p->m);
 }
 
+bool peer_conn_info(struct peer *p, int conn, char *addr, size_t cap, uint64_t *session_id,
+                    bool *live)
+{
+	pthread_mutex_lock(&p->m);
+	struct pconn *pc = conn >= 1 && conn <= p->nconns ? p->conns[conn - 1] : NULL;
+	if (pc) {
+		if (addr)
+			snprintf(addr, cap, "%s", pc->addr);
+		if (session_id) {
+			*session_id = 0;
+			for (int i = 0; i < MAX_SESS && !*session_id; i++)
+				if (pc->sess[i].used)
+					*session_id = pc->sess[i].id;
+		}
+		if (live)
+			*live = !pc->closed;
+	}
+	pthread_mutex_unlock(&p->m);
+	return pc != NULL;
+}
+
 void peer_last_violation(struct peer *p, char *out, size_t cap)
 {
 	pthread_mutex_lock(&p->m);
@@ -340,7 +399,7 @@ static void violation(struct peer *p, const char *fmt, ...)
 /* A response under construction. */
 struct rsp {
 	uint32_t status;
-	uint8_t body[512];
+	uint8_t body[1024];
 	size_t body_len;
 	const uint8_t *data; /* READ payload after body */
 	size_t data_len;
@@ -361,6 +420,7 @@ struct frame {
 	size_t blen;
 	bool related;
 	int last_fid; /* open index of the chain's last CREATE, -1 none */
+	bool bad_sig; /* signed, and it did not verify (a violation) */
 	uint32_t last_status;
 	struct peer_rec *rec;
 };
@@ -379,6 +439,51 @@ static struct psess *sess_find(struct pconn *pc, uint64_t id)
 		if (pc->sess[i].used && pc->sess[i].id == id)
 			return &pc->sess[i];
 	return NULL;
+}
+
+/* ---- sessions across channels (multichannel) ---------------------------------------- */
+
+/* The session id on a live connection other than except, valid: the
+ * session a binding joins, or where a lost channel's opens go. */
+static struct psess *sess_elsewhere(struct peer *p, uint64_t id, const struct pconn *except)
+{
+	for (int i = 0; i < p->nconns; i++) {
+		struct pconn *c = p->conns[i];
+		if (c == except || c->closed)
+			continue;
+		struct psess *s = sess_find(c, id);
+		if (s && s->state == 2)
+			return s;
+	}
+	return NULL;
+}
+
+static int sess_conn_number(struct peer *p, const struct psess *s)
+{
+	for (int i = 0; i < p->nconns; i++)
+		if (s >= p->conns[i]->sess && s < p->conns[i]->sess + MAX_SESS)
+			return p->conns[i]->number;
+	return 0;
+}
+
+/* A session-wide change on every channel: its tree (0: disconnected), or
+ * its end (LOGOFF). */
+static void sess_set_tree(struct peer *p, uint64_t id, uint32_t tree_id)
+{
+	for (int i = 0; i < p->nconns; i++) {
+		struct psess *s = p->conns[i]->closed ? NULL : sess_find(p->conns[i], id);
+		if (s)
+			s->tree_id = tree_id;
+	}
+}
+
+static void sess_end(struct peer *p, uint64_t id)
+{
+	for (int i = 0; i < p->nconns; i++) {
+		struct psess *s = sess_find(p->conns[i], id);
+		if (s)
+			s->used = false;
+	}
 }
 
 static int open_find(struct peer *p, uint64_t pid, uint64_t vid)
@@ -447,7 +552,8 @@ static void negotiate(struct frame *f, struct rsp *r)
 	smb_put_le16(b + 4, SMB2_DIALECT_0311);
 	smb_put_le16(b + 6, 2); /* contexts */
 	memcpy(b + 8, f->p->guid, 16);
-	smb_put_le32(b + 24, SMB2_GLOBAL_CAP_LARGE_MTU);
+	smb_put_le32(b + 24, SMB2_GLOBAL_CAP_LARGE_MTU | SMB2_GLOBAL_CAP_MULTI_CHANNEL |
+	                         (f->p->leasing ? SMB2_GLOBAL_CAP_LEASING : 0));
 	smb_put_le32(b + 28, 1u << 20);
 	smb_put_le32(b + 32, 1u << 20);
 	smb_put_le32(b + 36, 1u << 20);
@@ -565,6 +671,67 @@ static int ntlm_verify(const struct psess *s, const uint8_t *tok, size_t len, ui
 	return 0;
 }
 
+/* A free session entry on pc, zeroed and marked used; NULL if none. */
+static struct psess *sess_slot(struct pconn *pc)
+{
+	for (int i = 0; i < MAX_SESS; i++) {
+		struct psess *s = &pc->sess[i];
+		if (s->used)
+			continue;
+		memset(s, 0, sizeof(*s));
+		s->used = true;
+		memcpy(s->preauth, pc->preauth, 64);
+		smb_random_bytes(s->challenge, 8);
+		return s;
+	}
+	return NULL;
+}
+
+/* The first SESSION_SETUP of a binding ([MS-SMB2] 3.3.5.5.2): the session
+ * must live on another connection (else USER_SESSION_DELETED, *status) and
+ * the request be signed with its key (checked in peer_message).  The new
+ * channel's entry carries the session's id, keys and tree; its preauth
+ * hash starts from this connection's NEGOTIATE. */
+static struct psess *bind_begin(struct frame *f, uint32_t *status)
+{
+	struct peer *p = f->p;
+	const struct psess *o = sess_elsewhere(p, f->h.session_id, f->pc);
+	struct psess *s = NULL;
+	*status = STATUS_USER_SESSION_DELETED;
+	if (!o) {
+		p->st.bind_refusals++;
+		return NULL;
+	}
+	if (!(f->h.flags & SMB2_FLAGS_SIGNED) || f->bad_sig) {
+		if (!f->bad_sig)
+			violation(p, "conn %d: binding SESSION_SETUP unsigned", f->pc->number);
+		*status = STATUS_ACCESS_DENIED;
+		return NULL;
+	}
+	if (!(s = sess_slot(f->pc))) {
+		*status = STATUS_INSUFFICIENT_RESOURCES;
+		return NULL;
+	}
+	s->binding = true;
+	s->id = o->id;
+	s->tree_id = o->tree_id;
+	memcpy(s->session_key, o->session_key, 16);
+	memcpy(s->sess_signing_key, o->sess_signing_key, 16);
+	return s;
+}
+
+/* The binding authenticated: Channel.SigningKey from Session.SessionKey and
+ * this channel's preauth hash ([MS-SMB2] 3.3.5.5.3; Samba would take the
+ * binding's own session key, which the client also accepts). */
+static void bind_finish(struct peer *p, struct psess *s)
+{
+	static const uint8_t label[] = "SMBSigningKey";
+	smb_kdf(s->session_key, 16, label, sizeof(label), s->preauth, 64, s->signing_key, 16);
+	s->have_key = true;
+	s->state = 2;
+	p->st.bindings++;
+}
+
 static void session_setup(struct frame *f, struct rsp *r)
 {
 	struct peer *p = f->p;
@@ -573,10 +740,7 @@ static void session_setup(struct frame *f, struct rsp *r)
 		rsp_status(r, STATUS_INVALID_PARAMETER);
 		return;
 	}
-	if (f->b[2] & SMB2_SESSION_FLAG_BINDING) {
-		rsp_status(r, STATUS_NOT_SUPPORTED);
-		return;
-	}
+	bool binding = f->b[2] & SMB2_SESSION_FLAG_BINDING;
 	const uint8_t *blob;
 	size_t bl;
 	uint16_t off = smb_le16(f->b + 12), len = smb_le16(f->b + 14);
@@ -588,25 +752,25 @@ static void session_setup(struct frame *f, struct rsp *r)
 	bl = len;
 	struct psess *s = NULL;
 	if (f->h.session_id) {
+		uint32_t st = STATUS_USER_SESSION_DELETED;
 		s = sess_find(pc, f->h.session_id);
+		if (!s && binding) {
+			s = bind_begin(f, &st);
+		} else if (s && binding && f->bad_sig) {
+			s = NULL; /* a binding's later round, badly signed */
+			st = STATUS_ACCESS_DENIED;
+		}
 		if (!s) {
-			rsp_status(r, STATUS_USER_SESSION_DELETED);
+			rsp_status(r, st);
 			return;
 		}
 	} else {
-		for (int i = 0; i < MAX_SESS && !s; i++)
-			if (!pc->sess[i].used)
-				s = &pc->sess[i];
-		if (!s) {
+		if (!(s = sess_slot(pc))) {
 			rsp_status(r, STATUS_INVALID_PARAMETER);
 			return;
 		}
-		memset(s, 0, sizeof(*s));
-		s->used = true;
 		p->next_session += 0x10001;
 		s->id = p->next_session;
-		memcpy(s->preauth, pc->preauth, 64);
-		smb_random_bytes(s->challenge, 8);
 	}
 	r->session_id = s->id;
 	r->sess = s;
@@ -657,11 +821,17 @@ static void session_setup(struct frame *f, struct rsp *r)
 		rsp_status(r, STATUS_LOGON_FAILURE);
 		return;
 	}
-	static const uint8_t label[] = "SMBSigningKey";
-	smb_kdf(key, 16, label, sizeof(label), s->preauth, 64, s->signing_key, 16);
-	s->have_key = true;
-	s->state = 2;
-	p->st.sessions++;
+	if (s->binding) {
+		bind_finish(p, s);
+	} else {
+		static const uint8_t label[] = "SMBSigningKey";
+		smb_kdf(key, 16, label, sizeof(label), s->preauth, 64, s->signing_key, 16);
+		memcpy(s->sess_signing_key, s->signing_key, 16);
+		memcpy(s->session_key, key, 16);
+		s->have_key = true;
+		s->state = 2;
+		p->st.sessions++;
+	}
 	ssize_t n = spnego_encode_resp(r->body + 8, sizeof(r->body) - 8, SPNEGO_ACCEPT_COMPLETED,
 	                               NULL, 0, NULL, 0, NULL, 0);
 	r->status = STATUS_SUCCESS;
@@ -689,6 +859,7 @@ static void tree_connect(struct frame *f, struct psess *s, struct rsp *r)
 		return;
 	}
 	s->tree_id = ++f->p->next_tree;
+	sess_set_tree(f->p, s->id, s->tree_id);
 	r->tree_id = s->tree_id;
 	memset(r->body, 0, 16);
 	smb_put_le16(r->body, 16);
@@ -698,15 +869,32 @@ static void tree_connect(struct frame *f, struct psess *s, struct rsp *r)
 	r->status = STATUS_SUCCESS;
 }
 
-static void put_dh2q(uint8_t *b)
+/* Append a create context (name: 4 characters) to the CREATE response
+ * in r (its contexts end the body). */
+static void create_ctx_add(struct rsp *r, const char *name, const void *data, uint32_t dlen)
 {
-	memset(b, 0, 32);
-	smb_put_le16(b + 4, 16);
-	smb_put_le16(b + 6, 4);
-	smb_put_le16(b + 10, 24);
-	smb_put_le32(b + 12, 8);
-	memcpy(b + 16, "DH2Q", 4);
-	smb_put_le32(b + 24, 60000);
+	uint8_t *b = r->body;
+	uint32_t coff = smb_le32(b + 80);
+	size_t at = coff ? r->body_len : 88;
+	at = (at + 7) & ~(size_t)7;
+	if (coff) {
+		size_t o = coff - HDR;
+		while (smb_le32(b + o))
+			o += smb_le32(b + o);
+		smb_put_le32(b + o, (uint32_t)(at - o)); /* Next of the last one */
+	} else {
+		smb_put_le32(b + 80, HDR + 88);
+	}
+	uint8_t *c = b + at;
+	memset(c, 0, 24 + dlen);
+	smb_put_le16(c + 4, 16); /* NameOffset */
+	smb_put_le16(c + 6, 4);
+	smb_put_le16(c + 10, 24); /* DataOffset */
+	smb_put_le32(c + 12, dlen);
+	memcpy(c + 16, name, 4);
+	memcpy(c + 24, data, dlen);
+	r->body_len = at + 24 + dlen;
+	smb_put_le32(b + 84, (uint32_t)(r->body_len - (smb_le32(b + 80) - HDR)));
 }
 
 static void create_rsp(struct frame *f, struct rsp *r, int oi, uint8_t oplock, bool dh2q)
@@ -714,7 +902,7 @@ static void create_rsp(struct frame *f, struct rsp *r, int oi, uint8_t oplock, b
 	struct popen *o = &f->p->opens[oi];
 	struct node *n = &f->p->nodes[o->node];
 	uint8_t *b = r->body;
-	memset(b, 0, 88 + 32);
+	memset(b, 0, 89);
 	smb_put_le16(b, 89);
 	b[2] = oplock;
 	smb_put_le32(b + 4, o->action);
@@ -725,16 +913,76 @@ static void create_rsp(struct frame *f, struct rsp *r, int oi, uint8_t oplock, b
 	smb_put_le32(b + 56, n->is_dir ? FILE_ATTRIBUTE_DIRECTORY : FILE_ATTRIBUTE_ARCHIVE);
 	smb_put_le64(b + 64, o->pid);
 	smb_put_le64(b + 72, o->vid);
+	r->body_len = 89;
 	if (dh2q) {
-		smb_put_le32(b + 80, HDR + 88);
-		smb_put_le32(b + 84, 32);
-		put_dh2q(b + 88);
-		r->body_len = 88 + 32;
-	} else {
-		r->body_len = 89;
+		uint8_t d[8] = {0};
+		smb_put_le32(d, 60000); /* Timeout */
+		create_ctx_add(r, "DH2Q", d, sizeof(d));
 	}
 	r->status = STATUS_SUCCESS;
 	f->last_fid = oi;
+}
+
+/* ---- leases ([MS-SMB2] 3.3.5.9.8, 3.3.4.7, 3.3.5.22.2) --------------------------------- */
+
+/* Grant what an RqLs asks (R|W|H at most; R|H on a directory): the CREATE
+ * response says OPLOCK_LEVEL_LEASE and carries the lease context back (v2,
+ * epoch 1, when asked with v2). */
+static void lease_grant(struct peer *p, struct rsp *r, struct popen *op, const uint8_t *rqls,
+                        uint32_t len)
+{
+	bool dir = p->nodes[op->node].is_dir;
+	op->lease = true;
+	memcpy(op->lease_key, rqls, 16);
+	op->lease_state =
+	    smb_le32(rqls + 16) &
+	    (dir ? SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING : SMB2_LEASE_RWH);
+	p->st.leases_granted++;
+	uint8_t ctx[SMB2_RQLS_V2_LEN] = {0};
+	uint32_t n = len >= SMB2_RQLS_V2_LEN ? SMB2_RQLS_V2_LEN : SMB2_RQLS_V1_LEN;
+	memcpy(ctx, op->lease_key, 16);
+	smb_put_le32(ctx + 16, op->lease_state);
+	if (n == SMB2_RQLS_V2_LEN)
+		smb_put_le16(ctx + 48, 1); /* Epoch */
+	r->body[2] = SMB2_OPLOCK_LEVEL_LEASE;
+	create_ctx_add(r, "RqLs", ctx, n);
+}
+
+/* The lease break acknowledgment (OPLOCK_BREAK with StructureSize 36): the
+ * lease must be breaking, to at most the state it is broken to. */
+static void lease_break_ack(struct frame *f, struct rsp *r)
+{
+	struct peer *p = f->p;
+	if (f->blen < SMB2_LEASE_BREAK_ACK_LEN || smb_le16(f->b) != SMB2_LEASE_BREAK_ACK_LEN) {
+		rsp_status(r, STATUS_INVALID_PARAMETER);
+		return;
+	}
+	const uint8_t *key = f->b + 8;
+	uint32_t state = smb_le32(f->b + 24);
+	struct popen *o = NULL;
+	for (int i = 0; i < MAX_OPENS && !o; i++)
+		if (p->opens[i].used && p->opens[i].lease &&
+		    !memcmp(p->opens[i].lease_key, key, 16))
+			o = &p->opens[i];
+	if (!o || !o->breaking) {
+		rsp_status(r, o ? STATUS_UNSUCCESSFUL : STATUS_OBJECT_NAME_NOT_FOUND);
+		return;
+	}
+	if (state & ~o->break_to) {
+		rsp_status(r, STATUS_REQUEST_NOT_ACCEPTED);
+		return;
+	}
+	o->breaking = false;
+	o->lease_state = state;
+	memcpy(p->last_ack_key, key, 16);
+	p->last_ack_state = state;
+	p->st.lease_acks++;
+	memset(r->body, 0, SMB2_LEASE_BREAK_ACK_LEN);
+	smb_put_le16(r->body, SMB2_LEASE_BREAK_ACK_LEN);
+	memcpy(r->body + 8, key, 16);
+	smb_put_le32(r->body + 24, state);
+	r->body_len = SMB2_LEASE_BREAK_ACK_LEN;
+	r->status = STATUS_SUCCESS;
 }
 
 static int open_new(struct peer *p, int node, int conn)
@@ -776,8 +1024,8 @@ static void create(struct frame *f, struct rsp *r)
 	}
 	if (!nlen)
 		path[0] = 0;
-	const uint8_t *dh2q = NULL, *dh2c = NULL;
-	uint32_t o = 0;
+	const uint8_t *dh2q = NULL, *dh2c = NULL, *rqls = NULL;
+	uint32_t o = 0, rqls_len = 0;
 	char name[5];
 	const uint8_t *data;
 	uint32_t dlen;
@@ -786,6 +1034,10 @@ static void create(struct frame *f, struct rsp *r)
 			dh2q = data;
 		else if (strcmp(name, "DH2C") == 0 && dlen >= 32)
 			dh2c = data;
+		else if (strcmp(name, "RqLs") == 0 && dlen >= SMB2_RQLS_V1_LEN) {
+			rqls = data;
+			rqls_len = dlen;
+		}
 	}
 	if (dh2c) {
 		int oi = open_find(p, smb_le64(dh2c), smb_le64(dh2c + 8));
@@ -794,6 +1046,7 @@ static void create(struct frame *f, struct rsp *r)
 			return;
 		}
 		p->opens[oi].conn = f->pc->number;
+		p->opens[oi].session_id = f->h.session_id;
 		p->opens[oi].action = FILE_OPENED;
 		p->st.durable_reconnects++;
 		create_rsp(f, r, oi, SMB2_OPLOCK_LEVEL_BATCH, true);
@@ -806,6 +1059,7 @@ static void create(struct frame *f, struct rsp *r)
 			    memcmp(p->opens[i].guid, dh2q + 16, 16) == 0) {
 				p->st.replayed_creates++;
 				p->opens[i].conn = f->pc->number;
+				p->opens[i].session_id = f->h.session_id;
 				create_rsp(f, r, i, SMB2_OPLOCK_LEVEL_BATCH, true);
 				return;
 			}
@@ -861,12 +1115,15 @@ static void create(struct frame *f, struct rsp *r)
 		return;
 	}
 	struct popen *op = &p->opens[oi];
+	op->session_id = f->h.session_id;
 	op->action = action;
 	op->delete_on_close = opts & FILE_DELETE_ON_CLOSE;
 	op->durable = dh2q && p->durable && oplock == SMB2_OPLOCK_LEVEL_BATCH;
 	if (dh2q)
 		memcpy(op->guid, dh2q + 16, 16);
 	create_rsp(f, r, oi, op->durable ? SMB2_OPLOCK_LEVEL_BATCH : 0, op->durable);
+	if (rqls && p->leasing && oplock == SMB2_OPLOCK_LEVEL_LEASE)
+		lease_grant(p, r, op, rqls, rqls_len);
 }
 
 static void close_file(struct frame *f, struct rsp *r)
@@ -1141,6 +1398,51 @@ static void write_file(struct frame *f, struct rsp *r)
 	r->status = STATUS_SUCCESS;
 }
 
+/* FSCTL_QUERY_NETWORK_INTERFACE_INFO's output ([MS-SMB2] 2.2.32.5): one
+ * NETWORK_INTERFACE_INFO (152 bytes) per interface of peer_set_interfaces,
+ * IfIndex 1, 2, ..., 10 Gb/s, no RSS or RDMA. */
+static size_t put_interfaces(struct peer *p, uint8_t *out)
+{
+	enum { ENTRY = 152 };
+	memset(out, 0, (size_t)p->nifaces * ENTRY);
+	for (int i = 0; i < p->nifaces; i++) {
+		uint8_t *e = out + (size_t)i * ENTRY;
+		smb_put_le32(e, i + 1 < p->nifaces ? ENTRY : 0); /* Next */
+		smb_put_le32(e + 4, (uint32_t)i + 1);            /* IfIndex */
+		smb_put_le64(e + 16, 10000000000ull);            /* LinkSpeed */
+		smb_put_le16(e + 24, 0x0002);                    /* Family: InterNetwork */
+		memcpy(e + 28, &p->ifaces[i], 4);                /* network order */
+	}
+	return (size_t)p->nifaces * ENTRY;
+}
+
+/* IOCTL: FSCTL_QUERY_NETWORK_INTERFACE_INFO only (signed like every
+ * response of a session with a key). */
+static void ioctl_fsctl(struct frame *f, struct rsp *r)
+{
+	if (f->blen < 56) {
+		rsp_status(r, STATUS_INVALID_PARAMETER);
+		return;
+	}
+	uint32_t code = smb_le32(f->b + 4);
+	if (code != FSCTL_QUERY_NETWORK_INTERFACE_INFO) {
+		rsp_status(r, STATUS_NOT_SUPPORTED);
+		return;
+	}
+	f->p->st.netif_queries++;
+	uint8_t *b = r->body;
+	memset(b, 0, 48);
+	smb_put_le16(b, 49);
+	smb_put_le32(b + 4, code);
+	memcpy(b + 8, f->b + 8, 16);    /* FileId */
+	smb_put_le32(b + 24, HDR + 48); /* InputOffset */
+	smb_put_le32(b + 32, HDR + 48); /* OutputOffset */
+	size_t n = put_interfaces(f->p, b + 48);
+	smb_put_le32(b + 36, (uint32_t)n); /* OutputCount */
+	r->body_len = 48 + (n ? n : 1);
+	r->status = STATUS_SUCCESS;
+}
+
 static void simple_ok(struct rsp *r)
 {
 	memset(r->body, 0, 4);
@@ -1174,7 +1476,7 @@ static void dispatch(struct frame *f, struct rsp *r)
 	}
 	if (cmd == SMB2_LOGOFF) {
 		simple_ok(r);
-		s->used = false; /* signed with the key it still has */
+		sess_end(f->p, s->id); /* signed with the key it still has */
 		return;
 	}
 	if (cmd == SMB2_TREE_CONNECT) {
@@ -1192,7 +1494,7 @@ static void dispatch(struct frame *f, struct rsp *r)
 	}
 	switch (cmd) {
 	case SMB2_TREE_DISCONNECT:
-		s->tree_id = 0;
+		sess_set_tree(f->p, s->id, 0);
 		simple_ok(r);
 		return;
 	case SMB2_CREATE:
@@ -1219,6 +1521,12 @@ static void dispatch(struct frame *f, struct rsp *r)
 	case SMB2_SET_INFO:
 		set_info(f, r);
 		return;
+	case SMB2_IOCTL:
+		ioctl_fsctl(f, r);
+		return;
+	case SMB2_OPLOCK_BREAK:
+		lease_break_ack(f, r);
+		return;
 	default:
 		rsp_status(r, STATUS_NOT_SUPPORTED);
 	}
@@ -1231,6 +1539,8 @@ static void annotate(struct frame *f, struct peer_rec *rec)
 	rec->disposition = -1;
 	rec->path[0] = 0;
 	uint16_t cmd = f->h.command;
+	rec->binding =
+	    cmd == SMB2_SESSION_SETUP && f->blen >= 3 && (f->b[2] & SMB2_SESSION_FLAG_BINDING);
 	if (cmd == SMB2_CREATE && f->blen >= 56) {
 		uint16_t noff = smb_le16(f->b + 44), nlen = smb_le16(f->b + 46);
 		rec->disposition = (int)smb_le32(f->b + 36);
@@ -1268,22 +1578,43 @@ static struct hook *hook_for(struct peer *p, const struct peer_rec *rec)
 	return NULL;
 }
 
-/* The connection is gone: its sessions with it, and its opens but the
- * durable ones (kept for a reconnect). */
+/* The connection is gone, and its channels with it.  An open whose
+ * session has another channel moves there; the others end with their
+ * session but the durable ones (kept for a reconnect). */
 static void conn_gone(struct peer *p, struct pconn *pc)
 {
 	if (pc->closed)
 		return;
 	pc->closed = true;
-	memset(pc->sess, 0, sizeof(pc->sess));
 	for (int i = 0; i < MAX_OPENS; i++) {
-		if (!p->opens[i].used || p->opens[i].conn != pc->number)
+		struct popen *o = &p->opens[i];
+		if (!o->used || o->conn != pc->number)
 			continue;
-		if (p->opens[i].durable)
-			p->opens[i].conn = 0;
+		const struct psess *to = sess_elsewhere(p, o->session_id, pc);
+		if (to)
+			o->conn = sess_conn_number(p, to);
+		else if (o->durable)
+			o->conn = 0;
 		else
 			open_close(p, i);
 	}
+	memset(pc->sess, 0, sizeof(pc->sess));
+}
+
+/* The key request f must be signed with (NULL: none known): its channel's,
+ * or for a binding SESSION_SETUP the session's, Session.SigningKey
+ * ([MS-SMB2] 3.3.5.5.2), which the channel has no key of its own before. */
+static const uint8_t *request_key(struct peer *p, const struct frame *f, const struct psess *s)
+{
+	bool binding = f->h.command == SMB2_SESSION_SETUP && f->blen >= 3 &&
+	               (f->b[2] & SMB2_SESSION_FLAG_BINDING);
+	if (binding && s)
+		return s->sess_signing_key;
+	if (binding) {
+		const struct psess *o = sess_elsewhere(p, f->h.session_id, f->pc);
+		return o ? o->sess_signing_key : NULL;
+	}
+	return s && s->have_key ? s->signing_key : NULL;
 }
 
 /* A growing output buffer. */
@@ -1332,6 +1663,7 @@ static void peer_message(struct peer *p, struct pconn *pc, const uint8_t *msg, s
 		f.b = f.pdu + HDR;
 		f.blen = f.len - HDR;
 		f.related = f.h.flags & SMB2_FLAGS_RELATED_OPERATIONS;
+		f.bad_sig = false;
 		if (!f.related) {
 			f.last_fid = -1;
 			f.last_status = STATUS_SUCCESS;
@@ -1347,15 +1679,17 @@ static void peer_message(struct peer *p, struct pconn *pc, const uint8_t *msg, s
 		struct hook *h = hook_for(p, &rec);
 		rec.hooked = h != NULL;
 		struct rsp *r = &rs[n];
-		/* signed requests must verify with the session's key */
+		/* signed requests must verify with the channel's key */
 		struct psess *s = sess_find(pc, f.h.session_id);
-		if ((f.h.flags & SMB2_FLAGS_SIGNED) && s && s->have_key) {
+		const uint8_t *key = request_key(p, &f, s);
+		if ((f.h.flags & SMB2_FLAGS_SIGNED) && key) {
 			uint8_t *copy = malloc(f.len), sig[16];
 			memcpy(copy, f.pdu, f.len);
 			memset(copy + 48, 0, 16);
 			struct iovec iov = {copy, f.len};
-			smb_sign_pdu(SMB2_SIGNING_AES_CMAC, s->signing_key, &iov, 1, sig);
-			if (memcmp(sig, f.pdu + 48, 16) != 0)
+			smb_sign_pdu(SMB2_SIGNING_AES_CMAC, key, &iov, 1, sig);
+			f.bad_sig = memcmp(sig, f.pdu + 48, 16) != 0;
+			if (f.bad_sig)
 				violation(p, "conn %d: %s MessageId %llu: bad signature",
 				          pc->number, smb2_command_str(f.h.command),
 				          (unsigned long long)f.h.message_id);
@@ -1456,7 +1790,8 @@ struct fake {
 	struct smb_transport base;
 	struct peer *p;
 	struct pconn *pc;
-	bool dead; /* under p->m */
+	bool dead;                      /* under p->m */
+	struct sockaddr_storage remote; /* what connect() was given */
 };
 
 struct delivery {
@@ -1500,6 +1835,14 @@ static int fake_connect(struct smb_transport *t, const struct sockaddr *a, sockl
 	struct pconn *pc = calloc(1, sizeof(*pc));
 	pc->number = ++p->st.connections;
 	pc->fake = f;
+	if (l <= sizeof(f->remote))
+		memcpy(&f->remote, a, l);
+	if (a->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)a)->sin_addr, pc->addr,
+		          sizeof(pc->addr));
+	else if (a->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)a)->sin6_addr, pc->addr,
+		          sizeof(pc->addr));
 	p->conns[p->nconns++] = pc;
 	f->pc = pc;
 	pthread_mutex_unlock(&p->m);
@@ -1558,10 +1901,13 @@ static void fake_destroy(struct smb_transport *t)
 	free(f);
 }
 
+/* The remote address is the one dialled: multichannel/mc.c matches the
+ * server's interfaces against it. */
 static void fake_info(struct smb_transport *t, struct smb_transport_info *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->kind = "tcp";
+	o->remote = ((struct fake *)t)->remote;
 }
 
 static const struct smb_transport_ops fake_ops = {
@@ -1585,6 +1931,75 @@ void peer_drop_connections(struct peer *p)
 		if (p->conns[i]->fake)
 			fake_kill(p->conns[i]->fake);
 	pthread_mutex_unlock(&p->m);
+}
+
+/* A LEASE_BREAK notification ([MS-SMB2] 2.2.23.2), unsolicited: MessageId
+ * all ones, no session, unsigned; on the connection of the open. */
+static void lease_break_send(struct peer *p, struct popen *o, uint32_t new_state)
+{
+	struct pconn *pc = o->conn >= 1 && o->conn <= p->nconns ? p->conns[o->conn - 1] : NULL;
+	if (!pc || pc->closed || !pc->fake)
+		return;
+	size_t len = HDR + 44;
+	uint8_t *msg = talloc_zero_size(NULL, len);
+	struct smb2_hdr h = {
+	    .command = SMB2_OPLOCK_BREAK,
+	    .flags = SMB2_FLAGS_SERVER_TO_REDIR,
+	    .message_id = UINT64_MAX,
+	};
+	smb2_hdr_encode(msg, HDR, &h);
+	uint8_t *b = msg + HDR;
+	smb_put_le16(b, 44);
+	smb_put_le16(b + 2, 2); /* NewEpoch */
+	smb_put_le32(b + 4, SMB2_NOTIFY_BREAK_LEASE_FLAG_ACK_REQUIRED);
+	memcpy(b + 8, o->lease_key, 16);
+	smb_put_le32(b + 24, o->lease_state);
+	smb_put_le32(b + 28, new_state);
+	o->breaking = true;
+	o->break_to = new_state;
+	p->st.lease_breaks++;
+	struct delivery *d = malloc(sizeof(*d));
+	*d = (struct delivery){pc->fake, msg, len};
+	ev_call(pc->fake->base.loop, deliver_cb, d);
+}
+
+bool peer_break_lease(struct peer *p, const char *path, uint32_t new_state)
+{
+	char n[PATH_MAX_];
+	norm(path, n, sizeof(n));
+	pthread_mutex_lock(&p->m);
+	int ni = node_find(p, n);
+	bool sent = false;
+	for (int i = 0; i < MAX_OPENS && ni >= 0 && !sent; i++) {
+		struct popen *o = &p->opens[i];
+		if (o->used && o->lease && o->node == ni && !o->breaking) {
+			lease_break_send(p, o, new_state);
+			sent = o->breaking;
+		}
+	}
+	pthread_mutex_unlock(&p->m);
+	return sent;
+}
+
+bool peer_last_lease_ack(struct peer *p, uint8_t key[16], uint32_t *state)
+{
+	pthread_mutex_lock(&p->m);
+	bool any = p->st.lease_acks > 0;
+	memcpy(key, p->last_ack_key, 16);
+	*state = p->last_ack_state;
+	pthread_mutex_unlock(&p->m);
+	return any;
+}
+
+bool peer_drop_connection(struct peer *p, int conn)
+{
+	pthread_mutex_lock(&p->m);
+	struct pconn *pc = conn >= 1 && conn <= p->nconns ? p->conns[conn - 1] : NULL;
+	bool live = pc && !pc->closed && pc->fake;
+	if (live)
+		fake_kill(pc->fake);
+	pthread_mutex_unlock(&p->m);
+	return live;
 }
 
 /* client/conn.c builds its transports through these; the test links them

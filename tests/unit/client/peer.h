@@ -17,6 +17,15 @@
  * a session with a key is signed; signed requests are verified (a bad one is
  * a violation).  Hooks script faults; every request header is recorded.
  *
+ * Multichannel ([MS-SMB2] 3.3.5.5.2): the peer offers MULTI_CHANNEL, lists
+ * the interfaces of peer_set_interfaces() to FSCTL_QUERY_NETWORK_INTERFACE_INFO,
+ * and accepts a binding SESSION_SETUP (signed with Session.SigningKey) to a
+ * session that still has a live connection; the bound channel's responses
+ * are signed with its own Channel.SigningKey (derived from the session's
+ * SessionKey and the binding's preauth hash).  Every channel of a session
+ * shares its tree and opens; a connection's loss ends the session only with
+ * its last channel (a binding to it is then refused, USER_SESSION_DELETED).
+ *
  * One peer at a time (the transport constructor finds it through a global).
  * All functions are thread-safe. */
 #ifndef SMBRDMA_TESTS_UNIT_CLIENT_PEER_H
@@ -39,6 +48,23 @@ void peer_free(struct peer *p);
 /* Grant durable v2 handles (default true); off: a server that keeps no
  * CreateGuid, so a replayed exclusive create meets its own first try. */
 void peer_set_durable(struct peer *p, bool on);
+
+/* Offer leasing (SMB2_GLOBAL_CAP_LEASING; default off): a CREATE asking
+ * for a lease (RqLs, OPLOCK_LEVEL_LEASE) is granted what it asks, R|W|H at
+ * most. */
+void peer_set_leasing(struct peer *p, bool on);
+/* Send a LEASE_BREAK notification (ACK_REQUIRED) to new_state for the
+ * lease of an open of path, on that open's connection; false if there is
+ * no such lease (or it is breaking already). */
+bool peer_break_lease(struct peer *p, const char *path, uint32_t new_state);
+/* The key and state of the last lease break acknowledgment accepted;
+ * false if none. */
+bool peer_last_lease_ack(struct peer *p, uint8_t key[16], uint32_t *state);
+
+/* The server's interfaces for FSCTL_QUERY_NETWORK_INTERFACE_INFO: IPv4
+ * addresses (IfIndex 1, 2, ... in this order; up to 4).  Default: none
+ * (an empty list). */
+void peer_set_interfaces(struct peer *p, const char *const *ipv4, int n);
 
 /* The file tree; paths '/'-separated, relative to the share root. */
 void peer_add_file(struct peer *p, const char *path, const void *data, size_t len);
@@ -65,6 +91,8 @@ int peer_on(struct peer *p, const struct peer_match *m, enum peer_action a, uint
 int peer_hook_fired(struct peer *p, int id);
 /* Close every live connection now (as a network cut). */
 void peer_drop_connections(struct peer *p);
+/* Close connection conn (1, 2, ...) only; false if it is not live. */
+bool peer_drop_connection(struct peer *p, int conn);
 
 /* ---- what the peer saw ------------------------------------------------------ */
 struct peer_rec {
@@ -79,6 +107,7 @@ struct peer_rec {
 	char path[128];  /* as peer_match.path */
 	uint32_t status; /* the status answered (0xFFFFFFFF: none, lost) */
 	bool hooked;     /* a hook fired on it */
+	bool binding;    /* a SESSION_SETUP with SMB2_SESSION_FLAG_BINDING */
 };
 /* A copy of the records [from, from+max); returns how many. */
 int peer_records(struct peer *p, int from, struct peer_rec *out, int max);
@@ -94,8 +123,18 @@ struct peer_stats {
 	int replayed_creates; /* CREATEs answered from their CreateGuid */
 	int durable_reconnects;
 	int writes, reads; /* WRITE / READ requests carried out */
+	int bindings;      /* channels bound to a session (binding SESSION_SETUPs done) */
+	int bind_refusals; /* bindings refused: no such session (USER_SESSION_DELETED) */
+	int netif_queries; /* FSCTL_QUERY_NETWORK_INTERFACE_INFO answered */
+	int leases_granted, lease_breaks, lease_acks; /* lease acks accepted */
 };
 void peer_get_stats(struct peer *p, struct peer_stats *out);
+/* The address connection conn (1, 2, ...) dialled ("127.0.0.2"), into
+ * out; its session (0 none yet) into *session_id if not NULL, and whether
+ * it is live.  false if there is no such connection. */
+bool peer_conn_info(struct peer *p, int conn, char *addr, size_t cap, uint64_t *session_id,
+                    bool *live);
+
 /* The last violation, for messages ("" if none). */
 void peer_last_violation(struct peer *p, char *out, size_t cap);
 

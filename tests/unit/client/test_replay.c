@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "tests/unit/check.h"
 #include "tests/unit/client/peer.h"
+#include "tests/unit/client/engine.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -32,90 +33,10 @@
 
 #define HELLO "hello, replayed world\n"
 
-/* ---- waiting for a callback ------------------------------------------------------- */
-
-struct wait {
-	pthread_mutex_t m;
-	pthread_cond_t cv;
-	bool done;
-	int err;
-	uint32_t status;
-	struct smb2_fileid fid;
-	size_t n;
-	uint8_t data[16384];
-};
-
-static void w_init(struct wait *w)
-{
-	memset(w, 0, sizeof(*w));
-	pthread_mutex_init(&w->m, NULL);
-	pthread_cond_init(&w->cv, NULL);
-}
-
-static void w_done(struct wait *w, int err, uint32_t status)
-{
-	pthread_mutex_lock(&w->m);
-	w->err = err;
-	w->status = status;
-	w->done = true;
-	pthread_cond_broadcast(&w->cv);
-	pthread_mutex_unlock(&w->m);
-}
-
-/* false if it did not come within 30 s */
-static bool w_wait(struct wait *w)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 30;
-	pthread_mutex_lock(&w->m);
-	while (!w->done)
-		if (pthread_cond_timedwait(&w->cv, &w->m, &ts) != 0)
-			break;
-	bool d = w->done;
-	pthread_mutex_unlock(&w->m);
-	return d;
-}
-
-static void status_cb(void *arg, int err, uint32_t status)
-{
-	w_done(arg, err, status);
-}
-
-static void open_cb(void *arg, int err, uint32_t status, struct smb2_fileid fid,
-                    const struct smb_attr *a)
-{
-	struct wait *w = arg;
-	w->fid = fid;
-	w_done(w, err, status);
-}
-
-static void write_cb(void *arg, int err, uint32_t status, size_t written)
-{
-	struct wait *w = arg;
-	w->n = written;
-	w_done(w, err, status);
-}
-
-static void read_cb(void *arg, int err, uint32_t status, const void *data, size_t len)
-{
-	struct wait *w = arg;
-	w->n = len <= sizeof(w->data) ? len : 0;
-	if (w->n)
-		memcpy(w->data, data, len);
-	w_done(w, err, status);
-}
-
 /* ---- a mount of the peer's share ---------------------------------------------------- */
 
 #define VICTIM_LEN ((sizeof(HELLO) - 1) * 800)
 static uint8_t victim[VICTIM_LEN];
-
-struct env {
-	struct peer *p;
-	struct smb_client *c;
-	int rec0; /* records before the operation under test */
-};
 
 static bool mount(struct env *e, bool durable)
 {
@@ -125,44 +46,9 @@ static bool mount(struct env *e, bool durable)
 	peer_add_file(e->p, "a.txt", HELLO, sizeof(HELLO) - 1);
 	peer_add_file(e->p, "victim.txt", victim, VICTIM_LEN);
 	peer_add_dir(e->p, "emptydir");
-	struct smb_client_opts o = {
-	    .host = "127.0.0.1",
-	    .addr = "127.0.0.1",
-	    .share = PEER_SHARE,
-	    .user = PEER_USER,
-	    .password = PEER_PASSWORD,
-	    .domain = PEER_DOMAIN,
-	    .timeout_ms = 20000,
-	    .connect_timeout_ms = 5000,
-	};
-	char why[512] = "";
-	int err = smb_client_connect(&o, &e->c, why, sizeof(why));
-	CHECK_EQ(err, 0);
-	if (err) {
-		fprintf(stderr, "smb_client_connect: %s\n", why);
-		peer_free(e->p);
-		return false;
-	}
-	struct smb_client_info info;
-	smb_client_get_info(e->c, &info);
-	CHECK_EQ(info.dialect, SMB2_DIALECT_0311);
-	CHECK(info.signing);
-	e->rec0 = peer_nrecords(e->p);
-	return true;
-}
-
-static void unmount(struct env *e)
-{
-	struct peer_stats st;
-	peer_get_stats(e->p, &st);
-	CHECK_EQ(st.violations, 0);
-	if (st.violations) {
-		char v[256];
-		peer_last_violation(e->p, v, sizeof(v));
-		fprintf(stderr, "  last violation: %s\n", v);
-	}
-	smb_client_destroy(e->c);
-	peer_free(e->p);
+	struct smb_client_opts o;
+	env_opts(&o);
+	return env_connect(e, &o);
 }
 
 /* The request the lost reply was armed on (hooked), and the first replay of
@@ -234,28 +120,6 @@ static struct peer_match match(uint16_t cmd, int cls, const char *path, int disp
 	    .command = cmd, .info_class = cls, .path = path, .disposition = disp};
 }
 
-static void open_file(struct env *e, const char *path, uint32_t disp, struct wait *w)
-{
-	struct smb_open_args a = {
-	    .desired_access = GENERIC_READ | GENERIC_WRITE,
-	    .create_disposition = disp,
-	    .create_options = FILE_NON_DIRECTORY_FILE,
-	};
-	w_init(w);
-	CHECK_EQ(smb_open(e->c, path, &a, open_cb, w), 0);
-	CHECK(w_wait(w));
-}
-
-static void close_file(struct env *e, struct smb2_fileid fid)
-{
-	struct wait w;
-	w_init(&w);
-	CHECK_EQ(smb_close(e->c, fid, status_cb, &w), 0);
-	CHECK(w_wait(&w));
-	CHECK_EQ(w.err, 0);
-	CHECK_EQ(w.status, STATUS_SUCCESS);
-}
-
 /* ---- the cases --------------------------------------------------------------------- */
 
 static void test_mount(void)
@@ -264,7 +128,7 @@ static void test_mount(void)
 	if (!mount(&e, true))
 		return;
 	struct wait w;
-	open_file(&e, "a.txt", FILE_OPEN, &w);
+	env_open(&e, "a.txt", FILE_OPEN, &w);
 	CHECK_EQ(w.err, 0);
 	CHECK_EQ(w.status, STATUS_SUCCESS);
 	struct smb2_fileid fid = w.fid;
@@ -274,11 +138,11 @@ static void test_mount(void)
 	CHECK_EQ(w.status, STATUS_SUCCESS);
 	CHECK_EQ(w.n, sizeof(HELLO) - 1);
 	CHECK_MEM(w.data, HELLO, sizeof(HELLO) - 1);
-	close_file(&e, fid);
+	env_close(&e, fid);
 	struct peer_stats st;
 	peer_get_stats(e.p, &st);
 	CHECK_EQ(st.connections, 1);
-	unmount(&e);
+	env_unmount(&e);
 }
 
 static void test_rename(void)
@@ -286,23 +150,10 @@ static void test_rename(void)
 	struct env e;
 	if (!mount(&e, true))
 		return;
-	struct peer_match m = match(SMB2_SET_INFO, FileRenameInformation, "a.txt", -1);
-	int h = peer_on(e.p, &m, PEER_LOST_REPLY, 0);
-	struct wait w;
-	w_init(&w);
-	CHECK_EQ(smb_rename(e.c, "a.txt", "b.txt", false, status_cb, &w), 0);
-	CHECK(w_wait(&w));
-	CHECK_EQ(w.err, 0);
-	CHECK_EQ(w.status, STATUS_SUCCESS); /* done, though the replay meets no a.txt */
+	int h = env_rename_lost(&e);
 	check_lost(&e, h, SMB2_SET_INFO, SMB2_CREATE, "a.txt");
-	CHECK(!peer_exists(e.p, "a.txt"));
-	char buf[64];
-	CHECK_EQ(peer_file_data(e.p, "b.txt", buf, sizeof(buf)), sizeof(HELLO) - 1);
-	CHECK_MEM(buf, HELLO, sizeof(HELLO) - 1);
-	struct peer_stats st;
-	peer_get_stats(e.p, &st);
-	CHECK_EQ(st.renames, 1);
-	unmount(&e);
+	env_check_renamed(&e, HELLO, sizeof(HELLO) - 1);
+	env_unmount(&e);
 }
 
 /* unlink or rmdir whose reply is lost: the replay meets nothing (its CREATE
@@ -335,7 +186,7 @@ static void remove_case(const char *path, bool dir, uint32_t replay_status)
 	struct peer_stats st;
 	peer_get_stats(e.p, &st);
 	CHECK_EQ(st.deletes, 1);
-	unmount(&e);
+	env_unmount(&e);
 }
 
 static void test_unlink(void)
@@ -380,7 +231,7 @@ static void test_mkdir(void)
 	peer_get_stats(e.p, &st);
 	CHECK_EQ(st.creates, 1);
 	CHECK(peer_exists(e.p, "newdir"));
-	unmount(&e);
+	env_unmount(&e);
 }
 
 /* O_CREAT|O_EXCL whose reply is lost.  durable: the create carries a
@@ -396,7 +247,7 @@ static void exclusive_case(bool durable)
 	struct peer_match m = match(SMB2_CREATE, -1, "new.txt", FILE_CREATE);
 	int h = peer_on(e.p, &m, PEER_LOST_REPLY, 0);
 	struct wait w;
-	open_file(&e, "new.txt", FILE_CREATE, &w);
+	env_open(&e, "new.txt", FILE_CREATE, &w);
 	CHECK_EQ(w.err, 0);
 	CHECK_EQ(w.status, durable ? STATUS_SUCCESS : STATUS_OBJECT_NAME_COLLISION);
 	check_lost(&e, h, SMB2_CREATE, SMB2_CREATE, "new.txt");
@@ -411,12 +262,12 @@ static void exclusive_case(bool durable)
 		CHECK_EQ(smb_write(e.c, fid, 0, "mine", 4, write_cb, &w), 0);
 		CHECK(w_wait(&w));
 		CHECK_EQ(w.n, 4);
-		close_file(&e, fid);
+		env_close(&e, fid);
 		char buf[8];
 		CHECK_EQ(peer_file_data(e.p, "new.txt", buf, sizeof(buf)), 4);
 		CHECK_MEM(buf, "mine", 4);
 	}
-	unmount(&e);
+	env_unmount(&e);
 }
 
 static void test_exclusive_create(void)
@@ -436,7 +287,7 @@ static bool handle_case(struct env *e, uint16_t cmd, struct smb2_fileid *fid, in
 	if (!mount(e, true))
 		return false;
 	struct wait w;
-	open_file(e, "victim.txt", FILE_OPEN, &w);
+	env_open(e, "victim.txt", FILE_OPEN, &w);
 	CHECK_EQ(w.status, STATUS_SUCCESS);
 	*fid = w.fid;
 	struct peer_match m = match(cmd, -1, "victim.txt", -1);
@@ -452,8 +303,8 @@ static void handle_case_end(struct env *e, uint16_t cmd, struct smb2_fileid fid,
 	struct peer_stats st;
 	peer_get_stats(e->p, &st);
 	CHECK_EQ(st.durable_reconnects, 1);
-	close_file(e, fid);
-	unmount(e);
+	env_close(e, fid);
+	env_unmount(e);
 }
 
 static void test_write(void)
@@ -513,7 +364,7 @@ static void test_cut_idle(void)
 	if (!mount(&e, true))
 		return;
 	struct wait w;
-	open_file(&e, "victim.txt", FILE_OPEN, &w);
+	env_open(&e, "victim.txt", FILE_OPEN, &w);
 	CHECK_EQ(w.status, STATUS_SUCCESS);
 	struct smb2_fileid fid = w.fid;
 	peer_drop_connections(e.p);
@@ -537,8 +388,8 @@ static void test_cut_idle(void)
 			CHECK(!(recs[i].flags & SMB2_FLAGS_REPLAY_OPERATION));
 		}
 	CHECK_EQ(nread, 1);
-	close_file(&e, fid);
-	unmount(&e);
+	env_close(&e, fid);
+	env_unmount(&e);
 }
 
 int main(void)

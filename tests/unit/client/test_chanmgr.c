@@ -1,0 +1,351 @@
+/* tests/unit/client/test_chanmgr.c — the channel manager (multichannel/:
+ * chanmgr.c's thread, mc.c's interface list and bindings, failover.c's
+ * replay on another channel or park, reconnect.c) against the scripted
+ * peer of peer.h, in-process, through the public API (client/client.h).
+ *
+ * The peer lists two interfaces, 127.0.0.1 (the mount's address) and
+ * 127.0.0.2; a mount with multichannel and max_channels=2 binds a second
+ * channel to the other one.  The cases:
+ *  - mount: the second connection dialled 127.0.0.2 and bound itself to
+ *    the session of the first (a signed binding SESSION_SETUP the peer
+ *    verified); the client's stats show two channels up;
+ *  - failover: a WRITE, and a rename, whose channel is cut with its reply
+ *    lost go to the other channel as a replay (SMB2_FLAGS_REPLAY_OPERATION,
+ *    ChannelSequence + 1, the same session); the user sees success and the
+ *    data intact, and no new session was set up;
+ *  - rebind: after a channel is cut, the manager binds a new one to the
+ *    interface that lost it (within a bounded wait);
+ *  - every channel cut: a request waits, the reconnect first tries to bind
+ *    to the old session (the peer, which ended it with its last channel,
+ *    refuses: USER_SESSION_DELETED), then sets up a new session; the
+ *    request goes out on it once, and the manager binds the second channel
+ *    to the new session. */
+#include "client/client.h"
+#include "common/log.h"
+#include "tests/unit/check.h"
+#include "tests/unit/client/peer.h"
+#include "tests/unit/client/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#define HELLO     "hello, multichannel world\n"
+#define VICTIM_SZ 16384
+
+static uint8_t victim[VICTIM_SZ];
+
+static bool mount(struct env *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->p = peer_new();
+	static const char *const ifaces[] = {"127.0.0.1", "127.0.0.2"};
+	peer_set_interfaces(e->p, ifaces, 2);
+	peer_add_file(e->p, "a.txt", HELLO, sizeof(HELLO) - 1);
+	peer_add_file(e->p, "victim.txt", victim, VICTIM_SZ);
+	struct smb_client_opts o;
+	env_opts(&o);
+	o.multichannel = true;
+	o.max_channels = 2;
+	return env_connect(e, &o);
+}
+
+/* The client's channels in state "up" (smbrdmactl stats). */
+static int channels_up(struct env *e)
+{
+	static struct smb_client_stats cs;
+	smb_client_get_stats(e->c, &cs);
+	int up = 0;
+	for (int i = 0; i < cs.nchannels; i++)
+		up += strcmp(cs.channels[i].state, "up") == 0;
+	return up;
+}
+
+static uint64_t conn_session(struct env *e, int conn)
+{
+	uint64_t sid = 0;
+	peer_conn_info(e->p, conn, NULL, 0, &sid, NULL);
+	return sid;
+}
+
+static bool conn_addr_is(struct env *e, int conn, const char *want)
+{
+	char a[64] = "";
+	return peer_conn_info(e->p, conn, a, sizeof(a), NULL, NULL) && strcmp(a, want) == 0;
+}
+
+struct bound {
+	struct env *e;
+	int n, up;
+};
+
+static bool is_bound(void *arg)
+{
+	struct bound *b = arg;
+	struct peer_stats st;
+	peer_get_stats(b->e->p, &st);
+	return st.bindings >= b->n && channels_up(b->e) >= b->up;
+}
+
+/* Poll until the peer has seen n bindings and the client has `up` channels
+ * up: at most 5 s. */
+static bool wait_bound(struct env *e, int n, int up)
+{
+	struct bound b = {e, n, up};
+	return poll_for(is_bound, &b);
+}
+
+static void read_check(struct env *e, struct smb2_fileid fid, size_t len)
+{
+	struct wait w;
+	w_init(&w);
+	CHECK_EQ(smb_read(e->c, fid, 0, len, read_cb, &w), 0);
+	CHECK(w_wait(&w));
+	CHECK_EQ(w.err, 0);
+	CHECK_EQ(w.status, STATUS_SUCCESS);
+	CHECK_EQ(w.n, len);
+	CHECK_MEM(w.data, victim, len);
+}
+
+static struct smb2_fileid open_victim(struct env *e)
+{
+	struct wait w;
+	env_open(e, "victim.txt", FILE_OPEN, &w);
+	CHECK_EQ(w.status, STATUS_SUCCESS);
+	return w.fid;
+}
+
+/* victim.txt opened, read in four pieces (spread over the channels), closed */
+static void open_read_close(struct env *e)
+{
+	struct smb2_fileid fid = open_victim(e);
+	for (int i = 0; i < 4; i++)
+		read_check(e, fid, 4096);
+	env_close(e, fid);
+}
+
+/* ---- the cases --------------------------------------------------------------------- */
+
+static void test_mount_binds(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	struct peer_stats st;
+	peer_get_stats(e.p, &st);
+	CHECK(st.netif_queries >= 1);
+	CHECK_EQ(st.connections, 2);
+	CHECK_EQ(st.sessions, 1);
+	CHECK_EQ(st.bindings, 1);
+	CHECK(conn_addr_is(&e, 1, "127.0.0.1"));
+	CHECK(conn_addr_is(&e, 2, "127.0.0.2")); /* the other interface */
+	CHECK(conn_session(&e, 1) != 0);
+	CHECK_EQ(conn_session(&e, 2), conn_session(&e, 1));
+	/* the binding SESSION_SETUP named the session, on the second connection */
+	struct peer_rec recs[64];
+	int n = peer_records(e.p, 0, recs, 64), nbind = 0;
+	for (int i = 0; i < n; i++)
+		if (recs[i].binding) {
+			nbind++;
+			CHECK_EQ(recs[i].conn, 2);
+			CHECK_EQ(recs[i].session_id, conn_session(&e, 1));
+		}
+	CHECK_EQ(nbind, 2); /* NTLMSSP NEGOTIATE, AUTHENTICATE */
+	static struct smb_client_stats cs;
+	smb_client_get_stats(e.c, &cs);
+	CHECK_EQ(cs.nchannels, 2);
+	CHECK_EQ(channels_up(&e), 2);
+	open_read_close(&e); /* I/O works over the pair */
+	env_unmount(&e);
+}
+
+/* The request hooked (its reply lost, its connection cut) and its replay. */
+struct lost {
+	struct peer_rec first, replay;
+	bool have_first, have_replay;
+	int replays;
+};
+
+static struct lost find_lost(struct env *e, uint16_t cmd, const char *path)
+{
+	struct lost l = {0};
+	static struct peer_rec recs[1024];
+	int n = peer_records(e->p, e->rec0, recs, 1024);
+	for (int i = 0; i < n; i++) {
+		const struct peer_rec *r = &recs[i];
+		if (r->command != cmd || strcmp(r->path, path) != 0)
+			continue;
+		if (!l.have_first && !(r->flags & SMB2_FLAGS_REPLAY_OPERATION)) {
+			l.first = *r;
+			l.have_first = true;
+		} else if (r->flags & SMB2_FLAGS_REPLAY_OPERATION) {
+			if (!l.have_replay)
+				l.replay = *r;
+			l.have_replay = true;
+			l.replays++;
+		}
+	}
+	return l;
+}
+
+/* What a failover leaves: the replay on the other, live channel of the
+ * same session; no session set up again. */
+static void check_failover(struct env *e, int hook, uint16_t cmd, const char *path)
+{
+	CHECK_EQ(peer_hook_fired(e->p, hook), 1);
+	struct lost l = find_lost(e, cmd, path);
+	CHECK(l.have_first);
+	CHECK(l.have_replay);
+	CHECK_EQ(l.replays, 1);
+	if (l.have_first && l.have_replay) {
+		/* on the other channel of the mount, not one bound after the cut */
+		CHECK(l.first.conn == 1 || l.first.conn == 2);
+		CHECK_EQ(l.replay.conn, l.first.conn == 1 ? 2 : 1);
+		CHECK_EQ(l.replay.session_id, l.first.session_id);
+		CHECK_EQ(l.replay.channel_sequence, (uint16_t)(l.first.channel_sequence + 1));
+	}
+	struct peer_stats st;
+	peer_get_stats(e->p, &st);
+	CHECK_EQ(st.sessions, 1); /* no reconnect */
+	static struct smb_client_stats cs;
+	smb_client_get_stats(e->c, &cs);
+	uint64_t failovers = 0, replays = 0, reconnects = 0;
+	for (int i = 0; i < cs.nchannels; i++) {
+		failovers += cs.channels[i].failovers;
+		replays += cs.channels[i].replays;
+		reconnects += cs.channels[i].reconnects;
+	}
+	CHECK_EQ(failovers, 1);
+	CHECK_EQ(replays, 1);
+	CHECK_EQ(reconnects, 0);
+}
+
+static void test_failover_write(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	struct smb2_fileid fid = open_victim(&e);
+	e.rec0 = peer_nrecords(e.p);
+	struct peer_match m = {
+	    .command = SMB2_WRITE, .info_class = -1, .path = "victim.txt", .disposition = -1};
+	int h = peer_on(e.p, &m, PEER_LOST_REPLY, 0);
+	uint8_t data[4096];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7);
+	struct wait w;
+	w_init(&w);
+	CHECK_EQ(smb_write(e.c, fid, 8192, data, sizeof(data), write_cb, &w), 0);
+	CHECK(w_wait(&w));
+	CHECK_EQ(w.err, 0);
+	CHECK_EQ(w.status, STATUS_SUCCESS);
+	CHECK_EQ(w.n, sizeof(data));
+	check_failover(&e, h, SMB2_WRITE, "victim.txt");
+	struct peer_stats st;
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.writes, 2); /* the lost one and its replay: the same bytes */
+	static uint8_t want[VICTIM_SZ], got[VICTIM_SZ + 16];
+	memcpy(want, victim, VICTIM_SZ);
+	memcpy(want + 8192, data, sizeof(data));
+	CHECK_EQ(peer_file_data(e.p, "victim.txt", got, sizeof(got)), VICTIM_SZ);
+	CHECK_MEM(got, want, VICTIM_SZ);
+	env_close(&e, fid); /* the handle lives on the surviving channel */
+	env_unmount(&e);
+}
+
+static void test_failover_rename(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	int h = env_rename_lost(&e);
+	/* the compound's CREATE names the path: it is what is replayed */
+	check_failover(&e, h, SMB2_CREATE, "a.txt");
+	env_check_renamed(&e, HELLO, sizeof(HELLO) - 1);
+	env_unmount(&e);
+}
+
+/* A channel cut with nothing in flight: the manager's wake on its death
+ * runs a pass that binds a new channel to the interface it went to.
+ * Channel 0 (the mount's) is the one cut, so the new binding is signed
+ * with the session's key as the surviving bound channel knows it. */
+static void test_rebind(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	uint64_t sid = conn_session(&e, 1);
+	CHECK(peer_drop_connection(e.p, 1));
+	CHECK(wait_bound(&e, 2, 2));
+	struct peer_stats st;
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.sessions, 1);
+	CHECK_EQ(st.bindings, 2);
+	CHECK_EQ(st.connections, 3);
+	CHECK(conn_addr_is(&e, 3, "127.0.0.1")); /* the interface that lost its channel */
+	CHECK_EQ(conn_session(&e, 3), sid);
+	CHECK_EQ(channels_up(&e), 2);
+	open_read_close(&e); /* and it carries I/O */
+	env_unmount(&e);
+}
+
+/* Every channel cut with nothing in flight: a READ issued meanwhile parks;
+ * the reconnect tries binding to the old session (refused: the peer ended
+ * it with its last channel), sets up a new one, brings the handle back by
+ * a durable reconnect and sends the READ once, as new (no server saw it).
+ * The manager then binds the second channel to the new session. */
+static void test_all_down(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	struct smb2_fileid fid = open_victim(&e);
+	uint64_t old = conn_session(&e, 1);
+	e.rec0 = peer_nrecords(e.p);
+	peer_drop_connections(e.p);
+	read_check(&e, fid, 100);
+	struct peer_stats st;
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.sessions, 2);
+	CHECK(st.bind_refusals >= 1); /* the binding to the old session, refused */
+	CHECK_EQ(st.durable_reconnects, 1);
+	CHECK_EQ(st.reads, 1);
+	struct peer_rec recs[256];
+	int n = peer_records(e.p, e.rec0, recs, 256), nread = 0, refused = 0;
+	uint64_t sid = 0;
+	for (int i = 0; i < n; i++) {
+		if (recs[i].binding && recs[i].session_id == old &&
+		    recs[i].status == STATUS_USER_SESSION_DELETED)
+			refused++;
+		if (recs[i].command == SMB2_READ) {
+			nread++;
+			sid = recs[i].session_id;
+			CHECK(!(recs[i].flags & SMB2_FLAGS_REPLAY_OPERATION));
+		}
+	}
+	CHECK(refused >= 1);
+	CHECK_EQ(nread, 1);
+	CHECK(sid != 0 && sid != old); /* on the new session */
+	/* the second channel comes back, bound to the new session */
+	CHECK(wait_bound(&e, 2, 2));
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.bindings, 2);
+	CHECK_EQ(conn_session(&e, st.connections), sid);
+	CHECK_EQ(st.sessions, 2);
+	env_close(&e, fid);
+	env_unmount(&e);
+}
+
+int main(void)
+{
+	smb_log_init("test_chanmgr", false, getenv("TEST_DEBUG") ? LOG_DEBUG : LOG_WARNING);
+	for (size_t i = 0; i < VICTIM_SZ; i++)
+		victim[i] = (uint8_t)HELLO[i % (sizeof(HELLO) - 1)];
+	RUN(test_mount_binds);
+	RUN(test_failover_write);
+	RUN(test_failover_rename);
+	RUN(test_rebind);
+	RUN(test_all_down);
+	return check_report();
+}

@@ -1,0 +1,179 @@
+/* tests/unit/client/test_lease.c — leases through the public API
+ * (client/lease.c: the RqLs context, the LEASE_BREAK notification and its
+ * acknowledgment) against the scripted peer of peer.h, in-process.
+ *
+ * The peer offers leasing and grants what an RqLs asks.  The cases:
+ *  - an open with a lease_id gets R|W|H; the peer breaks it to R; the
+ *    caller's smb_lease_break_cb sees the lease_id, the old and new state,
+ *    and the engine acknowledges only once the caller says so
+ *    (smb_lease_break_done), with the lease's key and the new state, which
+ *    the peer accepts (it refuses an unknown key or a state beyond the
+ *    break's);
+ *  - without a callback the engine acknowledges at once. */
+#include "client/client.h"
+#include "common/log.h"
+#include "tests/unit/check.h"
+#include "tests/unit/client/engine.h"
+#include "tests/unit/client/peer.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#define LEASE_ID 0x5eed0001ull
+
+static bool mount(struct env *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->p = peer_new();
+	peer_set_leasing(e->p, true);
+	peer_add_file(e->p, "a.txt", "leased\n", 7);
+	struct smb_client_opts o;
+	env_opts(&o);
+	return env_connect(e, &o);
+}
+
+/* ---- the break callback ------------------------------------------------------------ */
+
+struct brk {
+	pthread_mutex_t m;
+	int n;
+	uint64_t id;
+	uint32_t old_state, new_state;
+	struct smb_lease_ack *ack;
+};
+
+static void on_break(void *arg, uint64_t id, uint32_t old_state, uint32_t new_state,
+                     struct smb_lease_ack *ack)
+{
+	struct brk *b = arg;
+	pthread_mutex_lock(&b->m);
+	b->n++;
+	b->id = id;
+	b->old_state = old_state;
+	b->new_state = new_state;
+	b->ack = ack; /* acknowledged later, from the test's thread */
+	pthread_mutex_unlock(&b->m);
+}
+
+static bool break_seen(void *arg)
+{
+	struct brk *b = arg;
+	pthread_mutex_lock(&b->m);
+	bool r = b->n > 0;
+	pthread_mutex_unlock(&b->m);
+	return r;
+}
+
+static bool acked(void *arg)
+{
+	struct env *e = arg;
+	struct peer_stats st;
+	peer_get_stats(e->p, &st);
+	static struct smb_client_stats cs;
+	smb_client_get_stats(e->c, &cs);
+	return st.lease_acks > 0 && cs.lease_break_acks > 0;
+}
+
+static uint32_t granted;
+
+static void lease_open_cb(void *arg, int err, uint32_t status, struct smb2_fileid fid,
+                          const struct smb_attr *a)
+{
+	granted = a && !err && status == STATUS_SUCCESS ? a->lease : 0;
+	open_cb(arg, err, status, fid, a);
+}
+
+/* a.txt opened asking for lease LEASE_ID: granted R|W|H */
+static struct smb2_fileid open_leased(struct env *e)
+{
+	struct smb_open_args a = {
+	    .desired_access = GENERIC_READ | GENERIC_WRITE,
+	    .create_disposition = FILE_OPEN,
+	    .create_options = FILE_NON_DIRECTORY_FILE,
+	    .lease_id = LEASE_ID,
+	};
+	struct wait w;
+	w_init(&w);
+	granted = 0;
+	CHECK_EQ(smb_open(e->c, "a.txt", &a, lease_open_cb, &w), 0);
+	CHECK(w_wait(&w));
+	CHECK_EQ(w.status, STATUS_SUCCESS);
+	CHECK_EQ(granted, SMB2_LEASE_RWH);
+	struct peer_stats st;
+	peer_get_stats(e->p, &st);
+	CHECK_EQ(st.leases_granted, 1);
+	return w.fid;
+}
+
+/* The acknowledgment the peer accepted: the lease's key (our lease_id in
+ * its first 8 bytes; the peer takes only the key it granted) and state. */
+static void check_ack(struct env *e, uint32_t state)
+{
+	uint8_t key[16];
+	uint32_t st = 0;
+	CHECK(peer_last_lease_ack(e->p, key, &st));
+	uint8_t want[8];
+	for (int i = 0; i < 8; i++)
+		want[i] = (uint8_t)(LEASE_ID >> (8 * i));
+	CHECK_MEM(key, want, 8);
+	CHECK_EQ(st, state);
+	static struct smb_client_stats cs;
+	smb_client_get_stats(e->c, &cs);
+	CHECK_EQ(cs.lease_breaks, 1);
+	CHECK_EQ(cs.lease_break_acks, 1);
+}
+
+/* ---- the cases --------------------------------------------------------------------- */
+
+static void test_break_acked_when_done(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	struct brk b = {.m = PTHREAD_MUTEX_INITIALIZER};
+	smb_client_set_lease_break_cb(e.c, on_break, &b);
+	struct smb2_fileid fid = open_leased(&e);
+	CHECK(peer_break_lease(e.p, "a.txt", SMB2_LEASE_READ_CACHING));
+	CHECK(poll_for(break_seen, &b));
+	pthread_mutex_lock(&b.m);
+	CHECK_EQ(b.n, 1);
+	CHECK_EQ(b.id, LEASE_ID);
+	CHECK_EQ(b.old_state, SMB2_LEASE_RWH);
+	CHECK_EQ(b.new_state, SMB2_LEASE_READ_CACHING);
+	struct smb_lease_ack *ack = b.ack;
+	pthread_mutex_unlock(&b.m);
+	/* nothing acknowledged before the caller is done with its cache */
+	struct peer_stats st;
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.lease_acks, 0);
+	if (ack)
+		smb_lease_break_done(ack);
+	CHECK(poll_for(acked, &e));
+	check_ack(&e, SMB2_LEASE_READ_CACHING);
+	env_close(&e, fid);
+	env_unmount(&e);
+}
+
+static void test_break_acked_at_once(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	struct smb2_fileid fid = open_leased(&e);
+	uint32_t to = SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING;
+	CHECK(peer_break_lease(e.p, "a.txt", to));
+	CHECK(poll_for(acked, &e));
+	check_ack(&e, to);
+	env_close(&e, fid);
+	env_unmount(&e);
+}
+
+int main(void)
+{
+	smb_log_init("test_lease", false, getenv("TEST_DEBUG") ? LOG_DEBUG : LOG_WARNING);
+	RUN(test_break_acked_when_done);
+	RUN(test_break_acked_at_once);
+	return check_report();
+}
