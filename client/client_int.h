@@ -1,7 +1,15 @@
-/* client/client_int.h — internal to client/: what a struct smb_client holds.
+/* client/client_int.h — internal to client/ and the channel manager above
+ * it: what a struct smb_client holds.
  *
- * Immutable after smb_client_connect() returns, except where noted; the
- * channel (conn) has its own lock.  Lifetime: smb_client_destroy() frees it.
+ * A client is made of objects with one owner each: the mount's settings
+ * (struct smb_client's own fields: immutable after smb_client_open()
+ * returns, except where noted), the session and the tree (struct
+ * smb_session, struct smb_tree: written by smb_client_open() and then
+ * only by the channel manager's reconnect, see there), the channels
+ * (struct smb_chan, each with its conn and its own lock; the array is
+ * appended to by the channel manager under chans_lock), and the
+ * manager's own state (c->mgr_state, opaque here).  Lifetime:
+ * smb_client_destroy() frees it.
  */
 #ifndef SMBRDMA_CLIENT_CLIENT_INT_H
 #define SMBRDMA_CLIENT_CLIENT_INT_H
@@ -44,12 +52,54 @@ struct smb_chan {
 	bool reconnected; /* opened by a reconnect (multichannel/reconnect.c) */
 };
 
+/* The session ([MS-SMB2] 3.2.1.3): what NEGOTIATE and SESSION_SETUP on
+ * channel 0 settled.  One writer at a time: smb_client_open() (client/
+ * session.c) before the mount is used, then the channel manager's
+ * reconnect (multichannel/reconnect.c) on its thread, only while no
+ * channel lives (so no request is being built on a live one).  Read on
+ * any thread, without a lock: a request built during a reconnect may
+ * carry the old session id, which the rebind before its resend fixes
+ * (multichannel/failover.c req_rebind). */
+struct smb_session {
+	uint16_t dialect;
+	uint16_t server_security_mode;
+	uint32_t server_caps;
+	uint8_t client_guid[16]; /* the same on every channel (binding needs it) */
+	/* What channel 0's NEGOTIATE said, for FSCTL_VALIDATE_NEGOTIATE_INFO. */
+	uint32_t neg_caps;
+	uint16_t neg_security_mode;
+	uint16_t neg_dialects[8];
+	int neg_ndialects;
+	uint8_t server_guid[16];
+	uint32_t max_read, max_write, max_transact;
+	uint64_t session_id;
+	uint64_t previous_session_id; /* set by reconnect for its SESSION_SETUP */
+	struct smb_signing signing;   /* Session.SigningKey */
+	uint8_t session_key[16];      /* Session.SessionKey (binding may need it) */
+	struct smb_crypt crypt;       /* Session.EncryptionKey/DecryptionKey, cipher */
+	bool guest;
+	uint16_t channel_sequence; /* Session.ChannelSequence (atomic) */
+	bool posix;                /* SMB3 POSIX extensions negotiated (set once, before
+	                              the mount is used; re-checked on reconnect) */
+	bool posix_share_off;      /* ... but the share does not use them
+	                              (smb_posix_probe()): posix stays false */
+};
+
+/* The tree connect ([MS-SMB2] 3.2.1.4): the share's name, set once by
+ * smb_client_open(), and what its TREE_CONNECT answered, rewritten by
+ * the same writers as struct smb_session under the same rule. */
+struct smb_tree {
+	char *share, *unc;
+	uint32_t tree_id;
+	uint32_t share_type;
+};
+
 struct smb_client {
 	/* The mount's options: one deep copy (opts.c) made by
 	 * smb_client_open() before the channel manager starts, read-only
 	 * afterwards, freed with c (its password wiped). */
 	const struct smb_client_opts *opts;
-	char *host, *share, *user, *domain, *unc;
+	char *host, *user, *domain;
 	char *addr; /* numeric address to dial instead of resolving host; NULL */
 	uint16_t port;
 	bool rdma;
@@ -72,26 +122,9 @@ struct smb_client {
 	int nchans;
 	pthread_mutex_t chans_lock;
 
-	uint16_t dialect;
-	uint16_t server_security_mode;
-	uint32_t server_caps;
-	uint8_t client_guid[16]; /* the same on every channel (binding needs it) */
-	/* What channel 0's NEGOTIATE said, for FSCTL_VALIDATE_NEGOTIATE_INFO. */
-	uint32_t neg_caps;
-	uint16_t neg_security_mode;
-	uint16_t neg_dialects[8];
-	int neg_ndialects;
-	uint8_t server_guid[16];
-	uint32_t max_read, max_write, max_transact;
-	uint64_t session_id;
-	uint32_t tree_id;
-	uint32_t share_type;
-	struct smb_signing signing; /* Session.SigningKey */
-	uint8_t session_key[16];    /* Session.SessionKey (binding may need it) */
-	struct smb_crypt crypt;     /* Session.EncryptionKey/DecryptionKey, cipher */
-	bool guest;
-	bool closing;              /* atomic: smb_client_destroy() began */
-	uint16_t channel_sequence; /* Session.ChannelSequence (atomic) */
+	struct smb_session sess;
+	struct smb_tree tree;
+	bool closing; /* atomic: smb_client_destroy() began */
 	/* The channel manager (chanmgr.h): set by smb_client_open() before
 	 * mgr->start, NULL without one; its state is its own. */
 	const struct smb_chanmgr_ops *mgr;
@@ -102,16 +135,11 @@ struct smb_client {
 	smb_lease_break_cb on_lease_break; /* smb_client_set_lease_break_cb() */
 	void *on_lease_break_arg;
 	uint64_t leases_granted, lease_breaks, lease_break_acks; /* atomic (stats) */
-	bool durable;                 /* ask for durable v2 handles (3.x) */
-	bool no_lease;                /* ask for neither lease nor oplock (nolease) */
-	bool posix;                   /* SMB3 POSIX extensions negotiated (set once, before
-	                                 the mount is used; re-checked on reconnect) */
-	bool posix_share_off;         /* ... but the share does not use them
-	                                 (smb_posix_probe()): posix stays false */
-	struct smb_sidmap *sidmap;    /* client/sidmap.c, made on first use (atomic) */
-	unsigned echo_ms;             /* keepalive of a lone channel; 0 = off */
-	uint64_t previous_session_id; /* set by reconnect for its SESSION_SETUP */
-	uint64_t reconnects;          /* atomic */
+	bool durable;              /* ask for durable v2 handles (3.x) */
+	bool no_lease;             /* ask for neither lease nor oplock (nolease) */
+	struct smb_sidmap *sidmap; /* client/sidmap.c, made on first use (atomic) */
+	unsigned echo_ms;          /* keepalive of a lone channel; 0 = off */
+	uint64_t reconnects;       /* atomic */
 	/* Since when no channel lives (ms, atomic; 0 = one does).  Requests
 	 * wait for the reconnect at most SMB_RECONNECT_GRACE_MS from then:
 	 * a server that stays away gets calls failing fast, not each one
@@ -143,7 +171,7 @@ static inline int smb_client_live_channels(struct smb_client *c)
  * must travel inside the encrypted message)? */
 static inline bool smb_client_sealed(struct smb_client *c)
 {
-	return __atomic_load_n(&c->crypt.active, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&c->sess.crypt.active, __ATOMIC_ACQUIRE);
 }
 
 /* The channel the manager picks for a request of this kind and size

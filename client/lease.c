@@ -37,14 +37,14 @@ static void lease_key(const struct smb_client *c, uint64_t id, uint8_t key[16])
 {
 	for (int i = 0; i < 8; i++)
 		key[i] = (uint8_t)(id >> (8 * i));
-	memcpy(key + 8, c->client_guid, 8);
+	memcpy(key + 8, c->sess.client_guid, 8);
 }
 
 /* The lease_id of a key of ours, or 0 for a key we never made. */
 static uint64_t lease_id_of(const struct smb_client *c, const uint8_t key[16])
 {
 	uint64_t id = 0;
-	if (memcmp(key + 8, c->client_guid, 8) != 0)
+	if (memcmp(key + 8, c->sess.client_guid, 8) != 0)
 		return 0;
 	for (int i = 0; i < 8; i++)
 		id |= (uint64_t)key[i] << (8 * i);
@@ -55,8 +55,8 @@ bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t 
                    struct smb2_create_ctx *ctx)
 {
 	bool dir = a->create_options & FILE_DIRECTORY_FILE;
-	if (!a->lease_id || c->no_lease || c->dialect < SMB2_DIALECT_0210 ||
-	    !(c->server_caps & SMB2_GLOBAL_CAP_LEASING))
+	if (!a->lease_id || c->no_lease || c->sess.dialect < SMB2_DIALECT_0210 ||
+	    !(c->sess.server_caps & SMB2_GLOBAL_CAP_LEASING))
 		return false;
 	/* Directory leases are 3.x only ([MS-SMB2] 3.2.4.3.8).  No open
 	 * names its parent's lease (ParentLeaseKey, PARENT_LEASE_KEY_SET: only
@@ -64,8 +64,8 @@ bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t 
 	 * for none), so a change this mount makes in a directory it holds a
 	 * lease on breaks that lease too: a round trip and a dropped listing,
 	 * never a stale one. */
-	if (dir && (c->dialect < SMB2_DIALECT_0300 ||
-	            !(c->server_caps & SMB2_GLOBAL_CAP_DIRECTORY_LEASING)))
+	if (dir && (c->sess.dialect < SMB2_DIALECT_0300 ||
+	            !(c->sess.server_caps & SMB2_GLOBAL_CAP_DIRECTORY_LEASING)))
 		return false;
 	/* A file's lease has no H under the SMB3 POSIX extensions: Samba 4.22
 	 * breaks the H of an open below a directory being renamed and then
@@ -74,10 +74,10 @@ bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t 
 	 * delay_for_handle_lease_break_below_fn).  H buys nothing here: no
 	 * durable handles are asked for under the extensions (ops.c). */
 	uint32_t file_state =
-	    c->posix ? SMB2_LEASE_READ_CACHING | SMB2_LEASE_WRITE_CACHING : SMB2_LEASE_RWH;
+	    c->sess.posix ? SMB2_LEASE_READ_CACHING | SMB2_LEASE_WRITE_CACHING : SMB2_LEASE_RWH;
 	struct smb2_lease l = {
 	    .state = dir ? SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING : file_state,
-	    .version = c->dialect >= SMB2_DIALECT_0300 ? 2 : 1,
+	    .version = c->sess.dialect >= SMB2_DIALECT_0300 ? 2 : 1,
 	};
 	lease_key(c, a->lease_id, l.key);
 	ssize_t n = smb2_rqls_encode(buf, SMB2_RQLS_V2_LEN, &l);

@@ -68,7 +68,7 @@ int smb_req_add_create_ctxs(struct smb_req *req, const char *path, const struct 
 	 * pathname then: '/' separates ('\\' is a character), case matters,
 	 * no symbolic link is followed (smb2_create.c). */
 	uint8_t posix_mode[SMB2_POSIX_CREATE_REQ_LEN];
-	if (smb_req_client(req)->posix) {
+	if (smb_req_client(req)->sess.posix) {
 		if (cr.context_count >= SMB2_MAX_CREATE_CTX)
 			return -EINVAL;
 		cr.posix_path = true;
@@ -109,7 +109,7 @@ static int add_query_info(struct smb_req *req, struct smb2_fileid fid, uint8_t t
  * either). */
 static int add_query_attr(struct smb_req *req, struct smb2_fileid fid)
 {
-	bool posix = smb_req_client(req)->posix;
+	bool posix = smb_req_client(req)->sess.posix;
 	return add_query_info(req, fid, SMB2_0_INFO_FILE,
 	                      posix ? SMB2_FILE_POSIX_INFORMATION : FileAllInformation,
 	                      ALLINFO_OUT);
@@ -269,8 +269,8 @@ static bool sids_defer(struct smb_req *req, int qi, bool dir)
 {
 	struct op *op = req->arg;
 	struct smb_client *c = op->c;
-	if (!c->posix || op->sids_asked || req->err || qi >= req->npdu || !req->pdu[qi].have_rsp ||
-	    req->pdu[qi].rsp_hdr.status != STATUS_SUCCESS)
+	if (!c->sess.posix || op->sids_asked || req->err || qi >= req->npdu ||
+	    !req->pdu[qi].have_rsp || req->pdu[qi].rsp_hdr.status != STATUS_SUCCESS)
 		return false;
 	const struct smb_pdu *p = &req->pdu[qi];
 	struct smb2_sid *sids = talloc_array(req, struct smb2_sid, SIDS_DEFER_MAX);
@@ -327,7 +327,7 @@ static int decode_attr(struct smb_client *c, const struct smb_pdu *p, struct smb
 	struct smb2_posix_info pi;
 	if (smb2_query_info_rsp_decode(p->rsp, p->rsp_len, &q) < 0)
 		return -EIO;
-	if (c->posix) {
+	if (c->sess.posix) {
 		if (smb2_posix_info_decode(q.buffer, q.buffer_len, &pi) < 0)
 			return -EIO;
 		posix_to_attr(c, &pi, a);
@@ -378,11 +378,11 @@ void smb_posix_probe(struct smb_client *c, struct smb_chan *ch, void *mem)
 	if (!err && req->pdu[0].rsp_hdr.status == STATUS_SUCCESS &&
 	    smb2_create_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &cr) == 0 &&
 	    smb2_posix_create_rsp_find(cr.contexts, cr.contexts_len, &ids) == 0) {
-		c->posix = false;
-		c->posix_share_off = true;
+		c->sess.posix = false;
+		c->sess.posix_share_off = true;
 		smb_info("%s: the server offers the SMB3 POSIX extensions, but not on this share "
 		         "(no POSIX context in its answer)",
-		         c->unc);
+		         c->tree.unc);
 	}
 	smb_req_put(req);
 }
@@ -497,7 +497,7 @@ static int attr_chain(struct smb_client *c, const char *path, const struct smb_o
 		return -ENOMEM;
 	req->related = true;
 	int err = add_create(req, path, oa);
-	if ((oa->set_mode && c->posix) || oa->create_disposition == FILE_CREATE) {
+	if ((oa->set_mode && c->sess.posix) || oa->create_disposition == FILE_CREATE) {
 		/* mode_fix() may need them, and replay_collision() */
 		op->oa = *oa;
 		op->path = talloc_strdup(op, path);
@@ -572,7 +572,7 @@ static void posix_from_create(struct smb_client *c, const struct smb2_create_rsp
                               struct smb_attr *a)
 {
 	struct smb2_posix_ids ids;
-	if (!c->posix || smb2_posix_create_rsp_find(cr->contexts, cr->contexts_len, &ids) != 1)
+	if (!c->sess.posix || smb2_posix_create_rsp_find(cr->contexts, cr->contexts_len, &ids) != 1)
 		return;
 	a->posix = true;
 	a->nlink = ids.nlink;
@@ -666,7 +666,7 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 	 * ksmbd 6.1 (list corruption in smb2_open).  Only FILE_CREATE: on a
 	 * file that exists, WRITE_DAC could be refused where the open would
 	 * not. */
-	if (oa.set_mode && c->posix && oa.create_disposition == FILE_CREATE)
+	if (oa.set_mode && c->sess.posix && oa.create_disposition == FILE_CREATE)
 		oa.desired_access |= WRITE_DAC;
 	op->oa = oa;
 	op->path = talloc_strdup(op, path);
@@ -684,7 +684,7 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 	 * back a handle that is no POSIX one (Samba 4.22: QUERY_INFO of the
 	 * POSIX class then fails).  Such opens are opened again by path after
 	 * a reconnect (client/opens.c). */
-	if (c->durable && !c->posix) {
+	if (c->durable && !c->sess.posix) {
 		/* A durable v2 handle survives a lost connection ([MS-SMB2]
 		 * 3.2.4.3.5); servers grant it under a batch oplock or a
 		 * lease with H. */
@@ -912,7 +912,7 @@ int smb_rename(struct smb_client *c, const char *from, const char *to, bool repl
 	    .desired_access = DELETE_ACCESS | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
 	    .create_disposition = FILE_OPEN,
 	};
-	struct rename_what r = {replace, c->posix, to};
+	struct rename_what r = {replace, c->sess.posix, to};
 	return set_info_chain(c, from, &oa, FileRenameInformation, 24 + 2 * strlen(to) + 8,
 	                      enc_rename, &r, cb, arg);
 }
@@ -961,9 +961,9 @@ int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid
 	if (!req)
 		return -ENOMEM;
 	unsigned sec = args->which & (SMB_SET_MODE | SMB_SET_UID | SMB_SET_GID);
-	if (sec && (!c->posix || (fid && sec != SMB_SET_MODE))) {
+	if (sec && (!c->sess.posix || (fid && sec != SMB_SET_MODE))) {
 		smb_req_put(req);
-		return c->posix ? -EINVAL : -EOPNOTSUPP;
+		return c->sess.posix ? -EINVAL : -EOPNOTSUPP;
 	}
 	struct smb2_fileid f = fid ? *fid : SMB2_FILEID_RELATED;
 	int err = 0;
@@ -1621,7 +1621,7 @@ int smb_link(struct smb_client *c, const char *from, const char *to, smb_status_
 	    .create_options = FILE_NON_DIRECTORY_FILE,
 	};
 	/* FILE_LINK_INFORMATION has FILE_RENAME_INFORMATION's layout. */
-	struct rename_what r = {false, c->posix, to};
+	struct rename_what r = {false, c->sess.posix, to};
 	return set_info_chain(c, from, &oa, FileLinkInformation, 24 + 2 * strlen(to) + 8,
 	                      enc_rename, &r, cb, arg);
 }
@@ -1780,7 +1780,7 @@ int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_loc
 	if (!req)
 		return -ENOMEM;
 	op->fid = fid;
-	uint32_t seq = c->dialect >= SMB2_DIALECT_0300 ? smb_opens_lock_seq_take(c, fid) : 0;
+	uint32_t seq = c->sess.dialect >= SMB2_DIALECT_0300 ? smb_opens_lock_seq_take(c, fid) : 0;
 	op->lock_seq = seq;
 	size_t cap = 24 + 24 * (size_t)n;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_LOCK, cap);
@@ -1941,10 +1941,11 @@ int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
 		return -ENOMEM;
-	uint32_t outlen = c->max_transact < DIR_OUT ? c->max_transact : DIR_OUT;
-	op->kind = c->posix; /* readdir_done(): which class came back */
+	uint32_t outlen = c->sess.max_transact < DIR_OUT ? c->sess.max_transact : DIR_OUT;
+	op->kind = c->sess.posix; /* readdir_done(): which class came back */
 	struct smb2_query_directory_req q = {
-	    .info_class = c->posix ? SMB2_FILE_POSIX_INFORMATION : FileIdBothDirectoryInformation,
+	    .info_class =
+	        c->sess.posix ? SMB2_FILE_POSIX_INFORMATION : FileIdBothDirectoryInformation,
 	    .flags = restart ? SMB2_RESTART_SCANS : 0,
 	    .fileid = fid,
 	    .pattern = "*",

@@ -79,8 +79,8 @@ struct smb_req *smb_chan_req(struct smb_chan *ch, void *talloc_parent)
 {
 	struct smb_req *req = smb_req_new(ch->conn, talloc_parent);
 	if (req) {
-		req->session_id = ch->c->session_id;
-		req->tree_id = ch->c->tree_id;
+		req->session_id = ch->c->sess.session_id;
+		req->tree_id = ch->c->tree.tree_id;
 	}
 	return req;
 }
@@ -165,8 +165,8 @@ static int negotiate_request(struct smb_client *c, struct smb_chan *ch,
 	/* Every channel of a session comes from the same client (Samba hands
 	 * a binding connection to the process serving this ClientGuid). */
 	if (primary)
-		smb_random_bytes(c->client_guid, sizeof(c->client_guid));
-	memcpy(nr.client_guid, c->client_guid, sizeof(nr.client_guid));
+		smb_random_bytes(c->sess.client_guid, sizeof(c->sess.client_guid));
+	memcpy(nr.client_guid, c->sess.client_guid, sizeof(nr.client_guid));
 	smb_random_bytes(nr.preauth_salt, sizeof(nr.preauth_salt));
 	nr.signing_algs[0] = SMB2_SIGNING_AES_GMAC;
 	nr.signing_algs[1] = SMB2_SIGNING_AES_CMAC;
@@ -207,11 +207,13 @@ static int negotiate_sizes(struct smb_client *c, struct smb_chan *ch,
 		ch->max_read = o->max_read;
 	if (o->max_write && ch->max_write > o->max_write)
 		ch->max_write = o->max_write;
-	if (!(rsp->capabilities & SMB2_GLOBAL_CAP_LARGE_MTU) || c->dialect == SMB2_DIALECT_0202) {
+	if (!(rsp->capabilities & SMB2_GLOBAL_CAP_LARGE_MTU) ||
+	    c->sess.dialect == SMB2_DIALECT_0202) {
 		ch->max_read = ch->max_read > 65536 ? 65536 : ch->max_read;
 		ch->max_write = ch->max_write > 65536 ? 65536 : ch->max_write;
 		if (primary)
-			c->max_transact = c->max_transact > 65536 ? 65536 : c->max_transact;
+			c->sess.max_transact =
+			    c->sess.max_transact > 65536 ? 65536 : c->sess.max_transact;
 	} else {
 		ch->conn->large_mtu = true;
 	}
@@ -226,8 +228,8 @@ static int negotiate_sizes(struct smb_client *c, struct smb_chan *ch,
 	if (ti.max_inline_recv) {
 		uint32_t lim = ti.max_inline_recv > 512 ? (ti.max_inline_recv - 256) & ~4095u : 0;
 		ch->inline_max_read = lim;
-		if (primary && c->max_transact > lim)
-			c->max_transact = lim;
+		if (primary && c->sess.max_transact > lim)
+			c->sess.max_transact = lim;
 	}
 	if (ti.max_inline_send)
 		ch->inline_max_write =
@@ -237,9 +239,9 @@ static int negotiate_sizes(struct smb_client *c, struct smb_chan *ch,
 	 * 1 MiB, FUSE's largest request); without it, what fits inline. */
 	uint32_t bufsize =
 	    ti.max_read_write && ti.max_read_write < (1u << 20) ? ti.max_read_write : (1u << 20);
-	ch->conn->transport->ops->set_dialect(ch->conn->transport, c->dialect);
-	if (c->dialect >= SMB2_DIALECT_0300)
-		ch->conn->channel_sequence = &c->channel_sequence;
+	ch->conn->transport->ops->set_dialect(ch->conn->transport, c->sess.dialect);
+	if (c->sess.dialect >= SMB2_DIALECT_0300)
+		ch->conn->channel_sequence = &c->sess.channel_sequence;
 	ch->rdma = ti.caps & SMB_TRANSPORT_CAP_RDMA;
 	int offload_err = -EOPNOTSUPP;
 	if ((ti.caps & SMB_TRANSPORT_CAP_RDMA) && bufsize >= 65536) {
@@ -268,8 +270,8 @@ static int negotiate_sizes(struct smb_client *c, struct smb_chan *ch,
 		return -EPROTO;
 	}
 	if (primary) {
-		c->max_read = ch->max_read;
-		c->max_write = ch->max_write;
+		c->sess.max_read = ch->max_read;
+		c->sess.max_write = ch->max_write;
 	}
 	return 0;
 }
@@ -283,8 +285,8 @@ static int negotiate_crypto(struct smb_client *c, struct smb_chan *ch,
 {
 	bool primary = ch->index == 0;
 	uint16_t alg =
-	    c->dialect >= SMB2_DIALECT_0300 ? SMB2_SIGNING_AES_CMAC : SMB2_SIGNING_HMAC_SHA256;
-	if (c->dialect == SMB2_DIALECT_0311) {
+	    c->sess.dialect >= SMB2_DIALECT_0300 ? SMB2_SIGNING_AES_CMAC : SMB2_SIGNING_HMAC_SHA256;
+	if (c->sess.dialect == SMB2_DIALECT_0311) {
 		if (!rsp->preauth_seen || rsp->preauth_hash_alg != SMB2_PREAUTH_INTEGRITY_SHA512) {
 			set_err(errbuf, errlen,
 			        "%s negotiated SMB 3.1.1 without SHA-512 preauth integrity",
@@ -300,9 +302,9 @@ static int negotiate_crypto(struct smb_client *c, struct smb_chan *ch,
 	/* [MS-SMB2] 3.2.5.2: 3.1.1 names the cipher in a context; 3.0.x
 	 * servers that can encrypt say so by a capability, and use CCM. */
 	uint16_t cipher = 0;
-	if (c->dialect == SMB2_DIALECT_0311 && rsp->cipher_seen)
+	if (c->sess.dialect == SMB2_DIALECT_0311 && rsp->cipher_seen)
 		cipher = rsp->cipher;
-	else if (c->dialect >= SMB2_DIALECT_0300 && c->dialect < SMB2_DIALECT_0311 &&
+	else if (c->sess.dialect >= SMB2_DIALECT_0300 && c->sess.dialect < SMB2_DIALECT_0311 &&
 	         (rsp->capabilities & SMB2_GLOBAL_CAP_ENCRYPTION))
 		cipher = SMB2_ENCRYPTION_AES128_CCM;
 	if (cipher && !smb_cipher_key_len(cipher)) {
@@ -311,27 +313,28 @@ static int negotiate_crypto(struct smb_client *c, struct smb_chan *ch,
 		cipher = 0;
 	}
 	if (primary) {
-		c->crypt.cipher = cipher;
+		c->sess.crypt.cipher = cipher;
 		if (o->require_encryption && !cipher) {
 			set_err(errbuf, errlen,
 			        "seal: %s cannot encrypt (SMB %s, %s); mount without seal or "
 			        "enable SMB3 encryption on the server",
-			        c->host, smb2_dialect_str(c->dialect),
-			        c->dialect < SMB2_DIALECT_0300 ? "SMB2 has no encryption"
-			                                       : "no cipher in common");
+			        c->host, smb2_dialect_str(c->sess.dialect),
+			        c->sess.dialect < SMB2_DIALECT_0300 ? "SMB2 has no encryption"
+			                                            : "no cipher in common");
 			return -EPROTONOSUPPORT;
 		}
-	} else if (cipher != c->crypt.cipher) {
+	} else if (cipher != c->sess.crypt.cipher) {
 		set_err(errbuf, errlen, "%s chose cipher %s on a new channel, %s on the first",
-		        ch->conn->peer, smb2_cipher_str(cipher), smb2_cipher_str(c->crypt.cipher));
+		        ch->conn->peer, smb2_cipher_str(cipher),
+		        smb2_cipher_str(c->sess.crypt.cipher));
 		return -EPROTO;
 	}
 	if (primary)
-		c->signing.alg = alg;
-	else if (alg != c->signing.alg) {
+		c->sess.signing.alg = alg;
+	else if (alg != c->sess.signing.alg) {
 		set_err(errbuf, errlen, "%s chose signing %s on a new channel, %s on the first",
 		        ch->conn->peer, smb2_signing_alg_str(alg),
-		        smb2_signing_alg_str(c->signing.alg));
+		        smb2_signing_alg_str(c->sess.signing.alg));
 		return -EPROTO;
 	}
 	ch->signing.alg = alg;
@@ -392,27 +395,27 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 		smb_req_put(req);
 		return -EPROTO;
 	}
-	if (!primary && rsp.dialect != c->dialect) {
+	if (!primary && rsp.dialect != c->sess.dialect) {
 		set_err(errbuf, errlen, "%s chose SMB %s on a new channel, SMB %s on the first",
 		        ch->conn->peer, smb2_dialect_str(rsp.dialect),
-		        smb2_dialect_str(c->dialect));
+		        smb2_dialect_str(c->sess.dialect));
 		smb_req_put(req);
 		return -EPROTO;
 	}
 	if (primary) {
-		c->neg_caps = nr.capabilities;
-		c->neg_security_mode = nr.security_mode;
-		c->neg_ndialects = nr.dialect_count;
-		memcpy(c->neg_dialects, nr.dialects, sizeof(c->neg_dialects));
-		memcpy(c->server_guid, rsp.server_guid, 16);
-		c->dialect = rsp.dialect;
-		c->server_security_mode = rsp.security_mode;
-		c->server_caps = rsp.capabilities;
-		c->max_transact = rsp.max_transact_size;
+		c->sess.neg_caps = nr.capabilities;
+		c->sess.neg_security_mode = nr.security_mode;
+		c->sess.neg_ndialects = nr.dialect_count;
+		memcpy(c->sess.neg_dialects, nr.dialects, sizeof(c->sess.neg_dialects));
+		memcpy(c->sess.server_guid, rsp.server_guid, 16);
+		c->sess.dialect = rsp.dialect;
+		c->sess.server_security_mode = rsp.security_mode;
+		c->sess.server_caps = rsp.capabilities;
+		c->sess.max_transact = rsp.max_transact_size;
 		/* The server answers the POSIX context only when it will
 		 * speak the extensions on this connection. */
-		c->posix = nr.posix_extensions && rsp.dialect == SMB2_DIALECT_0311 &&
-		           rsp.posix_seen && !c->posix_share_off;
+		c->sess.posix = nr.posix_extensions && rsp.dialect == SMB2_DIALECT_0311 &&
+		                rsp.posix_seen && !c->sess.posix_share_off;
 	}
 	err = negotiate_sizes(c, ch, o, &rsp, errbuf, errlen);
 	if (!err)
@@ -424,7 +427,7 @@ int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct s
 	*sec_len = rsp.security_buffer_len;
 	*sec_blob = *sec_len ? talloc_memdup(mem, rsp.security_buffer, *sec_len) : NULL;
 	smb_info("%s: negotiated SMB %s, max read %u write %u, signing %s by server",
-	         ch->conn->peer, smb2_dialect_str(c->dialect), ch->max_read, ch->max_write,
+	         ch->conn->peer, smb2_dialect_str(c->sess.dialect), ch->max_read, ch->max_write,
 	         rsp.security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED ? "required" : "optional");
 	smb_req_put(req);
 	return 0;
@@ -491,7 +494,7 @@ static int derive_cipher_keys(uint16_t dialect, uint16_t cipher, const uint8_t *
 /* Start sealing every request of the session (loop thread or set-up). */
 static void crypt_activate(struct smb_client *c, const char *why)
 {
-	if (__atomic_load_n(&c->crypt.active, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&c->sess.crypt.active, __ATOMIC_ACQUIRE))
 		return;
 	/* No RDMA offload from now on: READ/WRITE sizes are what fits inline. */
 	for (int i = 0; i < c->nchans; i++) {
@@ -501,12 +504,13 @@ static void crypt_activate(struct smb_client *c, const char *why)
 		if (ch->inline_max_write && ch->max_write > ch->inline_max_write)
 			ch->max_write = ch->inline_max_write;
 		if (i == 0) {
-			c->max_read = ch->max_read;
-			c->max_write = ch->max_write;
+			c->sess.max_read = ch->max_read;
+			c->sess.max_write = ch->max_write;
 		}
 	}
-	__atomic_store_n(&c->crypt.active, true, __ATOMIC_RELEASE);
-	smb_info("%s: encrypting with %s (%s)", c->host, smb2_cipher_str(c->crypt.cipher), why);
+	__atomic_store_n(&c->sess.crypt.active, true, __ATOMIC_RELEASE);
+	smb_info("%s: encrypting with %s (%s)", c->host, smb2_cipher_str(c->sess.crypt.cipher),
+	         why);
 }
 
 static const char *logon_hint(uint32_t st)
@@ -538,15 +542,15 @@ static const char *logon_hint(uint32_t st)
 static int bind_channel_key(struct smb_client *c, struct smb_chan *ch, const uint8_t bind_key[16],
                             const uint8_t preauth[64], const struct smb_pdu *p)
 {
-	const uint8_t *keys[2] = {bind_key, c->session_key};
+	const uint8_t *keys[2] = {bind_key, c->sess.session_key};
 	for (int k = 0; k < 2; k++) {
-		struct smb_signing s = {.alg = c->signing.alg, .have_key = true};
-		if (derive_signing_key(c->dialect, keys[k], preauth, s.key))
+		struct smb_signing s = {.alg = c->sess.signing.alg, .have_key = true};
+		if (derive_signing_key(c->sess.dialect, keys[k], preauth, s.key))
 			return -EIO;
 		if (smb_verify_pdu(&s, p->rsp, p->rsp_len) == 0) {
 			memcpy(ch->signing.key, s.key, 16);
 			ch->signing.have_key = true;
-			ch->signing.active = c->signing.active;
+			ch->signing.active = c->sess.signing.active;
 			smb_debug("%s: channel key from the %s authentication's session key",
 			          ch->conn->peer, k ? "first" : "binding");
 			smb_wipe(&s, sizeof(s));
@@ -635,7 +639,7 @@ static int setup_done(struct smb_client *c, struct smb_chan *ch, const struct sm
 		if (err)
 			return err;
 		ch->conn->signing = &ch->signing;
-		ch->conn->crypt = &c->crypt;
+		ch->conn->crypt = &c->sess.crypt;
 		if (smb_client_sealed(c)) {
 			if (ch->inline_max_read && ch->max_read > ch->inline_max_read)
 				ch->max_read = ch->inline_max_read;
@@ -643,31 +647,31 @@ static int setup_done(struct smb_client *c, struct smb_chan *ch, const struct sm
 				ch->max_write = ch->inline_max_write;
 		}
 		smb_info("%s: channel bound to session 0x%llx", ch->conn->peer,
-		         (unsigned long long)c->session_id);
+		         (unsigned long long)c->sess.session_id);
 		return 0;
 	}
 	if (!err && !guest) {
 		memcpy(ch->preauth, hash, 64);
-		memcpy(c->session_key, key16, 16);
-		err = derive_signing_key(c->dialect, key16, hash, c->signing.key);
-		c->signing.have_key = !err;
+		memcpy(c->sess.session_key, key16, 16);
+		err = derive_signing_key(c->sess.dialect, key16, hash, c->sess.signing.key);
+		c->sess.signing.have_key = !err;
 	}
-	if (!err && !guest && c->crypt.cipher) {
-		err = derive_cipher_keys(c->dialect, c->crypt.cipher, skey, skey_len, hash,
-		                         c->crypt.enc_key, c->crypt.dec_key);
-		c->crypt.session_id = c->session_id;
+	if (!err && !guest && c->sess.crypt.cipher) {
+		err = derive_cipher_keys(c->sess.dialect, c->sess.crypt.cipher, skey, skey_len,
+		                         hash, c->sess.crypt.enc_key, c->sess.crypt.dec_key);
+		c->sess.crypt.session_id = c->sess.session_id;
 		if (!err)
-			err = smb_random_bytes(c->crypt.salt, sizeof(c->crypt.salt));
-		c->crypt.have_key = !err;
+			err = smb_random_bytes(c->sess.crypt.salt, sizeof(c->sess.crypt.salt));
+		c->sess.crypt.have_key = !err;
 	}
 	smb_wipe(skey, sizeof(skey));
 	smb_wipe(key16, sizeof(key16));
-	bool must_sign = sign || (c->server_security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
+	bool must_sign = sign || (c->sess.server_security_mode & SMB2_NEGOTIATE_SIGNING_REQUIRED);
 	/* [MS-SMB2] 3.3.5.5.3: on 3.x a server signs the final response of
 	 * a non-guest session with the key both sides derived; that
 	 * signature is its proof that it knows the password (or holds the
 	 * service key), whether or not signing is required afterwards. */
-	bool prove = c->dialect >= SMB2_DIALECT_0300 && !guest_wanted(o);
+	bool prove = c->sess.dialect >= SMB2_DIALECT_0300 && !guest_wanted(o);
 	if (!err && !guest && (prove || must_sign || (p->rsp_hdr.flags & SMB2_FLAGS_SIGNED))) {
 		if (!(p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) && prove) {
 			set_err(errbuf, errlen,
@@ -676,7 +680,7 @@ static int setup_done(struct smb_client *c, struct smb_chan *ch, const struct sm
 			        c->host);
 			err = -EACCES;
 		} else if ((p->rsp_hdr.flags & SMB2_FLAGS_SIGNED) &&
-		           smb_verify_pdu(&c->signing, p->rsp, p->rsp_len) < 0) {
+		           smb_verify_pdu(&c->sess.signing, p->rsp, p->rsp_len) < 0) {
 			set_err(errbuf, errlen,
 			        "the final SESSION_SETUP response from %s has a bad "
 			        "signature (wrong password, or tampering)",
@@ -691,7 +695,7 @@ static int setup_done(struct smb_client *c, struct smb_chan *ch, const struct sm
 			        c->host);
 			err = -EACCES;
 		} else {
-			c->signing.active = true;
+			c->sess.signing.active = true;
 		}
 	}
 	bool want_seal =
@@ -703,11 +707,11 @@ static int setup_done(struct smb_client *c, struct smb_chan *ch, const struct sm
 			        "encrypted",
 			        c->host);
 			err = -EACCES;
-		} else if (!c->crypt.have_key) {
+		} else if (!c->sess.crypt.have_key) {
 			set_err(errbuf, errlen,
 			        "%s requires encryption for the session, but no cipher was "
 			        "negotiated (SMB %s)",
-			        c->host, smb2_dialect_str(c->dialect));
+			        c->host, smb2_dialect_str(c->sess.dialect));
 			err = -EPROTONOSUPPORT;
 		} else {
 			crypt_activate(c, o->require_encryption
@@ -715,12 +719,12 @@ static int setup_done(struct smb_client *c, struct smb_chan *ch, const struct sm
 			                      : "the server requires it for the session");
 		}
 	}
-	c->guest = guest;
+	c->sess.guest = guest;
 	if (err)
 		return err;
 	smb_info("%s: session 0x%llx set up for '%s' (%s), signing %s", c->host,
-	         (unsigned long long)c->session_id, who, guest ? "guest" : "user",
-	         c->signing.active ? "on" : "off");
+	         (unsigned long long)c->sess.session_id, who, guest ? "guest" : "user",
+	         c->sess.signing.active ? "on" : "off");
 	return 0;
 }
 
@@ -737,7 +741,7 @@ static int setup_round(struct smb_client *c, struct smb_chan *ch, bool binding, 
 	    .flags = binding ? SMB2_SESSION_FLAG_BINDING : 0,
 	    .security_mode = (uint8_t)(SMB2_NEGOTIATE_SIGNING_ENABLED |
 	                               (sign ? SMB2_NEGOTIATE_SIGNING_REQUIRED : 0)),
-	    .previous_session_id = binding ? 0 : c->previous_session_id,
+	    .previous_session_id = binding ? 0 : c->sess.previous_session_id,
 	    .security_buffer = out,
 	    .security_buffer_len = (uint16_t)outlen,
 	};
@@ -793,10 +797,10 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 	size_t inlen = blob_len;
 	/* A binding's requests are signed with Session.SigningKey. */
 	if (binding) {
-		ch->conn->signing = &c->signing;
+		ch->conn->signing = &c->sess.signing;
 		/* A server that wants the session encrypted may seal its
 		 * refusal of an unencrypted binding. */
-		ch->conn->crypt = &c->crypt;
+		ch->conn->crypt = &c->sess.crypt;
 	}
 
 	for (int round = 0; round < 8; round++) {
@@ -827,7 +831,7 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 		}
 		struct smb_pdu *p = &req->pdu[0];
 		uint32_t st = p->rsp_hdr.status;
-		if (c->dialect == SMB2_DIALECT_0311)
+		if (c->sess.dialect == SMB2_DIALECT_0311)
 			preauth_update(hash, p->buf, p->len);
 		if (st != STATUS_SUCCESS && st != STATUS_MORE_PROCESSING_REQUIRED) {
 			if (binding)
@@ -856,8 +860,8 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 			return -EBADMSG;
 		}
 		if (!binding) {
-			c->session_id = p->rsp_hdr.session_id;
-		} else if (p->rsp_hdr.session_id != c->session_id) {
+			c->sess.session_id = p->rsp_hdr.session_id;
+		} else if (p->rsp_hdr.session_id != c->sess.session_id) {
 			set_err(errbuf, errlen, "%s bound the channel to another session",
 			        ch->conn->peer);
 			smb_req_put(req);
@@ -865,7 +869,7 @@ int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
 			return -EPROTO;
 		}
 		if (st == STATUS_MORE_PROCESSING_REQUIRED) {
-			if (c->dialect == SMB2_DIALECT_0311)
+			if (c->sess.dialect == SMB2_DIALECT_0311)
 				preauth_update(hash, p->rsp, p->rsp_len);
 			in = talloc_memdup(mem, ssr.security_buffer, ssr.security_buffer_len);
 			inlen = ssr.security_buffer_len;
@@ -928,13 +932,13 @@ static ssize_t enc_tree_connect(uint8_t *b, size_t cap, const struct smb2_tree_c
 static int do_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, char *errbuf,
                            size_t errlen)
 {
-	struct smb2_tree_connect_req tr = {.path = c->unc};
+	struct smb2_tree_connect_req tr = {.path = c->tree.unc};
 	struct smb_req *req = smb_chan_req(ch, mem);
 	if (!req)
 		return -ENOMEM;
 	/* [MS-SMB2] 3.2.4.1.1: with 3.1.1, TREE_CONNECT is always signed. */
-	req->force_sign = c->dialect == SMB2_DIALECT_0311;
-	size_t cap = 16 + 4 * strlen(c->unc) + 8;
+	req->force_sign = c->sess.dialect == SMB2_DIALECT_0311;
+	size_t cap = 16 + 4 * strlen(c->tree.unc) + 8;
 	uint8_t *body = smb_req_begin_pdu(req, SMB2_TREE_CONNECT, cap);
 	int err = body ? smb_req_end_pdu(req, enc_tree_connect(body, cap, &tr)) : -ENOMEM;
 	if (!err) {
@@ -944,8 +948,8 @@ static int do_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem,
 	if (err) {
 		char why[168];
 		smb_conn_dead_why(ch->conn, why, sizeof(why));
-		set_err(errbuf, errlen, "TREE_CONNECT to %s failed: %s%s", c->unc, strerror(-err),
-		        why);
+		set_err(errbuf, errlen, "TREE_CONNECT to %s failed: %s%s", c->tree.unc,
+		        strerror(-err), why);
 		smb_req_put(req);
 		return err;
 	}
@@ -953,15 +957,15 @@ static int do_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem,
 	uint32_t st = p->rsp_hdr.status;
 	if (st != STATUS_SUCCESS) {
 		if (st == STATUS_BAD_NETWORK_NAME)
-			set_err(errbuf, errlen, "share '%s' does not exist on %s (%s)", c->share,
-			        c->host, smb2_status_str(st));
+			set_err(errbuf, errlen, "share '%s' does not exist on %s (%s)",
+			        c->tree.share, c->host, smb2_status_str(st));
 		else if (st == STATUS_ACCESS_DENIED || st == STATUS_NETWORK_ACCESS_DENIED)
 			set_err(errbuf, errlen, "access to share '%s' on %s denied to %s%s%s (%s)",
-			        c->share, c->host, c->user[0] ? "user '" : "the guest session",
+			        c->tree.share, c->host, c->user[0] ? "user '" : "the guest session",
 			        c->user, c->user[0] ? "'" : "", smb2_status_str(st));
 		else
-			set_err(errbuf, errlen, "cannot connect to share '%s' on %s: %s", c->share,
-			        c->host, smb2_status_str(st));
+			set_err(errbuf, errlen, "cannot connect to share '%s' on %s: %s",
+			        c->tree.share, c->host, smb2_status_str(st));
 		smb_req_put(req);
 		return st == STATUS_BAD_NETWORK_NAME ? -ENOENT : -EACCES;
 	}
@@ -971,22 +975,23 @@ static int do_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem,
 		smb_req_put(req);
 		return -EBADMSG;
 	}
-	c->tree_id = p->rsp_hdr.tree_id;
-	c->share_type = trs.share_type;
+	c->tree.tree_id = p->rsp_hdr.tree_id;
+	c->tree.share_type = trs.share_type;
 	smb_req_put(req);
 	if (trs.share_type != SMB2_SHARE_TYPE_DISK) {
-		set_err(errbuf, errlen, "share '%s' on %s is not a disk share", c->share, c->host);
+		set_err(errbuf, errlen, "share '%s' on %s is not a disk share", c->tree.share,
+		        c->host);
 		return -ENOTDIR;
 	}
 	if ((trs.share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA) && !smb_client_sealed(c)) {
 		/* One tree per mount: sealing the whole session is sealing it. */
-		if (!c->crypt.have_key) {
+		if (!c->sess.crypt.have_key) {
 			set_err(errbuf, errlen,
-			        "share '%s' on %s requires encryption, but %s (SMB %s)", c->share,
-			        c->host,
-			        c->guest ? "a guest session cannot encrypt"
-			                 : "no cipher was negotiated",
-			        smb2_dialect_str(c->dialect));
+			        "share '%s' on %s requires encryption, but %s (SMB %s)",
+			        c->tree.share, c->host,
+			        c->sess.guest ? "a guest session cannot encrypt"
+			                      : "no cipher was negotiated",
+			        smb2_dialect_str(c->sess.dialect));
 			return -EPROTONOSUPPORT;
 		}
 		crypt_activate(c, "the share requires it");
@@ -1001,19 +1006,19 @@ static int do_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem,
 static int validate_negotiate(struct smb_client *c, struct smb_chan *ch, void *mem, char *errbuf,
                               size_t errlen)
 {
-	if (c->dialect != SMB2_DIALECT_0300 && c->dialect != SMB2_DIALECT_0302)
+	if (c->sess.dialect != SMB2_DIALECT_0300 && c->sess.dialect != SMB2_DIALECT_0302)
 		return 0;
-	if (c->guest || !c->signing.have_key)
+	if (c->sess.guest || !c->sess.signing.have_key)
 		return 0; /* nothing to sign it with */
 	uint8_t in[24 + 2 * 8];
 	struct smb_wr w;
 	smb_wr_init(&w, in, sizeof(in));
-	smb_wr_u32(&w, c->neg_caps);
-	smb_wr_bytes(&w, c->client_guid, 16);
-	smb_wr_u16(&w, c->neg_security_mode);
-	smb_wr_u16(&w, (uint16_t)c->neg_ndialects);
-	for (int i = 0; i < c->neg_ndialects; i++)
-		smb_wr_u16(&w, c->neg_dialects[i]);
+	smb_wr_u32(&w, c->sess.neg_caps);
+	smb_wr_bytes(&w, c->sess.client_guid, 16);
+	smb_wr_u16(&w, c->sess.neg_security_mode);
+	smb_wr_u16(&w, (uint16_t)c->sess.neg_ndialects);
+	for (int i = 0; i < c->sess.neg_ndialects; i++)
+		smb_wr_u16(&w, c->sess.neg_dialects[i]);
 	struct smb2_ioctl_req r = {
 	    .ctl_code = FSCTL_VALIDATE_NEGOTIATE_INFO,
 	    .fileid = {UINT64_MAX, UINT64_MAX},
@@ -1065,14 +1070,14 @@ static int validate_negotiate(struct smb_client *c, struct smb_chan *ch, void *m
 	uint16_t mode = smb_rd_u16(&rd);
 	uint16_t dialect = smb_rd_u16(&rd);
 	smb_req_put(req);
-	if (caps != c->server_caps || memcmp(guid, c->server_guid, 16) != 0 ||
-	    mode != c->server_security_mode || dialect != c->dialect) {
+	if (caps != c->sess.server_caps || memcmp(guid, c->sess.server_guid, 16) != 0 ||
+	    mode != c->sess.server_security_mode || dialect != c->sess.dialect) {
 		set_err(errbuf, errlen,
 		        "%s's FSCTL_VALIDATE_NEGOTIATE_INFO answer does not match the NEGOTIATE "
 		        "(dialect %s vs %s, capabilities 0x%x vs 0x%x, security mode 0x%x vs "
 		        "0x%x): someone may have tampered with the negotiation",
-		        c->host, smb2_dialect_str(dialect), smb2_dialect_str(c->dialect), caps,
-		        c->server_caps, mode, c->server_security_mode);
+		        c->host, smb2_dialect_str(dialect), smb2_dialect_str(c->sess.dialect), caps,
+		        c->sess.server_caps, mode, c->sess.server_security_mode);
 		return -EPROTO;
 	}
 	smb_debug("%s: negotiation validated", c->host);
@@ -1360,10 +1365,10 @@ int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_op
 	pthread_mutex_init(&c->chans_lock, NULL);
 	void *mem = talloc_new(c);
 	c->host = talloc_strdup(c, o->host);
-	c->share = talloc_strdup(c, o->share);
+	c->tree.share = talloc_strdup(c, o->share);
 	c->user = talloc_strdup(c, o->user ? o->user : "");
 	c->domain = talloc_strdup(c, o->domain ? o->domain : "");
-	c->unc = talloc_asprintf(c, "\\\\%s\\%s", o->host, o->share);
+	c->tree.unc = talloc_asprintf(c, "\\\\%s\\%s", o->host, o->share);
 	c->port = o->port ? o->port : 445;
 	c->rdma = o->rdma;
 	c->quic_port = o->quic_port ? o->quic_port : 443;
@@ -1408,20 +1413,20 @@ int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_op
 	err = smb_chan_negotiate(c, c->chans[0], o, &blob, &blob_len, mem, errbuf, errlen);
 	if (err)
 		goto fail;
-	c->conn->signing = &c->signing;
-	c->conn->crypt = &c->crypt;
+	c->conn->signing = &c->sess.signing;
+	c->conn->crypt = &c->sess.crypt;
 	err = smb_chan_session_setup(c, c->chans[0], o, false, blob, blob_len, mem, errbuf, errlen);
 	if (err)
 		goto fail;
 	err = smb_chan_tree_connect(c, c->chans[0], mem, errbuf, errlen);
 	if (err)
 		goto fail;
-	if (c->posix)
+	if (c->sess.posix)
 		smb_posix_probe(c, c->chans[0], mem);
 	/* A durable handle is granted only under a batch oplock or a lease
 	 * with H ([MS-SMB2] 3.3.5.9.10): none without either. */
 	c->no_lease = o->no_lease;
-	c->durable = c->dialect >= SMB2_DIALECT_0300 && !o->no_durable && !o->no_lease;
+	c->durable = c->sess.dialect >= SMB2_DIALECT_0300 && !o->no_durable && !o->no_lease;
 	c->echo_ms = o->echo_ms ? o->echo_ms : 60000;
 	c->chans[0]->conn->echo_ms = c->echo_ms;
 	/* The one deep copy of the options, for the threads that outlive this
@@ -1438,10 +1443,10 @@ int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_op
 		goto fail;
 	}
 	talloc_free(mem);
-	smb_info("mounted %s (SMB %s, signing %s, encryption %s)", c->unc,
-	         smb2_dialect_str(c->dialect),
-	         c->signing.active ? smb2_signing_alg_str(c->signing.alg) : "off",
-	         smb_client_sealed(c) ? smb2_cipher_str(c->crypt.cipher) : "off");
+	smb_info("mounted %s (SMB %s, signing %s, encryption %s)", c->tree.unc,
+	         smb2_dialect_str(c->sess.dialect),
+	         c->sess.signing.active ? smb2_signing_alg_str(c->sess.signing.alg) : "off",
+	         smb_client_sealed(c) ? smb2_cipher_str(c->sess.crypt.cipher) : "off");
 	*out = c;
 	return 0;
 fail:
@@ -1456,7 +1461,7 @@ void smb_client_destroy(struct smb_client *c)
 	__atomic_store_n(&c->closing, true, __ATOMIC_RELEASE);
 	smb_dial_racers_wait(&c->racers); /* they use the loop */
 	if (c->conn) {
-		if (c->session_id && c->loop) {
+		if (c->sess.session_id && c->loop) {
 			/* Best effort: tell the server we are leaving. */
 			struct smb_req *req = smb_client_req(c, c);
 			uint8_t *body = req ? smb_req_begin_pdu(req, SMB2_LOGOFF, 8) : NULL;
@@ -1479,9 +1484,9 @@ void smb_client_destroy(struct smb_client *c)
 	c->conn = NULL;
 	if (c->loop)
 		ev_loop_free(c->loop);
-	smb_wipe(&c->signing, sizeof(c->signing));
-	smb_wipe(c->session_key, sizeof(c->session_key));
-	smb_wipe(&c->crypt, sizeof(c->crypt));
+	smb_wipe(&c->sess.signing, sizeof(c->sess.signing));
+	smb_wipe(c->sess.session_key, sizeof(c->sess.session_key));
+	smb_wipe(&c->sess.crypt, sizeof(c->sess.crypt));
 	pthread_mutex_destroy(&c->chans_lock);
 	talloc_free(c);
 }
@@ -1508,8 +1513,8 @@ static void addr_str(const struct sockaddr_storage *ss, char *out, size_t cap)
 void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->dialect = c->dialect;
-	out->signing = c->signing.active;
+	out->dialect = c->sess.dialect;
+	out->signing = c->sess.signing.active;
 	out->payload_bytes_copied = __atomic_load_n(&c->payload_bytes_copied, __ATOMIC_RELAXED);
 	out->leases_granted = __atomic_load_n(&c->leases_granted, __ATOMIC_RELAXED);
 	out->lease_breaks = __atomic_load_n(&c->lease_breaks, __ATOMIC_RELAXED);
@@ -1571,14 +1576,14 @@ int smb_client_reconnect_now(struct smb_client *c, const char *why)
 
 void smb_client_get_info(struct smb_client *c, struct smb_client_info *out)
 {
-	out->dialect = c->dialect;
-	out->signing = c->signing.active;
-	out->signing_alg = c->signing.alg;
+	out->dialect = c->sess.dialect;
+	out->signing = c->sess.signing.active;
+	out->signing_alg = c->sess.signing.alg;
 	out->encryption = smb_client_sealed(c);
-	out->cipher = out->encryption ? c->crypt.cipher : 0;
-	out->max_read = c->max_read;
-	out->max_write = c->max_write;
-	out->share_type = c->share_type;
-	out->posix = c->posix;
-	out->posix_share_off = c->posix_share_off;
+	out->cipher = out->encryption ? c->sess.crypt.cipher : 0;
+	out->max_read = c->sess.max_read;
+	out->max_write = c->sess.max_write;
+	out->share_type = c->tree.share_type;
+	out->posix = c->sess.posix;
+	out->posix_share_off = c->sess.posix_share_off;
 }

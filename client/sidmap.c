@@ -506,7 +506,7 @@ static void send_tcon(struct batch *b)
 	}
 	b->step = "TREE_CONNECT to IPC$";
 	/* [MS-SMB2] 3.2.4.1.1: with 3.1.1, TREE_CONNECT is always signed. */
-	req->force_sign = c->dialect == SMB2_DIALECT_0311;
+	req->force_sign = c->sess.dialect == SMB2_DIALECT_0311;
 	char path[300];
 	snprintf(path, sizeof(path), "\\\\%s\\IPC$", c->host);
 	struct smb2_tree_connect_req tr = {.path = path};
@@ -552,7 +552,7 @@ static void batch_start(struct smb_client *c, struct smb_sidmap *m)
 		talloc_free(b);
 		return;
 	}
-	bool tcon = !m->ipc_tree || m->ipc_session != c->session_id;
+	bool tcon = !m->ipc_tree || m->ipc_session != c->sess.session_id;
 	/* the requests go out from the loop, not under our lock */
 	if (ev_call(c->loop, tcon ? send_tcon_call : send_create_call, b) < 0) {
 		for (uint32_t i = 0; i < b->n; i++)

@@ -43,9 +43,9 @@ static int req_rebind(struct smb_client *c, struct smb_req *req)
 	 * request built between a reconnect's SESSION_SETUP and its
 	 * TREE_CONNECT has the new session and the old tree (the server answers
 	 * STATUS_NETWORK_NAME_DELETED).  Every tree id we send is c->tree_id. */
-	req->session_id = c->session_id;
+	req->session_id = c->sess.session_id;
 	if (req->tree_id)
-		req->tree_id = c->tree_id;
+		req->tree_id = c->tree.tree_id;
 	return smb_req_fix_fids(c, req);
 }
 
@@ -115,7 +115,7 @@ bool smb_park_orphan(struct smb_park *pk, struct smb_chan *ch, struct smb_req *r
 	bool none = !to || to == ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE);
 	/* Another channel takes it as a replay (3.x); with none left it waits
 	 * for the reconnect, which sends it on a new session. */
-	if (!none && c->dialect < SMB2_DIALECT_0300)
+	if (!none && c->sess.dialect < SMB2_DIALECT_0300)
 		return false;
 	/* hard: no deadline (0), no grace: it waits until a channel is back. */
 	uint64_t now = ev_now_ms(), deadline = c->hard ? 0 : now + c->timeout_ms;
@@ -140,7 +140,7 @@ bool smb_park_orphan(struct smb_park *pk, struct smb_chan *ch, struct smb_req *r
 	if (smb_req_reset_for_replay(req))
 		return false;
 	if (!__atomic_exchange_n(&ch->seq_bumped, true, __ATOMIC_ACQ_REL))
-		__atomic_add_fetch(&c->channel_sequence, 1, __ATOMIC_ACQ_REL);
+		__atomic_add_fetch(&c->sess.channel_sequence, 1, __ATOMIC_ACQ_REL);
 	/* The live channel may belong to a session a reconnect just built; a
 	 * parked request is rebound when smb_park_release() sends it. */
 	if (!none && req_rebind(c, req) < 0)

@@ -59,7 +59,7 @@ struct smb_mc {
  * on a sealed session the answer must come encrypted. */
 static int query_ifaces(struct smb_client *c, struct smb2_netif *out, size_t max, size_t *n)
 {
-	if (!c->signing.have_key && !smb_client_sealed(c)) {
+	if (!c->sess.signing.have_key && !smb_client_sealed(c)) {
 		smb_warn("%s: no session key to verify the interface list with; one channel",
 		         c->host);
 		return -EPERM;
@@ -561,13 +561,15 @@ int smb_mc_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb_par
 {
 	const struct smb_client_opts *o = c->opts;
 	*out = NULL;
-	if (c->dialect < SMB2_DIALECT_0300 || !(c->server_caps & SMB2_GLOBAL_CAP_MULTI_CHANNEL)) {
+	if (c->sess.dialect < SMB2_DIALECT_0300 ||
+	    !(c->sess.server_caps & SMB2_GLOBAL_CAP_MULTI_CHANNEL)) {
 		smb_warn("%s: the server does not offer multichannel (SMB %s%s); one channel",
-		         c->host, smb2_dialect_str(c->dialect),
-		         c->dialect >= SMB2_DIALECT_0300 ? ", no MULTI_CHANNEL capability" : "");
+		         c->host, smb2_dialect_str(c->sess.dialect),
+		         c->sess.dialect >= SMB2_DIALECT_0300 ? ", no MULTI_CHANNEL capability"
+		                                              : "");
 		return 0;
 	}
-	if (c->guest) {
+	if (c->sess.guest) {
 		smb_warn("%s: a guest session cannot bind channels; one channel", c->host);
 		return 0;
 	}

@@ -83,18 +83,18 @@ int smb_reconn_attempt(struct smb_reconn *r, bool bind_first, char *why, size_t 
 	}
 	unsigned nd = 0, np = 0, nl = 0;
 	if (!err && !bound) {
-		uint64_t old = c->session_id;
-		ch->conn->signing = &c->signing;
-		ch->conn->crypt = &c->crypt;
+		uint64_t old = c->sess.session_id;
+		ch->conn->signing = &c->sess.signing;
+		ch->conn->crypt = &c->sess.crypt;
 		/* A new session: its first SESSION_SETUP carries SessionId 0 and
 		 * names the old one as PreviousSessionId ([MS-SMB2] 3.2.4.2.3). */
-		c->previous_session_id = old;
-		c->session_id = 0;
+		c->sess.previous_session_id = old;
+		c->sess.session_id = 0;
 		err =
 		    smb_chan_session_setup(c, ch, r->opts, false, blob, blob_len, mem, why, whylen);
-		c->previous_session_id = 0;
-		if (err && !c->session_id)
-			c->session_id = old;
+		c->sess.previous_session_id = 0;
+		if (err && !c->sess.session_id)
+			c->sess.session_id = old;
 		if (!err)
 			err = smb_chan_tree_connect(c, ch, mem, why, whylen);
 		if (!err)
@@ -122,11 +122,11 @@ int smb_reconn_attempt(struct smb_reconn *r, bool bind_first, char *why, size_t 
 	smb_setup_slot_set(r->slot, NULL);
 	if (bound)
 		smb_warn("%s: reconnected; channel bound to the surviving session 0x%llx", c->host,
-		         (unsigned long long)c->session_id);
+		         (unsigned long long)c->sess.session_id);
 	else
 		smb_warn("%s: reconnected: new session 0x%llx; %u handles reopened durably, %u by "
 		         "path, %u lost",
-		         c->host, (unsigned long long)c->session_id, nd, np, nl);
+		         c->host, (unsigned long long)c->sess.session_id, nd, np, nl);
 	talloc_free(mem);
 	return 0;
 }
