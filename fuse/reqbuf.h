@@ -49,7 +49,8 @@ void reqbuf_advance(struct reqbuf_pool *p);
 
 /* A handler holding data that lies in the current buffer: keep that buffer
  * until reqbuf_return(id).  Returns the id (>= 0), or -1 when data is not in
- * a lendable buffer (the caller must then not keep data). */
+ * a lendable buffer (the caller must then not keep data).  A buffer given
+ * back with no loan left becomes the current one (the warmest). */
 int reqbuf_lend(struct reqbuf_pool *p, const void *data, size_t len);
 void reqbuf_return(struct reqbuf_pool *p, int id);
 

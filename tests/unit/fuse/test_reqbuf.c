@@ -17,6 +17,26 @@ static void test_not_lendable_until_registered(void)
 	reqbuf_pool_free(p);
 }
 
+/* One write at a time: the buffer given back is read into next, so the
+ * requests stay in one (cache-warm) buffer instead of going round all. */
+static void test_returned_buffer_is_reused_first(void)
+{
+	struct reqbuf_pool *p = reqbuf_pool_new(8);
+	reqbuf_pool_set_lendable(p, true);
+	uint8_t *b0 = reqbuf_current(p);
+	for (int i = 0; i < 20; i++) {
+		uint8_t *b = reqbuf_current(p);
+		int id = reqbuf_lend(p, b + 80, REQBUF_MAX_WRITE);
+		CHECK(id >= 0);
+		reqbuf_advance(p); /* the next request would go elsewhere... */
+		CHECK(reqbuf_current(p) != b);
+		reqbuf_return(p, id); /* ...but the write is done first */
+		CHECK(reqbuf_current(p) == b0);
+	}
+	CHECK_EQ(reqbuf_lent_now(p), 0);
+	reqbuf_pool_free(p);
+}
+
 static void test_lent_buffer_is_not_read_into(void)
 {
 	struct reqbuf_pool *p = reqbuf_pool_new(3);
@@ -82,6 +102,7 @@ int main(void)
 {
 	RUN(test_not_lendable_until_registered);
 	RUN(test_lent_buffer_is_not_read_into);
+	RUN(test_returned_buffer_is_reused_first);
 	RUN(test_data_outside_current_buffer);
 	return check_report();
 }
