@@ -600,8 +600,8 @@ int smb_conn_submit(struct smb_conn *c, struct smb_req *req)
 		return -EINVAL;
 	req->conn = c;
 	req->t0_us = now_us(c);
-	if (c->timeout_ms && !req->deadline_ms)
-		req->deadline_ms = now_ms(c) + c->timeout_ms;
+	if (c->timeout_ms && !req->deadline_ms) /* the same clock, in ms: no second read */
+		req->deadline_ms = req->t0_us / 1000u + c->timeout_ms;
 	pthread_mutex_lock(&c->lock);
 	if (c->state != SMB_CONN_UP) {
 		int err = c->dead_err ? c->dead_err : -ENOTCONN;

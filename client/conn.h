@@ -168,7 +168,7 @@ enum smb_conn_state {
  *
  *  member        caller, thread                         how often
  *  ------------  -------------------------------------  ------------------------
- *  now_us        smb_conn_submit() (any thread); the     twice a submit, once a
+ *  now_us        smb_conn_submit() (any thread); the     once a submit, once a
  *                thread that completes a request (the    completion, once a
  *                loop thread, or a submitter's for a     received message, once
  *                failed send); the loop thread           a tick
