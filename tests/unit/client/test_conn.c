@@ -1293,20 +1293,28 @@ static void test_fake_clock_keepalive(void)
 	CHECK_EQ(fake_timers_armed(), 0);
 }
 
+/* A fake-clock conn under ChannelSequence *seq with one ECHO submitted as a
+ * replay (as if sent once on a channel now dead); its completion goes to r. */
+static struct smb_conn *submit_replayed_echo(uint16_t *seq, struct result *r)
+{
+	fake_env_reset();
+	struct smb_conn *c = open_fake_conn(0);
+	c->channel_sequence = seq;
+	result_init(r);
+	struct smb_req *req = echo_req(c, r, 1);
+	req->sends = 1;
+	CHECK_EQ(smb_req_reset_for_replay(req), 0);
+	CHECK_EQ(smb_conn_submit(c, req), 0);
+	return c;
+}
+
 /* STATUS_FILE_NOT_AVAILABLE for a replay under the current ChannelSequence:
  * sent again by a timer, 20 ms after the first refusal, 40 after the second. */
 static void test_fake_clock_resend_later(void)
 {
-	fake_env_reset();
-	struct smb_conn *c = open_fake_conn(0);
 	uint16_t seq = 3;
-	c->channel_sequence = &seq;
 	struct result r;
-	result_init(&r);
-	struct smb_req *req = echo_req(c, &r, 1);
-	req->sends = 1; /* as if sent once on a channel now dead */
-	CHECK_EQ(smb_req_reset_for_replay(req), 0);
-	CHECK_EQ(smb_conn_submit(c, req), 0);
+	struct smb_conn *c = submit_replayed_echo(&seq, &r);
 	CHECK_EQ(sent_count(), 1);
 	CHECK(the_fake->sent[0].flags & SMB2_FLAGS_REPLAY_OPERATION);
 	uint8_t m[128];
@@ -1344,16 +1352,9 @@ static void test_fake_clock_resend_later(void)
  * smb_conn_close() frees. */
 static void test_fake_clock_resend_then_death(void)
 {
-	fake_env_reset();
-	struct smb_conn *c = open_fake_conn(0);
 	uint16_t seq = 3;
-	c->channel_sequence = &seq;
 	struct result r;
-	result_init(&r);
-	struct smb_req *req = echo_req(c, &r, 1);
-	req->sends = 1; /* as if sent once on a channel now dead */
-	CHECK_EQ(smb_req_reset_for_replay(req), 0);
-	CHECK_EQ(smb_conn_submit(c, req), 0);
+	struct smb_conn *c = submit_replayed_echo(&seq, &r);
 	uint8_t m[128];
 	deliver_sync(m, make_rsp(m, SMB2_ECHO, the_fake->sent[0].message_id,
 	                         STATUS_FILE_NOT_AVAILABLE, 10, 0, 0, 0));
