@@ -204,6 +204,14 @@ void smb_req_lend_rx(struct smb_req *req, int i, void *buf, size_t len)
 
 /* ---- pending hash (conn->lock held) -------------------------------------------- */
 
+/* conn->lock held: outstanding changes by delta.  Stored atomically, so
+ * the scheduler (smb_sched_pick) may read it without the lock. */
+static void conn_outstanding_add(struct smb_conn *c, int64_t delta)
+{
+	__atomic_store_n(&c->outstanding, (uint32_t)((int64_t)c->outstanding + delta),
+	                 __ATOMIC_RELAXED);
+}
+
 static bool pdu_big_read(const struct smb_pdu *p)
 {
 	return p->command == SMB2_READ && (p->rx_buf || p->rx_any) && p->rx_cap >= CONN_EXACT_READ;
@@ -234,7 +242,7 @@ static struct smb_pdu *pending_find(struct smb_conn *c, uint64_t msgid, bool rem
 			*pp = p->hnext;
 			p->hnext = NULL;
 			c->npending--;
-			c->outstanding -= pdu_credits(p);
+			conn_outstanding_add(c, -(int64_t)pdu_credits(p));
 			if (pdu_big_read(p))
 				__atomic_sub_fetch(&c->nreads, 1, __ATOMIC_RELAXED);
 			if (p == c->place_pdu) {
@@ -312,7 +320,7 @@ static void req_prepare_locked(struct smb_conn *c, struct smb_req *req)
 		p->msgid = c->next_msgid;
 		c->next_msgid += n;
 		c->credits -= n;
-		c->outstanding += n;
+		conn_outstanding_add(c, n);
 		uint16_t ask = (uint16_t)n;
 		if (have < CONN_CREDIT_TARGET)
 			ask = (uint16_t)(n + 64);
@@ -1010,7 +1018,7 @@ static void conn_recv(void *arg, uint8_t *msg, size_t len)
 			/* put it back: a response for another command is a server bug */
 			if (!interim) {
 				pending_insert(c, p);
-				c->outstanding += pdu_credits(p);
+				conn_outstanding_add(c, pdu_credits(p));
 			}
 			pthread_mutex_unlock(&c->lock);
 			smb_err(
@@ -1251,7 +1259,7 @@ static void conn_dead(void *arg, int err)
 	struct smb_conn *c = arg;
 	pthread_mutex_lock(&c->lock);
 	bool closing = c->closing;
-	c->state = SMB_CONN_DEAD;
+	__atomic_store_n(&c->state, SMB_CONN_DEAD, __ATOMIC_RELEASE);
 	c->dead_err = -ECONNABORTED;
 	if (!c->dead_why[0])
 		snprintf(c->dead_why, sizeof(c->dead_why), "%s",
@@ -1489,7 +1497,7 @@ int smb_conn_open_env(struct ev_loop *loop, const struct smb_conn_env *env,
 		goto fail;
 	}
 	pthread_mutex_lock(&c->lock);
-	c->state = SMB_CONN_UP;
+	__atomic_store_n(&c->state, SMB_CONN_UP, __ATOMIC_RELEASE);
 	c->last_rx_ms = now_ms(c);
 	if (conn_timer_add(c, CONN_TICK_MS, conn_tick, c, &c->tick) < 0)
 		c->tick = NULL;

@@ -242,7 +242,9 @@ struct smb_conn {
 	const uint16_t *channel_sequence;
 
 	pthread_mutex_t lock;
-	/* under lock: */
+	/* under lock (state and outstanding: written under it with atomic
+	 * stores, so they may also be read without it, atomically, for a
+	 * snapshot: the scheduler's): */
 	enum smb_conn_state state;
 	int dead_err;
 	char dead_why[160]; /* why it died, for messages ("" while up) */

@@ -52,10 +52,11 @@ struct smb_chan *smb_sched_pick(struct smb_client *c, enum smb_sched_kind kind, 
 		v[i].alive = !__atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE);
 		v[i].offload = ch->pool.mem != NULL;
 		v[i].speed = ch->link_speed;
-		pthread_mutex_lock(&cn->lock);
-		v[i].alive = v[i].alive && cn->state == SMB_CONN_UP;
-		v[i].inflight = (uint64_t)cn->outstanding * 65536u;
-		pthread_mutex_unlock(&cn->lock);
+		/* a snapshot, without cn->lock (conn.h): a pick takes no lock */
+		v[i].alive =
+		    v[i].alive && __atomic_load_n(&cn->state, __ATOMIC_ACQUIRE) == SMB_CONN_UP;
+		v[i].inflight =
+		    (uint64_t)__atomic_load_n(&cn->outstanding, __ATOMIC_RELAXED) * 65536u;
 		v[i].lat_us = __atomic_load_n(&cn->st_lat_ewma_us, __ATOMIC_RELAXED);
 	}
 	static unsigned rr; /* tie-breaker only: races are harmless */

@@ -12,8 +12,10 @@
  * nothing; per-channel credits are honoured by each channel's own queue
  * (in-flight credits count as in-flight work here).
  *
- * Threading: any thread; reads atomics and takes each channel's conn lock
- * briefly.  The returned channel lives as long as the client.
+ * Threading: any thread; takes no lock: it reads each channel's state and
+ * outstanding credits atomically (a snapshot: a channel that dies just
+ * after is the failover's business).  The returned channel lives as long
+ * as the client.
  */
 #ifndef SMBRDMA_MULTICHANNEL_SCHED_H
 #define SMBRDMA_MULTICHANNEL_SCHED_H
