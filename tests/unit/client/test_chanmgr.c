@@ -19,7 +19,10 @@
  *    to the old session (the peer, which ended it with its last channel,
  *    refuses: USER_SESSION_DELETED), then sets up a new session; the
  *    request goes out on it once, and the manager binds the second channel
- *    to the new session. */
+ *    to the new session;
+ *  - a reconnect that succeeds on its fourth try, with nothing else waking
+ *    the manager: it still binds the second channel at once (the manager
+ *    kicks itself when the session is back), not at the next requery. */
 #include "client/client.h"
 #include "common/log.h"
 #include "tests/unit/check.h"
@@ -337,6 +340,43 @@ static void test_all_down(void)
 	env_unmount(&e);
 }
 
+static bool two_sessions(void *arg)
+{
+	struct peer_stats st;
+	peer_get_stats(arg, &st);
+	return st.sessions >= 2;
+}
+
+/* Every channel cut with nothing in flight, and the first three reconnect
+ * tries refused (their NEGOTIATE answered INSUFFICIENT_RESOURCES): the
+ * manager backs off (100, 200, 400 ms) and tries again, by then the two
+ * deaths' wake-ups long consumed, however they raced the first try.  When the
+ * session is back, the second channel is bound within the bounded wait,
+ * well before the next interface requery (600 s): the manager's own kick
+ * after a reconnect, the only thing that can start that pass here. */
+static void test_reconnect_kicks_pass(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	struct peer_match neg = {.command = SMB2_NEGOTIATE, .info_class = -1, .disposition = -1};
+	int hook[3];
+	for (int i = 0; i < 3; i++)
+		hook[i] = peer_on(e.p, &neg, PEER_STATUS, STATUS_INSUFFICIENT_RESOURCES);
+	peer_drop_connections(e.p);
+	CHECK(poll_for(two_sessions, e.p));
+	for (int i = 0; i < 3; i++)
+		CHECK(peer_hook_fired(e.p, hook[i]));
+	CHECK(wait_bound(&e, 2, 2));
+	struct peer_stats st;
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.sessions, 2);
+	CHECK_EQ(st.bindings, 2);
+	CHECK_EQ(conn_session(&e, st.connections), conn_session(&e, st.connections - 1));
+	open_read_close(&e);
+	env_unmount(&e);
+}
+
 int main(void)
 {
 	smb_log_init("test_chanmgr", false, getenv("TEST_DEBUG") ? LOG_DEBUG : LOG_WARNING);
@@ -347,5 +387,6 @@ int main(void)
 	RUN(test_failover_rename);
 	RUN(test_rebind);
 	RUN(test_all_down);
+	RUN(test_reconnect_kicks_pass);
 	return check_report();
 }
