@@ -244,20 +244,6 @@ int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, 
  * On ch, not on the loop thread, before the mount is used. */
 void smb_posix_probe(struct smb_client *c, struct smb_chan *ch, void *mem);
 
-/* Owners and groups sent as account SIDs (client/sidmap.c).  The Unix id
- * of sid as owner (group false) or group: true with *id (maybe
- * SMB2_POSIX_ID_NONE) when the cache knows it, or when it never will (a
- * SID that is no domain account: *id NONE); false when it must be looked
- * up first (*id is what a stale answer said, or NONE). */
-struct smb2_sid;
-bool smb_sidmap_get(struct smb_client *c, const struct smb2_sid *sid, bool group, uint32_t *id);
-/* Look up those of sids[0..n) the cache has no fresh answer for.  0: none
- * to look up (done is not called); 1: done(arg) runs on the loop thread
- * once they are all settled (an id, or none for a while);
- * -ENOMEM.  Call it on the loop thread. */
-int smb_sidmap_lookup(struct smb_client *c, const struct smb2_sid *sids, int n,
-                      void (*done)(void *arg), void *arg);
-
 /* Append a CREATE to req (ops.c): the args as smb_open() takes them, the
  * oplock level to ask for, and at most one create context (copied). */
 int smb_req_add_create(struct smb_req *req, const char *path, const struct smb_open_args *a,
@@ -266,44 +252,5 @@ int smb_req_add_create(struct smb_req *req, const char *path, const struct smb_o
 /* The same with n (0..SMB2_MAX_CREATE_CTX) create contexts. */
 int smb_req_add_create_ctxs(struct smb_req *req, const char *path, const struct smb_open_args *a,
                             uint8_t oplock, const struct smb2_create_ctx *ctx, int n);
-
-/* ---- client/lease.c: leases --------------------------------------------------------- */
-/* The RqLs context an open with args a asks for, written into buf (its data)
- * and *ctx: true, or false when this open gets no lease (no lease_id, or
- * the server does not lease this kind of object). */
-bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t buf[52],
-                   struct smb2_create_ctx *ctx);
-/* The lease state a CREATE response granted (its RqLs context), counted in
- * the stats; 0 when there is none. */
-uint32_t smb_lease_granted(struct smb_client *c, const uint8_t *ctxs, uint32_t ctxs_len);
-/* A LEASE_BREAK notification arrived (loop thread). */
-void smb_lease_on_break(struct smb_client *c, const uint8_t *pdu, size_t len);
-
-/* ---- client/opens.c: open handles that outlive a connection ---------------------- */
-int smb_opens_init(struct smb_client *c);
-void smb_opens_new_guid(uint8_t guid[16]);
-/* Record a handle smb_open() got (fid is what its caller keeps). */
-void smb_opens_add(struct smb_client *c, struct smb2_fileid fid, const char *path,
-                   const struct smb_open_args *args, const uint8_t create_guid[16], bool durable);
-/* The oplock level (SMB2_OPLOCK_LEVEL_*) the handle holds now. */
-void smb_opens_set_oplock(struct smb_client *c, struct smb2_fileid fid, uint8_t level);
-void smb_opens_remove(struct smb_client *c, struct smb2_fileid fid);
-bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid);
-/* LockSequence for a LOCK on fid ([MS-SMB2] 2.2.26, 3.2.4.19): a bucket
- * of a durable handle, so that the server knows a replay of it by the
- * bucket's number (3.3.5.14) and does not lock twice; 0 (none) for other
- * handles, or when all 64 buckets are busy.  lock_seq_done() when the LOCK
- * is answered (or failed): the bucket is free, its number moves on. */
-uint32_t smb_opens_lock_seq_take(struct smb_client *c, struct smb2_fileid fid);
-void smb_opens_lock_seq_done(struct smb_client *c, struct smb2_fileid fid, uint32_t seq);
-/* Point the request's FileIds at the handles' current ones (any thread,
- * before each submit).  -EIO when one refers to a handle lost in a
- * reconnect. */
-int smb_req_fix_fids(struct smb_client *c, struct smb_req *req);
-/* Reopen every handle on the new channel ch (channel manager thread). */
-int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsigned *n_durable,
-                     unsigned *n_path, unsigned *n_lost);
-/* An OPLOCK_BREAK notification arrived on ch (loop thread): acknowledge. */
-void smb_opens_on_break(struct smb_client *c, const uint8_t *pdu, size_t len);
 
 #endif

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "client/client_int.h"
+#include "client/lease.h"
 #include "client/proto/smb2_lease.h"
 #include "common/log.h"
 

@@ -28,6 +28,7 @@
  */
 #include "client/offload.h"
 #include "client/client_int.h"
+#include "client/opens.h"
 #include "common/log.h"
 
 #include <errno.h>

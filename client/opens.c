@@ -18,6 +18,8 @@
 #include <talloc.h>
 
 #include "client/client_int.h"
+#include "client/lease.h"
+#include "client/opens.h"
 #include "common/crypto.h"
 #include "client/proto/smb2_lease.h"
 #include "common/log.h"

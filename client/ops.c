@@ -8,6 +8,9 @@
  * are split into parallel requests and joined before the single callback.
  */
 #include "client/client_int.h"
+#include "client/lease.h"
+#include "client/opens.h"
+#include "client/sidmap.h"
 #include "client/proto/smb2_fsctl.h"
 #include "client/proto/smb2_lease.h"
 #include "client/proto/smb2_posix.h"

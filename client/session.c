@@ -5,6 +5,7 @@
  */
 #include "auth/auth.h"
 #include "client/client_int.h"
+#include "client/opens.h"
 #include "common/crypto.h"
 #include "common/evloop.h"
 #include "common/log.h"

@@ -29,6 +29,7 @@
  * without the mutex.
  */
 #include "client/client_int.h"
+#include "client/sidmap.h"
 #include "client/proto/lsarpc.h"
 #include "common/evloop.h"
 #include "common/log.h"

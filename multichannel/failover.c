@@ -16,6 +16,7 @@
  * client/ops.c's business.
  */
 #include "client/client_int.h"
+#include "client/opens.h"
 #include "client/proto/smb2.h"
 #include "client/proto/smb2_const.h"
 #include "common/evloop.h"

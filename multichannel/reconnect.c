@@ -14,6 +14,7 @@
 #include <talloc.h>
 
 #include "client/client_int.h"
+#include "client/opens.h"
 #include "common/log.h"
 #include "multichannel/mgr_int.h"
 
