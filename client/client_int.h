@@ -10,89 +10,39 @@
  * appended to by the channel manager under chans_lock), and the
  * manager's own state (c->mgr_state, opaque here).  Lifetime:
  * smb_client_destroy() frees it.
+ *
+ * Each object has its own header, with its contract; include the ones a
+ * file uses, not this one for them:
+ *   client/session.h  struct smb_session, struct smb_tree; channel set-up
+ *                     (negotiate, session set-up, tree connect)
+ *   client/chan.h     struct smb_chan; opening, publishing, discarding one
+ *   client/request.h  requests to the tree: made, submitted and waited for,
+ *                     CREATEs appended
+ *   client/opens.h    the table of open handles (opens.c, c->opens)
+ *   client/lease.h    leases (lease.c)
+ *   client/sidmap.h   owner and group SIDs to Unix ids (sidmap.c, c->sidmap)
+ * and below them client/conn.h (one connection, its requests) and
+ * client/chanmgr.h (what client/ asks of the channel manager).
  */
 #ifndef SMBRDMA_CLIENT_CLIENT_INT_H
 #define SMBRDMA_CLIENT_CLIENT_INT_H
 
-#include "client/client.h"
-#include "client/conn.h"
-#include "client/dial_race.h"
-#include "client/transport_quic.h"
-#include "client/offload.h"
-#include "client/chanmgr.h"
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-/* One channel of the session: a connection and what is per connection.
- * Created before it is published in c->chans; never freed before
- * smb_client_destroy() (a dead channel stays, marked dead), so a pointer
- * taken from c->chans stays valid for the client's life. */
-struct smb_chan {
-	struct smb_client *c;
-	int index;
-	struct smb_conn *conn;
-	struct smb_signing signing; /* Channel.SigningKey (channel 0 uses the session's) */
-	uint8_t preauth[64];        /* the connection's preauth hash (3.1.1) */
-	bool rdma;                  /* SMB Direct transport */
-	uint64_t link_speed;        /* the server interface's advertised bits/s, 0 unknown */
-	uint32_t if_index;          /* the server interface's IfIndex; UINT32_MAX unknown */
-	/* What one SMB2 message may carry inline (0 = no transport limit), the
-	 * READ/WRITE sizes on this channel, and its offload pool (registered
-	 * with this channel's transport, so per channel). */
-	uint32_t inline_max_read, inline_max_write;
-	uint32_t max_read, max_write;
-	struct smb_offload_pool pool;
-	int nregions; /* caller regions registered with this transport (pool.lock) */
-	/* Scheduler inputs (atomic). */
-	uint64_t inflight_bytes;
-	uint64_t lat_ewma_us;
-	bool dead;
-	/* Counts for smbrdmactl (atomic). */
-	uint64_t failovers, replays;
-	bool seq_bumped;  /* atomic: its loss bumped channel_sequence */
-	bool published;   /* atomic: in chans[] (smb_chan_publish) */
-	bool reconnected; /* opened by a reconnect (multichannel/reconnect.c) */
-};
+#include "client/chanmgr.h"        /* the manager's table; enum smb_sched_kind */
+#include "client/client.h"         /* struct smb_client_opts, the callbacks, the limits */
+#include "client/conn.h"           /* enum smb_transport_kind */
+#include "client/dial_race.h"      /* struct smb_dial_racers */
+#include "client/session.h"        /* struct smb_session, struct smb_tree */
+#include "client/transport_quic.h" /* struct smb_quic_params */
 
-/* The session ([MS-SMB2] 3.2.1.3): what NEGOTIATE and SESSION_SETUP on
- * channel 0 settled.  One writer at a time: smb_client_open() (client/
- * session.c) before the mount is used, then the channel manager's
- * reconnect (multichannel/reconnect.c) on its thread, only while no
- * channel lives (so no request is being built on a live one).  Read on
- * any thread, without a lock: a request built during a reconnect may
- * carry the old session id, which the rebind before its resend fixes
- * (multichannel/failover.c req_rebind). */
-struct smb_session {
-	uint16_t dialect;
-	uint16_t server_security_mode;
-	uint32_t server_caps;
-	uint8_t client_guid[16]; /* the same on every channel (binding needs it) */
-	/* What channel 0's NEGOTIATE said, for FSCTL_VALIDATE_NEGOTIATE_INFO. */
-	uint32_t neg_caps;
-	uint16_t neg_security_mode;
-	uint16_t neg_dialects[8];
-	int neg_ndialects;
-	uint8_t server_guid[16];
-	uint32_t max_read, max_write, max_transact;
-	uint64_t session_id;
-	uint64_t previous_session_id; /* set by reconnect for its SESSION_SETUP */
-	struct smb_signing signing;   /* Session.SigningKey */
-	uint8_t session_key[16];      /* Session.SessionKey (binding may need it) */
-	struct smb_crypt crypt;       /* Session.EncryptionKey/DecryptionKey, cipher */
-	bool guest;
-	uint16_t channel_sequence; /* Session.ChannelSequence (atomic) */
-	bool posix;                /* SMB3 POSIX extensions negotiated (set once, before
-	                              the mount is used; re-checked on reconnect) */
-	bool posix_share_off;      /* ... but the share does not use them
-	                              (smb_posix_probe()): posix stays false */
-};
-
-/* The tree connect ([MS-SMB2] 3.2.1.4): the share's name, set once by
- * smb_client_open(), and what its TREE_CONNECT answered, rewritten by
- * the same writers as struct smb_session under the same rule. */
-struct smb_tree {
-	char *share, *unc;
-	uint32_t tree_id;
-	uint32_t share_type;
-};
+struct ev_loop;
+struct smb_chan;
+struct smb_opens;
+struct smb_sidmap;
 
 struct smb_client {
 	/* The mount's options: one deep copy (opts.c) made by
@@ -158,15 +108,6 @@ struct smb_client {
 
 #define SMB_RECONNECT_GRACE_MS 20000
 
-/* How many published channels are not dead (any thread). */
-static inline int smb_client_live_channels(struct smb_client *c)
-{
-	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE), live = 0;
-	for (int i = 0; i < n; i++)
-		live += !__atomic_load_n(&c->chans[i]->dead, __ATOMIC_ACQUIRE);
-	return live;
-}
-
 /* Is the session sealing its requests (so no RDMA offload: the payload
  * must travel inside the encrypted message)? */
 static inline bool smb_client_sealed(struct smb_client *c)
@@ -188,69 +129,8 @@ static inline void smb_client_wake_mgr(struct smb_client *c)
 		c->mgr->wake(c);
 }
 
-/* A request to this client's tree on the channel the scheduler picks for a
- * small (metadata) request. */
-struct smb_req *smb_client_req(struct smb_client *c, void *talloc_parent);
-/* The client a request belongs to (through its channel). */
-static inline struct smb_client *smb_req_client(const struct smb_req *req)
-{
-	return req->conn->chan->c;
-}
-
-/* A request to this client's tree on channel ch. */
-struct smb_req *smb_chan_req(struct smb_chan *ch, void *talloc_parent);
-/* Submit on req->conn and wait (not on the loop thread).  Returns req->err. */
-int smb_client_submit_sync(struct smb_client *c, struct smb_req *req);
-
 /* A deep copy of o (opts.c), a talloc child of ctx: every string is its
  * own, the password is wiped when the copy is freed.  NULL: no memory. */
 struct smb_client_opts *smb_client_opts_dup(void *ctx, const struct smb_client_opts *o);
-
-/* Channel set-up (session.c), used for channel 0 by smb_client_connect()
- * and for further channels by multichannel/.  Not on the loop thread. */
-int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct smb_client_opts *o,
-                       uint8_t **sec_blob, size_t *sec_len, void *mem, char *errbuf, size_t errlen);
-/* binding: bind ch to the existing session (SMB2_SESSION_FLAG_BINDING). */
-int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
-                           const struct smb_client_opts *o, bool binding, const uint8_t *blob,
-                           size_t blob_len, void *mem, char *errbuf, size_t errlen);
-/* Allocate a channel (talloc child of c) with its conn open to addr; kind
- * "quic" uses c->quic. */
-int smb_chan_open(struct smb_client *c, enum smb_transport_kind kind, const struct sockaddr *addr,
-                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
-                  struct smb_chan **out);
-/* A channel (unpublished) to the mount's server address, trying each
- * address the name resolves to.  On a name that does not resolve,
- * -EHOSTUNREACH with *gai_error set; else *gai_error is NULL. */
-int smb_client_dial(struct smb_client *c, unsigned ctimeout, struct smb_chan **out,
-                    const char **gai_error);
-/* The port a channel of kind ("tcp", "quic") dials. */
-uint16_t smb_client_kind_port(const struct smb_client *c, enum smb_transport_kind kind);
-/* Publish a set-up channel: the scheduler may pick it from now on (the
- * manager then sends its parked requests). */
-int smb_chan_publish(struct smb_client *c, struct smb_chan *ch);
-/* Close and free a channel that was never published. */
-void smb_chan_discard(struct smb_chan *ch);
-
-/* TREE_CONNECT on ch (the share of c), then (3.0/3.0.2) the negotiation
- * validated.  Not on the loop thread. */
-int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, char *errbuf,
-                          size_t errlen);
-
-/* With the SMB3 POSIX extensions negotiated: does the share use them?  A
- * CREATE of its root with the POSIX context, whose answer must carry one
- * (Samba answers the context on a share with smb3 unix extensions = yes
- * only); if not, c->posix goes false for good and posix_share_off true.
- * On ch, not on the loop thread, before the mount is used. */
-void smb_posix_probe(struct smb_client *c, struct smb_chan *ch, void *mem);
-
-/* Append a CREATE to req (ops.c): the args as smb_open() takes them, the
- * oplock level to ask for, and at most one create context (copied). */
-int smb_req_add_create(struct smb_req *req, const char *path, const struct smb_open_args *a,
-                       uint8_t oplock, const struct smb2_create_ctx *ctx);
-
-/* The same with n (0..SMB2_MAX_CREATE_CTX) create contexts. */
-int smb_req_add_create_ctxs(struct smb_req *req, const char *path, const struct smb_open_args *a,
-                            uint8_t oplock, const struct smb2_create_ctx *ctx, int n);
 
 #endif

@@ -22,8 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/client.h"
 #include "client/client_int.h"
+#include "client/conn.h"
 #include "client/lease.h"
+#include "client/request.h"
+#include "client/session.h"
 #include "client/proto/smb2_lease.h"
 #include "common/log.h"
 

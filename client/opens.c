@@ -17,9 +17,12 @@
 #include <string.h>
 #include <talloc.h>
 
+#include "client/client.h"
 #include "client/client_int.h"
+#include "client/conn.h"
 #include "client/lease.h"
 #include "client/opens.h"
+#include "client/request.h"
 #include "common/crypto.h"
 #include "client/proto/smb2_lease.h"
 #include "common/log.h"

@@ -4,8 +4,17 @@
  * thread and waits for each reply; the file operations live in ops.c.
  */
 #include "auth/auth.h"
+#include "client/chan.h"
+#include "client/chanmgr.h"
+#include "client/client.h"
 #include "client/client_int.h"
+#include "client/conn.h"
+#include "client/dial_race.h"
+#include "client/offload.h"
 #include "client/opens.h"
+#include "client/request.h"
+#include "client/session.h"
+#include "client/transport_quic.h"
 #include "common/crypto.h"
 #include "common/evloop.h"
 #include "common/log.h"
