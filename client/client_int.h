@@ -8,7 +8,9 @@
  * only by the channel manager's reconnect, see there), the channels
  * (struct smb_chan, each with its conn and its own lock; the array is
  * appended to by the channel manager under chans_lock), and the
- * manager's own state (c->mgr_state, opaque here).  Lifetime:
+ * manager's own state (c->mgr_state, opaque here); the open handles
+ * (c->opens, opens.c's), the leases (c->leases, lease.c's) and the SID
+ * map (c->sidmap, sidmap.c's) belong to their modules.  Lifetime:
  * smb_client_destroy() frees it.
  *
  * Each object has its own header, with its contract; include the ones a
@@ -18,8 +20,10 @@
  *   client/chan.h     struct smb_chan; opening, publishing, discarding one
  *   client/request.h  requests to the tree: made, submitted and waited for,
  *                     CREATEs appended
- *   client/opens.h    the table of open handles (opens.c, c->opens)
- *   client/lease.h    leases (lease.c)
+ *   client/opens.h    the table of open handles, oplock breaks (opens.c,
+ *                     c->opens)
+ *   client/lease.h    leases, lease breaks, their counts (lease.c,
+ *                     c->leases)
  *   client/sidmap.h   owner and group SIDs to Unix ids (sidmap.c, c->sidmap)
  * and below them client/conn.h (one connection, its requests) and
  * client/chanmgr.h (what client/ asks of the channel manager).
@@ -36,6 +40,7 @@
 #include "client/client.h"         /* struct smb_client_opts, the callbacks, the limits */
 #include "client/conn.h"           /* enum smb_transport_kind */
 #include "client/dial_race.h"      /* struct smb_dial_racers */
+#include "client/lease.h"          /* struct smb_leases */
 #include "client/session.h"        /* struct smb_session, struct smb_tree */
 #include "client/transport_quic.h" /* struct smb_quic_params */
 
@@ -79,12 +84,8 @@ struct smb_client {
 	 * mgr->start, NULL without one; its state is its own. */
 	const struct smb_chanmgr_ops *mgr;
 	struct smb_chanmgr *mgr_state;
-	struct smb_opens *opens; /* client/opens.c: handles to reopen */
-	smb_break_cb on_break;   /* smb_client_set_break_cb(); set before any open */
-	void *on_break_arg;
-	smb_lease_break_cb on_lease_break; /* smb_client_set_lease_break_cb() */
-	void *on_lease_break_arg;
-	uint64_t leases_granted, lease_breaks, lease_break_acks; /* atomic (stats) */
+	struct smb_opens *opens;   /* client/opens.c: handles to reopen (opens.h) */
+	struct smb_leases leases;  /* client/lease.c's (lease.h) */
 	bool durable;              /* ask for durable v2 handles (3.x) */
 	bool no_lease;             /* ask for neither lease nor oplock (nolease) */
 	struct smb_sidmap *sidmap; /* client/sidmap.c, made on first use (atomic) */

@@ -7,6 +7,11 @@
  * (smb_req_fix_fids) to the handle's current FileId, and a handle that
  * could not be reopened is lost (its requests fail with -EIO).
  *
+ * Oplock breaks are acknowledged here (a lease break goes to lease.h),
+ * after the caller's smb_break_cb has seen them; that callback, set by
+ * smb_client_set_break_cb() once before the first smb_open() (client.h),
+ * is kept in the table too.
+ *
  * Owner: opens.c.  The table (struct smb_opens, opaque outside opens.c)
  * hangs off c->opens: made by smb_opens_init() in smb_client_open()
  * before any channel, a talloc child of c freed with it.  Lock: the
