@@ -8,91 +8,46 @@
  * only by the channel manager's reconnect, see there), the channels
  * (struct smb_chan, each with its conn and its own lock; the array is
  * appended to by the channel manager under chans_lock), and the
- * manager's own state (c->mgr_state, opaque here).  Lifetime:
+ * manager's own state (c->mgr_state, opaque here); the open handles
+ * (c->opens, opens.c's), the leases (c->leases, lease.c's) and the SID
+ * map (c->sidmap, sidmap.c's) belong to their modules.  Lifetime:
  * smb_client_destroy() frees it.
+ *
+ * Each object has its own header, with its contract; include the ones a
+ * file uses, not this one for them:
+ *   client/session.h  struct smb_session, struct smb_tree; channel set-up
+ *                     (negotiate, session set-up, tree connect)
+ *   client/chan.h     struct smb_chan; opening, publishing, discarding one
+ *   client/request.h  requests to the tree: made, submitted and waited for,
+ *                     CREATEs appended
+ *   client/opens.h    the table of open handles, oplock breaks (opens.c,
+ *                     c->opens)
+ *   client/lease.h    leases, lease breaks, their counts (lease.c,
+ *                     c->leases)
+ *   client/sidmap.h   owner and group SIDs to Unix ids (sidmap.c, c->sidmap)
+ * and below them client/conn.h (one connection, its requests) and
+ * client/chanmgr.h (what client/ asks of the channel manager).
  */
 #ifndef SMBRDMA_CLIENT_CLIENT_INT_H
 #define SMBRDMA_CLIENT_CLIENT_INT_H
 
-#include "client/client.h"
-#include "client/conn.h"
-#include "client/dial_race.h"
-#include "client/transport_quic.h"
-#include "client/offload.h"
-#include "client/chanmgr.h"
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-/* One channel of the session: a connection and what is per connection.
- * Created before it is published in c->chans; never freed before
- * smb_client_destroy() (a dead channel stays, marked dead), so a pointer
- * taken from c->chans stays valid for the client's life. */
-struct smb_chan {
-	struct smb_client *c;
-	int index;
-	struct smb_conn *conn;
-	struct smb_signing signing; /* Channel.SigningKey (channel 0 uses the session's) */
-	uint8_t preauth[64];        /* the connection's preauth hash (3.1.1) */
-	bool rdma;                  /* SMB Direct transport */
-	uint64_t link_speed;        /* the server interface's advertised bits/s, 0 unknown */
-	uint32_t if_index;          /* the server interface's IfIndex; UINT32_MAX unknown */
-	/* What one SMB2 message may carry inline (0 = no transport limit), the
-	 * READ/WRITE sizes on this channel, and its offload pool (registered
-	 * with this channel's transport, so per channel). */
-	uint32_t inline_max_read, inline_max_write;
-	uint32_t max_read, max_write;
-	struct smb_offload_pool pool;
-	int nregions; /* caller regions registered with this transport (pool.lock) */
-	/* Scheduler inputs (atomic). */
-	uint64_t inflight_bytes;
-	uint64_t lat_ewma_us;
-	bool dead;
-	/* Counts for smbrdmactl (atomic). */
-	uint64_t failovers, replays;
-	bool seq_bumped;  /* atomic: its loss bumped channel_sequence */
-	bool published;   /* atomic: in chans[] (smb_chan_publish) */
-	bool reconnected; /* opened by a reconnect (multichannel/reconnect.c) */
-};
+#include "client/chanmgr.h"        /* the manager's table; enum smb_sched_kind */
+#include "client/client.h"         /* struct smb_client_opts, the callbacks, the limits */
+#include "client/conn.h"           /* enum smb_transport_kind */
+#include "client/dial_race.h"      /* struct smb_dial_racers */
+#include "client/lease.h"          /* struct smb_leases */
+#include "client/session.h"        /* struct smb_session, struct smb_tree */
+#include "client/transport_quic.h" /* struct smb_quic_params */
 
-/* The session ([MS-SMB2] 3.2.1.3): what NEGOTIATE and SESSION_SETUP on
- * channel 0 settled.  One writer at a time: smb_client_open() (client/
- * session.c) before the mount is used, then the channel manager's
- * reconnect (multichannel/reconnect.c) on its thread, only while no
- * channel lives (so no request is being built on a live one).  Read on
- * any thread, without a lock: a request built during a reconnect may
- * carry the old session id, which the rebind before its resend fixes
- * (multichannel/failover.c req_rebind). */
-struct smb_session {
-	uint16_t dialect;
-	uint16_t server_security_mode;
-	uint32_t server_caps;
-	uint8_t client_guid[16]; /* the same on every channel (binding needs it) */
-	/* What channel 0's NEGOTIATE said, for FSCTL_VALIDATE_NEGOTIATE_INFO. */
-	uint32_t neg_caps;
-	uint16_t neg_security_mode;
-	uint16_t neg_dialects[8];
-	int neg_ndialects;
-	uint8_t server_guid[16];
-	uint32_t max_read, max_write, max_transact;
-	uint64_t session_id;
-	uint64_t previous_session_id; /* set by reconnect for its SESSION_SETUP */
-	struct smb_signing signing;   /* Session.SigningKey */
-	uint8_t session_key[16];      /* Session.SessionKey (binding may need it) */
-	struct smb_crypt crypt;       /* Session.EncryptionKey/DecryptionKey, cipher */
-	bool guest;
-	uint16_t channel_sequence; /* Session.ChannelSequence (atomic) */
-	bool posix;                /* SMB3 POSIX extensions negotiated (set once, before
-	                              the mount is used; re-checked on reconnect) */
-	bool posix_share_off;      /* ... but the share does not use them
-	                              (smb_posix_probe()): posix stays false */
-};
-
-/* The tree connect ([MS-SMB2] 3.2.1.4): the share's name, set once by
- * smb_client_open(), and what its TREE_CONNECT answered, rewritten by
- * the same writers as struct smb_session under the same rule. */
-struct smb_tree {
-	char *share, *unc;
-	uint32_t tree_id;
-	uint32_t share_type;
-};
+struct ev_loop;
+struct smb_chan;
+struct smb_opens;
+struct smb_sidmap;
 
 struct smb_client {
 	/* The mount's options: one deep copy (opts.c) made by
@@ -129,12 +84,8 @@ struct smb_client {
 	 * mgr->start, NULL without one; its state is its own. */
 	const struct smb_chanmgr_ops *mgr;
 	struct smb_chanmgr *mgr_state;
-	struct smb_opens *opens; /* client/opens.c: handles to reopen */
-	smb_break_cb on_break;   /* smb_client_set_break_cb(); set before any open */
-	void *on_break_arg;
-	smb_lease_break_cb on_lease_break; /* smb_client_set_lease_break_cb() */
-	void *on_lease_break_arg;
-	uint64_t leases_granted, lease_breaks, lease_break_acks; /* atomic (stats) */
+	struct smb_opens *opens;   /* client/opens.c: handles to reopen (opens.h) */
+	struct smb_leases leases;  /* client/lease.c's (lease.h) */
 	bool durable;              /* ask for durable v2 handles (3.x) */
 	bool no_lease;             /* ask for neither lease nor oplock (nolease) */
 	struct smb_sidmap *sidmap; /* client/sidmap.c, made on first use (atomic) */
@@ -158,15 +109,6 @@ struct smb_client {
 
 #define SMB_RECONNECT_GRACE_MS 20000
 
-/* How many published channels are not dead (any thread). */
-static inline int smb_client_live_channels(struct smb_client *c)
-{
-	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE), live = 0;
-	for (int i = 0; i < n; i++)
-		live += !__atomic_load_n(&c->chans[i]->dead, __ATOMIC_ACQUIRE);
-	return live;
-}
-
 /* Is the session sealing its requests (so no RDMA offload: the payload
  * must travel inside the encrypted message)? */
 static inline bool smb_client_sealed(struct smb_client *c)
@@ -188,122 +130,8 @@ static inline void smb_client_wake_mgr(struct smb_client *c)
 		c->mgr->wake(c);
 }
 
-/* A request to this client's tree on the channel the scheduler picks for a
- * small (metadata) request. */
-struct smb_req *smb_client_req(struct smb_client *c, void *talloc_parent);
-/* The client a request belongs to (through its channel). */
-static inline struct smb_client *smb_req_client(const struct smb_req *req)
-{
-	return req->conn->chan->c;
-}
-
-/* A request to this client's tree on channel ch. */
-struct smb_req *smb_chan_req(struct smb_chan *ch, void *talloc_parent);
-/* Submit on req->conn and wait (not on the loop thread).  Returns req->err. */
-int smb_client_submit_sync(struct smb_client *c, struct smb_req *req);
-
 /* A deep copy of o (opts.c), a talloc child of ctx: every string is its
  * own, the password is wiped when the copy is freed.  NULL: no memory. */
 struct smb_client_opts *smb_client_opts_dup(void *ctx, const struct smb_client_opts *o);
-
-/* Channel set-up (session.c), used for channel 0 by smb_client_connect()
- * and for further channels by multichannel/.  Not on the loop thread. */
-int smb_chan_negotiate(struct smb_client *c, struct smb_chan *ch, const struct smb_client_opts *o,
-                       uint8_t **sec_blob, size_t *sec_len, void *mem, char *errbuf, size_t errlen);
-/* binding: bind ch to the existing session (SMB2_SESSION_FLAG_BINDING). */
-int smb_chan_session_setup(struct smb_client *c, struct smb_chan *ch,
-                           const struct smb_client_opts *o, bool binding, const uint8_t *blob,
-                           size_t blob_len, void *mem, char *errbuf, size_t errlen);
-/* Allocate a channel (talloc child of c) with its conn open to addr; kind
- * "quic" uses c->quic. */
-int smb_chan_open(struct smb_client *c, enum smb_transport_kind kind, const struct sockaddr *addr,
-                  socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
-                  struct smb_chan **out);
-/* A channel (unpublished) to the mount's server address, trying each
- * address the name resolves to.  On a name that does not resolve,
- * -EHOSTUNREACH with *gai_error set; else *gai_error is NULL. */
-int smb_client_dial(struct smb_client *c, unsigned ctimeout, struct smb_chan **out,
-                    const char **gai_error);
-/* The port a channel of kind ("tcp", "quic") dials. */
-uint16_t smb_client_kind_port(const struct smb_client *c, enum smb_transport_kind kind);
-/* Publish a set-up channel: the scheduler may pick it from now on (the
- * manager then sends its parked requests). */
-int smb_chan_publish(struct smb_client *c, struct smb_chan *ch);
-/* Close and free a channel that was never published. */
-void smb_chan_discard(struct smb_chan *ch);
-
-/* TREE_CONNECT on ch (the share of c), then (3.0/3.0.2) the negotiation
- * validated.  Not on the loop thread. */
-int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, char *errbuf,
-                          size_t errlen);
-
-/* With the SMB3 POSIX extensions negotiated: does the share use them?  A
- * CREATE of its root with the POSIX context, whose answer must carry one
- * (Samba answers the context on a share with smb3 unix extensions = yes
- * only); if not, c->posix goes false for good and posix_share_off true.
- * On ch, not on the loop thread, before the mount is used. */
-void smb_posix_probe(struct smb_client *c, struct smb_chan *ch, void *mem);
-
-/* Owners and groups sent as account SIDs (client/sidmap.c).  The Unix id
- * of sid as owner (group false) or group: true with *id (maybe
- * SMB2_POSIX_ID_NONE) when the cache knows it, or when it never will (a
- * SID that is no domain account: *id NONE); false when it must be looked
- * up first (*id is what a stale answer said, or NONE). */
-struct smb2_sid;
-bool smb_sidmap_get(struct smb_client *c, const struct smb2_sid *sid, bool group, uint32_t *id);
-/* Look up those of sids[0..n) the cache has no fresh answer for.  0: none
- * to look up (done is not called); 1: done(arg) runs on the loop thread
- * once they are all settled (an id, or none for a while);
- * -ENOMEM.  Call it on the loop thread. */
-int smb_sidmap_lookup(struct smb_client *c, const struct smb2_sid *sids, int n,
-                      void (*done)(void *arg), void *arg);
-
-/* Append a CREATE to req (ops.c): the args as smb_open() takes them, the
- * oplock level to ask for, and at most one create context (copied). */
-int smb_req_add_create(struct smb_req *req, const char *path, const struct smb_open_args *a,
-                       uint8_t oplock, const struct smb2_create_ctx *ctx);
-
-/* The same with n (0..SMB2_MAX_CREATE_CTX) create contexts. */
-int smb_req_add_create_ctxs(struct smb_req *req, const char *path, const struct smb_open_args *a,
-                            uint8_t oplock, const struct smb2_create_ctx *ctx, int n);
-
-/* ---- client/lease.c: leases --------------------------------------------------------- */
-/* The RqLs context an open with args a asks for, written into buf (its data)
- * and *ctx: true, or false when this open gets no lease (no lease_id, or
- * the server does not lease this kind of object). */
-bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t buf[52],
-                   struct smb2_create_ctx *ctx);
-/* The lease state a CREATE response granted (its RqLs context), counted in
- * the stats; 0 when there is none. */
-uint32_t smb_lease_granted(struct smb_client *c, const uint8_t *ctxs, uint32_t ctxs_len);
-/* A LEASE_BREAK notification arrived (loop thread). */
-void smb_lease_on_break(struct smb_client *c, const uint8_t *pdu, size_t len);
-
-/* ---- client/opens.c: open handles that outlive a connection ---------------------- */
-int smb_opens_init(struct smb_client *c);
-void smb_opens_new_guid(uint8_t guid[16]);
-/* Record a handle smb_open() got (fid is what its caller keeps). */
-void smb_opens_add(struct smb_client *c, struct smb2_fileid fid, const char *path,
-                   const struct smb_open_args *args, const uint8_t create_guid[16], bool durable);
-/* The oplock level (SMB2_OPLOCK_LEVEL_*) the handle holds now. */
-void smb_opens_set_oplock(struct smb_client *c, struct smb2_fileid fid, uint8_t level);
-void smb_opens_remove(struct smb_client *c, struct smb2_fileid fid);
-bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid);
-/* LockSequence for a LOCK on fid ([MS-SMB2] 2.2.26, 3.2.4.19): a bucket
- * of a durable handle, so that the server knows a replay of it by the
- * bucket's number (3.3.5.14) and does not lock twice; 0 (none) for other
- * handles, or when all 64 buckets are busy.  lock_seq_done() when the LOCK
- * is answered (or failed): the bucket is free, its number moves on. */
-uint32_t smb_opens_lock_seq_take(struct smb_client *c, struct smb2_fileid fid);
-void smb_opens_lock_seq_done(struct smb_client *c, struct smb2_fileid fid, uint32_t seq);
-/* Point the request's FileIds at the handles' current ones (any thread,
- * before each submit).  -EIO when one refers to a handle lost in a
- * reconnect. */
-int smb_req_fix_fids(struct smb_client *c, struct smb_req *req);
-/* Reopen every handle on the new channel ch (channel manager thread). */
-int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsigned *n_durable,
-                     unsigned *n_path, unsigned *n_lost);
-/* An OPLOCK_BREAK notification arrived on ch (loop thread): acknowledge. */
-void smb_opens_on_break(struct smb_client *c, const uint8_t *pdu, size_t len);
 
 #endif

@@ -43,7 +43,7 @@
 #include "common/transport.h"
 
 struct ev_loop;
-struct smb_chan; /* client_int.h: the channel a connection carries */
+struct smb_chan; /* chan.h: the channel a connection carries */
 
 #define SMB_REQ_MAX_PDU 6
 
@@ -221,7 +221,7 @@ struct smb_conn {
 	struct smb_crypt *crypt;             /* the session's; NULL before session setup */
 	void (*on_dead)(void *arg, int err); /* optional, loop thread */
 	void *on_dead_arg;                   /* the argument of every on_* callback */
-	/* The channel (client_int.h) this connection carries, set with the
+	/* The channel (chan.h) this connection carries, set with the
 	 * callbacks by its creator; NULL for a bare connection (unit tests).
 	 * Never changes afterwards. */
 	struct smb_chan *chan;

@@ -22,7 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/client.h"
 #include "client/client_int.h"
+#include "client/conn.h"
+#include "client/lease.h"
+#include "client/request.h"
+#include "client/session.h"
 #include "client/proto/smb2_lease.h"
 #include "common/log.h"
 
@@ -102,7 +107,7 @@ uint32_t smb_lease_granted(struct smb_client *c, const uint8_t *ctxs, uint32_t c
 			return 0;
 		}
 		if (l.state)
-			__atomic_add_fetch(&c->leases_granted, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&c->leases.granted, 1, __ATOMIC_RELAXED);
 		return l.state & SMB2_LEASE_RWH;
 	}
 	return 0;
@@ -110,8 +115,15 @@ uint32_t smb_lease_granted(struct smb_client *c, const uint8_t *ctxs, uint32_t c
 
 void smb_client_set_lease_break_cb(struct smb_client *c, smb_lease_break_cb cb, void *arg)
 {
-	c->on_lease_break = cb;
-	c->on_lease_break_arg = arg;
+	c->leases.on_break = cb;
+	c->leases.on_break_arg = arg;
+}
+
+void smb_lease_stats(struct smb_client *c, struct smb_client_stats *out)
+{
+	out->leases_granted = __atomic_load_n(&c->leases.granted, __ATOMIC_RELAXED);
+	out->lease_breaks = __atomic_load_n(&c->leases.breaks, __ATOMIC_RELAXED);
+	out->lease_break_acks = __atomic_load_n(&c->leases.break_acks, __ATOMIC_RELAXED);
 }
 
 static void ack_done(struct smb_req *req)
@@ -126,7 +138,7 @@ static void ack_done(struct smb_req *req)
 	else if (smb2_lease_break_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, key, &state) < 0)
 		smb_warn("%s: malformed LEASE_BREAK response ignored", c->host);
 	else
-		__atomic_add_fetch(&c->lease_break_acks, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&c->leases.break_acks, 1, __ATOMIC_RELAXED);
 	smb_req_put(req);
 }
 
@@ -176,7 +188,7 @@ void smb_lease_on_break(struct smb_client *c, const uint8_t *pdu, size_t len)
 	}
 	struct smb_lease_ack *ack = malloc(sizeof(*ack));
 	if (!ack) {
-		__atomic_add_fetch(&c->lease_breaks, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&c->leases.breaks, 1, __ATOMIC_RELAXED);
 		smb_warn("%s: out of memory: a lease break is not acknowledged", c->host);
 		return;
 	}
@@ -189,10 +201,10 @@ void smb_lease_on_break(struct smb_client *c, const uint8_t *pdu, size_t len)
 	          b.current_state, b.new_state, ack->required ? " (ack required)" : "");
 	/* counted once the caller has seen it: a test that sees the count
 	 * knows the caller marked its cache stale */
-	if (id && c->on_lease_break)
-		c->on_lease_break(c->on_lease_break_arg, id, b.current_state & SMB2_LEASE_RWH,
-		                  ack->new_state, ack);
+	if (id && c->leases.on_break)
+		c->leases.on_break(c->leases.on_break_arg, id, b.current_state & SMB2_LEASE_RWH,
+		                   ack->new_state, ack);
 	else
 		smb_lease_break_done(ack);
-	__atomic_add_fetch(&c->lease_breaks, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&c->leases.breaks, 1, __ATOMIC_RELAXED);
 }

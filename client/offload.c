@@ -27,7 +27,13 @@
  * per-I/O token is ever offered to the server.
  */
 #include "client/offload.h"
+#include "client/chan.h"
+#include "client/chanmgr.h"
+#include "client/client.h"
 #include "client/client_int.h"
+#include "client/conn.h"
+#include "client/opens.h"
+#include "client/request.h"
 #include "common/log.h"
 
 #include <errno.h>

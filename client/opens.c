@@ -17,7 +17,12 @@
 #include <string.h>
 #include <talloc.h>
 
+#include "client/client.h"
 #include "client/client_int.h"
+#include "client/conn.h"
+#include "client/lease.h"
+#include "client/opens.h"
+#include "client/request.h"
 #include "common/crypto.h"
 #include "client/proto/smb2_lease.h"
 #include "common/log.h"
@@ -44,7 +49,9 @@ struct smb_opens {
 	pthread_rwlock_t lock;
 	struct smb_open_rec *b[OPENS_BUCKETS];
 	unsigned n;
-	bool moved; /* some cur differs from orig: patching is needed */
+	bool moved;            /* some cur differs from orig: patching is needed */
+	smb_break_cb on_break; /* smb_client_set_break_cb(); set before any open */
+	void *on_break_arg;
 };
 
 static unsigned bucket(struct smb2_fileid f)
@@ -173,8 +180,8 @@ void smb_opens_lock_seq_done(struct smb_client *c, struct smb2_fileid fid, uint3
 
 void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg)
 {
-	c->on_break = cb;
-	c->on_break_arg = arg;
+	c->opens->on_break = cb;
+	c->opens->on_break_arg = arg;
 }
 
 bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid)
@@ -327,8 +334,8 @@ int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsig
 		pthread_rwlock_unlock(&o->lock);
 		/* Whatever the server did while we were away, what was cached
 		 * under the old oplock may be stale now. */
-		if (c->on_break)
-			c->on_break(c->on_break_arg, r->orig, SMB2_OPLOCK_LEVEL_NONE);
+		if (o->on_break)
+			o->on_break(o->on_break_arg, r->orig, SMB2_OPLOCK_LEVEL_NONE);
 	}
 	return 0;
 }
@@ -380,12 +387,13 @@ void smb_opens_on_break(struct smb_client *c, const uint8_t *pdu, size_t len)
 		return;
 	}
 	struct smb2_fileid orig;
-	uint8_t old = oplock_lowered(c->opens, b.fileid, b.oplock_level, &orig);
+	struct smb_opens *o = c->opens;
+	uint8_t old = oplock_lowered(o, b.fileid, b.oplock_level, &orig);
 	/* The caller drops what it cached under the oplock (fuse/ queues the
 	 * kernel's invalidation), then we agree at once to the level the
 	 * server breaks us to (its FileId, sent as it is). */
-	if (c->on_break)
-		c->on_break(c->on_break_arg, orig, b.oplock_level);
+	if (o->on_break)
+		o->on_break(o->on_break_arg, orig, b.oplock_level);
 	/* A break from level II can only go to none: the server expects no
 	 * acknowledgment ([MS-SMB2] 2.2.24.1), and Samba answers one with
 	 * STATUS_INVALID_OPLOCK_PROTOCOL. */

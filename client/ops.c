@@ -7,7 +7,17 @@
  * (talloc) and goes with it.  READ/WRITE larger than the negotiated maximum
  * are split into parallel requests and joined before the single callback.
  */
+#include "client/chan.h"
+#include "client/chanmgr.h"
+#include "client/client.h"
 #include "client/client_int.h"
+#include "client/conn.h"
+#include "client/lease.h"
+#include "client/offload.h"
+#include "client/opens.h"
+#include "client/request.h"
+#include "client/session.h"
+#include "client/sidmap.h"
 #include "client/proto/smb2_fsctl.h"
 #include "client/proto/smb2_lease.h"
 #include "client/proto/smb2_posix.h"

@@ -12,6 +12,7 @@
  * Each chain's context is a talloc tree of its own, freed before its
  * callback runs (the callback may start the next call at once).
  */
+#include "client/client.h"
 #include "client/client_int.h"
 #include "client/proto/smb2_fsctl.h"
 #include "common/log.h"

@@ -2,6 +2,7 @@
  * smb_client_connect() keeps in c->opts, once, for the threads which
  * outlive it (reconnect.c, multichannel/): a libsmbrdma caller may free its
  * strings as soon as smb_client_connect() returns. */
+#include "client/client.h"
 #include "client/client_int.h"
 #include "common/secret.h"
 

@@ -4,7 +4,18 @@
  * thread and waits for each reply; the file operations live in ops.c.
  */
 #include "auth/auth.h"
+#include "client/chan.h"
+#include "client/chanmgr.h"
+#include "client/client.h"
 #include "client/client_int.h"
+#include "client/conn.h"
+#include "client/dial_race.h"
+#include "client/lease.h"
+#include "client/offload.h"
+#include "client/opens.h"
+#include "client/request.h"
+#include "client/session.h"
+#include "client/transport_quic.h"
 #include "common/crypto.h"
 #include "common/evloop.h"
 #include "common/log.h"
@@ -1516,9 +1527,7 @@ void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out)
 	out->dialect = c->sess.dialect;
 	out->signing = c->sess.signing.active;
 	out->payload_bytes_copied = __atomic_load_n(&c->payload_bytes_copied, __ATOMIC_RELAXED);
-	out->leases_granted = __atomic_load_n(&c->leases_granted, __ATOMIC_RELAXED);
-	out->lease_breaks = __atomic_load_n(&c->lease_breaks, __ATOMIC_RELAXED);
-	out->lease_break_acks = __atomic_load_n(&c->lease_break_acks, __ATOMIC_RELAXED);
+	smb_lease_stats(c, out);
 	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++) {
 		struct smb_chan *chn = c->chans[i];

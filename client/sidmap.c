@@ -29,6 +29,10 @@
  * without the mutex.
  */
 #include "client/client_int.h"
+#include "client/conn.h"
+#include "client/request.h"
+#include "client/session.h"
+#include "client/sidmap.h"
 #include "client/proto/lsarpc.h"
 #include "common/evloop.h"
 #include "common/log.h"

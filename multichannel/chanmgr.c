@@ -31,8 +31,11 @@
  * thread; the loop thread only wakes it (an eventfd).  The slot holds the
  * channel being set up, so that stop aborts its wait.
  */
+#include "client/chan.h"
 #include "client/chanmgr.h"
+#include "client/client.h"
 #include "client/client_int.h"
+#include "client/conn.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "multichannel/mgr_int.h"

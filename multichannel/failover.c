@@ -15,7 +15,12 @@
  * how an answer to a replay is read is client/conn.c's replay class and
  * client/ops.c's business.
  */
+#include "client/chan.h"
+#include "client/chanmgr.h"
 #include "client/client_int.h"
+#include "client/conn.h"
+#include "client/opens.h"
+#include "client/session.h"
 #include "client/proto/smb2.h"
 #include "client/proto/smb2_const.h"
 #include "common/evloop.h"

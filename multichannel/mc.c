@@ -8,7 +8,11 @@
  * first at mount, then every requery_s seconds, when a channel dies and
  * when a local link comes up (see mgr_int.h).
  */
+#include "client/chan.h"
 #include "client/client_int.h"
+#include "client/conn.h"
+#include "client/request.h"
+#include "client/session.h"
 #include "client/proto/smb2.h"
 #include "client/proto/smb2_const.h"
 #include "common/evloop.h"

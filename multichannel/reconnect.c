@@ -13,7 +13,11 @@
 #include <string.h>
 #include <talloc.h>
 
+#include "client/chan.h"
 #include "client/client_int.h"
+#include "client/conn.h"
+#include "client/opens.h"
+#include "client/session.h"
 #include "common/log.h"
 #include "multichannel/mgr_int.h"
 

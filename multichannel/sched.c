@@ -1,5 +1,6 @@
 /* multichannel/sched.c — the channel policy (see sched.h). */
 #include "multichannel/sched.h"
+#include "client/chan.h"
 #include "client/client_int.h"
 
 #define DEFAULT_SPEED (1000000000ull) /* 1 Gb/s when the server says nothing */
