@@ -858,8 +858,13 @@ static struct smb_rx_place *conn_place(void *arg, const uint8_t *head, size_t ms
 	uint64_t mid = smb_le64(head + 24);
 	pthread_mutex_lock(&c->lock);
 	struct smb_pdu *p = pending_find(c, mid, false);
+	/* A small answer with no lent buffer comes whole: it was read ahead
+	 * into the transport's stage with its neighbours (up->placing is false
+	 * for reads below CONN_EXACT_READ), so placing its tail would cost a
+	 * buffer of its own and a copy, and save nothing. */
+	bool small_any = p && !p->rx_buf && dlen < CONN_EXACT_READ;
 	if (!p || p->command != SMB2_READ || !(p->rx_buf || p->rx_any) || dlen > p->rx_cap ||
-	    c->placing) {
+	    small_any || c->placing) {
 		pthread_mutex_unlock(&c->lock);
 		return NULL;
 	}
