@@ -123,10 +123,10 @@ static void note_fallback(struct smb_chan *ch, int err)
 		    ch->c->host, ch->index, strerror(-err));
 }
 
-bool smb_offload_wanted(const struct smb_chan *ch, size_t len)
+bool smb_offload_wanted(const struct smb_chan *ch, size_t len, bool is_read)
 {
 	return ch->pool.mem && len > ch->c->rdma_threshold && len <= ch->pool.bufsize &&
-	       !smb_client_sealed(ch->c);
+	       len <= (is_read ? ch->max_read : ch->max_write) && !smb_client_sealed(ch->c);
 }
 
 /* One offloaded I/O.  Allocated apart from the request: it outlives it until
@@ -382,17 +382,16 @@ static bool in_region(struct smb_chan *ch, const void *p, size_t len)
 }
 
 /* Can [p, p+len) go by RDMA in place on ch? */
-static bool lendable(struct smb_chan *ch, const void *p, size_t len, uint32_t max)
+static bool lendable(struct smb_chan *ch, const void *p, size_t len, bool is_read)
 {
-	return ch->pool.mem && len > ch->c->rdma_threshold && len <= max &&
-	       !smb_client_sealed(ch->c) && in_region(ch, p, len);
+	return smb_offload_wanted(ch, len, is_read) && in_region(ch, p, len);
 }
 
 /* A lent I/O: buf is the caller's, inside a registered region. */
 static int lent_io(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, void *buf,
                    size_t len, bool is_read, smb_read_cb rcb, smb_write_cb wcb, void *arg)
 {
-	if (!lendable(ch, buf, len, is_read ? ch->max_read : ch->max_write))
+	if (!lendable(ch, buf, len, is_read))
 		return -EAGAIN;
 	struct oio *o = calloc(1, sizeof(*o));
 	if (!o)

@@ -29,6 +29,8 @@
  *    the pool;
  *  - registration refused: a mount without offload (all inline;
  *    smb_client_region_add says -EOPNOTSUPP);
+ *  - no READ/WRITE above the server's MaxReadSize/MaxWriteSize or
+ *    rsize=/wsize=, whether below a pool buffer or not;
  *  - smb_client_destroy() with an offloaded READ unanswered: its callback
  *    runs (with an error) before destroy returns. */
 #include "client/client.h"
@@ -619,6 +621,41 @@ static void test_registration_refused(void)
 	fx_down(&x);
 }
 
+/* A READ and a WRITE of len on a mount whose READ/WRITE may be max_io at
+ * most: right, in pieces no larger. */
+static void io_within(struct fx *x, size_t len, uint32_t max_io)
+{
+	int from = peer_nrecords(x->e.p);
+	read_ok(x, 0, len, len);
+	CHECK_EQ(do_write(x, 0, x->data, len, false), len);
+	check_w(x, x->data, len);
+	CHECK(scan_recs(x, from, SMB2_READ).max_len <= max_io);
+	CHECK(scan_recs(x, from, SMB2_WRITE).max_len <= max_io);
+}
+
+static void test_server_max_io(void)
+{
+	/* MaxReadSize and MaxWriteSize 64 KiB, pool buffers of 128 KiB */
+	struct peer *p = new_peer();
+	peer_set_limits(p, &(struct peer_limits){
+	                       .max_read = BUF, .max_write = BUF, .rdma_max_read_write = 2 * BUF});
+	struct fx x;
+	if (fx_up(&x, p, NULL)) {
+		io_within(&x, 100000, BUF);
+		CHECK(read_rdma(&x, BUF)); /* up to the limit, still offloaded */
+		CHECK(write_rdma(&x, BUF));
+		fx_down(&x);
+	}
+	/* rsize=/wsize= 32 KiB, below the pool buffers */
+	struct smb_client_opts o;
+	env_opts(&o);
+	o.max_read = o.max_write = 32768;
+	if (fx_up(&x, NULL, &o)) {
+		io_within(&x, IO, 32768);
+		fx_down(&x);
+	}
+}
+
 static void test_destroy_with_read_pending(void)
 {
 	struct rd *r = rd_new();
@@ -651,6 +688,7 @@ int main(void)
 	RUN(test_no_token_falls_back_inline);
 	RUN(test_lent);
 	RUN(test_registration_refused);
+	RUN(test_server_max_io);
 	RUN(test_destroy_with_read_pending);
 	return check_report();
 }
