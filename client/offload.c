@@ -129,6 +129,12 @@ bool smb_offload_wanted(const struct smb_chan *ch, size_t len, bool is_read)
 	       len <= (is_read ? ch->max_read : ch->max_write) && !smb_client_sealed(ch->c);
 }
 
+/* err says the channel is gone (not the I/O's fault). */
+static bool conn_lost(int err)
+{
+	return err == -ECONNABORTED || err == -ECONNRESET || err == -ENOTCONN || err == -EPIPE;
+}
+
 /* One offloaded I/O.  Allocated apart from the request: it outlives it until
  * the token is released. */
 struct oio {
@@ -157,10 +163,7 @@ struct oio {
 static bool oio_failover(struct oio *o)
 {
 	struct smb_client *c = o->c;
-	if (o->err != -ECONNABORTED && o->err != -ECONNRESET && o->err != -ENOTCONN &&
-	    o->err != -EPIPE)
-		return false;
-	if (__atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+	if (!conn_lost(o->err) || __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
 		return false;
 	struct smb_chan *to = smb_client_pick(c, SMB_SCHED_BULK, o->len);
 	if (!to || to == o->ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE))
@@ -285,15 +288,16 @@ static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 	                               o->is_read ? SMB_IO_SERVER_WRITES : SMB_IO_SERVER_READS,
 	                               &o->tok, desc, &channel);
 	if (err) {
-		bool dead = err == -ECONNABORTED || err == -ENOTCONN;
 		/* A lent I/O that gets no token is tried again through the pool
-		 * (smb_read_lent/smb_write_lent): counted there. */
-		if (!dead && !o->lent)
+		 * (smb_read_lent/smb_write_lent): counted there.  A dead
+		 * transport is no fallback: the ordinary path then waits for
+		 * the reconnect, as it does for any I/O. */
+		if (!conn_lost(err) && !o->lent)
 			note_fallback(ch, err);
 		if (!o->lent)
 			pool_put(&ch->pool, o->buf); /* untouched: still zeros */
 		free(o);
-		return dead ? err : -EAGAIN;
+		return -EAGAIN;
 	}
 	if (wdata && !o->lent) {
 		memcpy(o->buf, wdata, len);
@@ -341,7 +345,8 @@ static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 		/* Nothing reached the server: release the token, then the buffer. */
 		t->ops->io_token_put(t, o->tok, 0, oio_release_only, o);
 	}
-	return err;
+	/* The channel died since the token: the ordinary path, as above. */
+	return conn_lost(err) ? -EAGAIN : err;
 }
 
 int smb_offload_read(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, size_t len,

@@ -31,6 +31,8 @@
  *    smb_client_region_add says -EOPNOTSUPP);
  *  - no READ/WRITE above the server's MaxReadSize/MaxWriteSize or
  *    rsize=/wsize=, whether below a pool buffer or not;
+ *  - with the mount down (reconnecting), an offloadable READ and WRITE
+ *    wait for it like any other, and succeed;
  *  - smb_client_destroy() with an offloaded READ unanswered: its callback
  *    runs (with an error) before destroy returns. */
 #include "client/client.h"
@@ -656,6 +658,42 @@ static void test_server_max_io(void)
 	}
 }
 
+static bool chan_dead(void *arg)
+{
+	return strcmp(stats(arg)->channels[0].state, "dead") == 0;
+}
+
+static void test_io_while_reconnecting(void)
+{
+	struct fx x;
+	if (!fx_up(&x, NULL, NULL))
+		return;
+	/* the server goes away, and stays away for now */
+	peer_set_refuse(x.e.p, true);
+	peer_drop_connections(x.e.p);
+	CHECK(poll_for(chan_dead, &x));
+	/* an offloadable READ and WRITE meanwhile wait for the reconnect, as
+	 * smaller ones do */
+	struct wait w;
+	w_init(&w);
+	w_init(&x.r->w);
+	CHECK_EQ(smb_read(x.e.c, x.fa, 0, IO, rd_cb, x.r), 0);
+	CHECK_EQ(smb_write(x.e.c, x.fw, 0, x.data, IO, write_cb, &w), 0);
+	peer_set_refuse(x.e.p, false);
+	CHECK(w_wait(&x.r->w));
+	CHECK_EQ(x.r->w.err, 0);
+	CHECK_EQ(x.r->n, IO);
+	CHECK_MEM(x.r->data, a_data, IO);
+	CHECK(w_wait(&w));
+	CHECK_EQ(w.err, 0);
+	CHECK_EQ(w.n, IO);
+	check_w(&x, x.data, IO);
+	CHECK_EQ(fallbacks(&x), 0);
+	/* back: offloaded again */
+	CHECK(read_rdma(&x, IO));
+	fx_down(&x);
+}
+
 static void test_destroy_with_read_pending(void)
 {
 	struct rd *r = rd_new();
@@ -689,6 +727,7 @@ int main(void)
 	RUN(test_lent);
 	RUN(test_registration_refused);
 	RUN(test_server_max_io);
+	RUN(test_io_while_reconnecting);
 	RUN(test_destroy_with_read_pending);
 	return check_report();
 }
