@@ -158,23 +158,25 @@ struct oio {
 /* The channel died under this I/O: its descriptor named memory registered
  * with that channel's transport, so the request cannot move as it is.
  * Send the I/O again through the ordinary path, which picks a live channel
- * (inline or offloaded there).  true if reissued (the callback then comes
- * from there). */
+ * (inline or offloaded there) or, with none, parks it inline for the
+ * reconnect (counted there) like any request in flight on a lost channel.
+ * true if reissued (the callback then comes from there). */
 static bool oio_failover(struct oio *o)
 {
 	struct smb_client *c = o->c;
 	if (!conn_lost(o->err) || __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
 		return false;
 	struct smb_chan *to = smb_client_pick(c, SMB_SCHED_BULK, o->len);
-	if (!to || to == o->ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE))
-		return false;
+	bool moved = to && to != o->ch && !__atomic_load_n(&to->dead, __ATOMIC_ACQUIRE);
 	/* smb_write() copies the data before it returns; buf is ours until then. */
 	int rc = o->is_read ? smb_read(c, o->fid, o->offset, o->len, o->rcb, o->arg)
 	                    : smb_write(c, o->fid, o->offset, o->buf, o->len, o->wcb, o->arg);
 	if (rc)
 		return false;
-	__atomic_add_fetch(&o->ch->failovers, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
+	if (moved) {
+		__atomic_add_fetch(&o->ch->failovers, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
+	}
 	return true;
 }
 

@@ -33,6 +33,9 @@
  *    rsize=/wsize=, whether below a pool buffer or not;
  *  - with the mount down (reconnecting), an offloadable READ and WRITE
  *    wait for it like any other, and succeed;
+ *  - the connection lost under an offloaded READ or WRITE (carried out,
+ *    the reply lost), the server away: each is sent again once the mount
+ *    is back, and succeeds;
  *  - smb_client_destroy() with an offloaded READ unanswered: its callback
  *    runs (with an error) before destroy returns. */
 #include "client/client.h"
@@ -694,6 +697,53 @@ static void test_io_while_reconnecting(void)
 	fx_down(&x);
 }
 
+static bool no_tokens(void *arg)
+{
+	return peer_rdma_tokens_live(arg) == 0;
+}
+
+/* An offloaded I/O of cmd whose reply is lost with the connection (the
+ * peer carried it out), the server away until its token is done (the
+ * engine has decided by then what becomes of the I/O): sent again once
+ * the mount is back, it succeeds. */
+static void lost_under(struct fx *x, uint16_t cmd)
+{
+	struct wait w;
+	w_init(&w);
+	w_init(&x->r->w);
+	peer_set_refuse(x->e.p, true);
+	int h = hook(x, cmd, PEER_LOST_REPLY, 0);
+	if (cmd == SMB2_READ)
+		CHECK_EQ(smb_read(x->e.c, x->fa, 0, IO, rd_cb, x->r), 0);
+	else
+		CHECK_EQ(smb_write(x->e.c, x->fw, 0, x->data, IO, write_cb, &w), 0);
+	CHECK(poll_for(chan_dead, x));
+	CHECK(poll_for(no_tokens, x->e.p));
+	CHECK_EQ(peer_hook_fired(x->e.p, h), 1);
+	peer_set_refuse(x->e.p, false);
+	struct wait *done = cmd == SMB2_READ ? &x->r->w : &w;
+	CHECK(w_wait(done));
+	CHECK_EQ(done->err, 0);
+	CHECK_EQ(done->status, STATUS_SUCCESS);
+}
+
+static void test_conn_lost_under_io(void)
+{
+	struct fx x;
+	if (!fx_up(&x, NULL, NULL))
+		return;
+	lost_under(&x, SMB2_READ);
+	CHECK_EQ(x.r->n, IO);
+	CHECK_MEM(x.r->data, a_data, IO);
+	lost_under(&x, SMB2_WRITE);
+	check_w(&x, x.data, IO);
+	/* offload works on the new channel */
+	read_ok(&x, 0, IO, IO);
+	CHECK(last_rdma(&x, SMB2_READ));
+	CHECK_EQ(fallbacks(&x), 0);
+	fx_down(&x);
+}
+
 static void test_destroy_with_read_pending(void)
 {
 	struct rd *r = rd_new();
@@ -728,6 +778,7 @@ int main(void)
 	RUN(test_registration_refused);
 	RUN(test_server_max_io);
 	RUN(test_io_while_reconnecting);
+	RUN(test_conn_lost_under_io);
 	RUN(test_destroy_with_read_pending);
 	return check_report();
 }
