@@ -129,10 +129,16 @@ static void note_fallback(struct smb_chan *ch, int err)
 		    ch->c->host, ch->index, strerror(-err));
 }
 
-bool smb_offload_wanted(const struct smb_chan *ch, size_t len)
+bool smb_offload_wanted(const struct smb_chan *ch, size_t len, bool is_read)
 {
 	return ch->pool.mem && len > ch->c->rdma_threshold && len <= ch->pool.bufsize &&
-	       !smb_client_sealed(ch->c);
+	       len <= (is_read ? ch->max_read : ch->max_write) && !smb_client_sealed(ch->c);
+}
+
+/* err says the channel is gone (not the I/O's fault). */
+static bool conn_lost(int err)
+{
+	return err == -ECONNABORTED || err == -ECONNRESET || err == -ENOTCONN || err == -EPIPE;
 }
 
 /* One offloaded I/O.  Allocated apart from the request: it outlives it until
@@ -158,26 +164,25 @@ struct oio {
 /* The channel died under this I/O: its descriptor named memory registered
  * with that channel's transport, so the request cannot move as it is.
  * Send the I/O again through the ordinary path, which picks a live channel
- * (inline or offloaded there).  true if reissued (the callback then comes
- * from there). */
+ * (inline or offloaded there) or, with none, parks it inline for the
+ * reconnect (counted there) like any request in flight on a lost channel.
+ * true if reissued (the callback then comes from there). */
 static bool oio_failover(struct oio *o)
 {
 	struct smb_client *c = o->c;
-	if (o->err != -ECONNABORTED && o->err != -ECONNRESET && o->err != -ENOTCONN &&
-	    o->err != -EPIPE)
-		return false;
-	if (__atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+	if (!conn_lost(o->err) || __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
 		return false;
 	struct smb_chan *to = smb_client_pick(c, SMB_SCHED_BULK, o->len);
-	if (!to || to == o->ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE))
-		return false;
+	bool moved = to && to != o->ch && !__atomic_load_n(&to->dead, __ATOMIC_ACQUIRE);
 	/* smb_write() copies the data before it returns; buf is ours until then. */
 	int rc = o->is_read ? smb_read(c, o->fid, o->offset, o->len, o->rcb, o->arg)
 	                    : smb_write(c, o->fid, o->offset, o->buf, o->len, o->wcb, o->arg);
 	if (rc)
 		return false;
-	__atomic_add_fetch(&o->ch->failovers, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
+	if (moved) {
+		__atomic_add_fetch(&o->ch->failovers, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);
+	}
 	return true;
 }
 
@@ -291,15 +296,16 @@ static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 	                               o->is_read ? SMB_IO_SERVER_WRITES : SMB_IO_SERVER_READS,
 	                               &o->tok, desc, &channel);
 	if (err) {
-		bool dead = err == -ECONNABORTED || err == -ENOTCONN;
 		/* A lent I/O that gets no token is tried again through the pool
-		 * (smb_read_lent/smb_write_lent): counted there. */
-		if (!dead && !o->lent)
+		 * (smb_read_lent/smb_write_lent): counted there.  A dead
+		 * transport is no fallback: the ordinary path then waits for
+		 * the reconnect, as it does for any I/O. */
+		if (!conn_lost(err) && !o->lent)
 			note_fallback(ch, err);
 		if (!o->lent)
 			pool_put(&ch->pool, o->buf); /* untouched: still zeros */
 		free(o);
-		return dead ? err : -EAGAIN;
+		return -EAGAIN;
 	}
 	if (wdata && !o->lent) {
 		memcpy(o->buf, wdata, len);
@@ -347,7 +353,8 @@ static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 		/* Nothing reached the server: release the token, then the buffer. */
 		t->ops->io_token_put(t, o->tok, 0, oio_release_only, o);
 	}
-	return err;
+	/* The channel died since the token: the ordinary path, as above. */
+	return conn_lost(err) ? -EAGAIN : err;
 }
 
 int smb_offload_read(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, size_t len,
@@ -388,17 +395,16 @@ static bool in_region(struct smb_chan *ch, const void *p, size_t len)
 }
 
 /* Can [p, p+len) go by RDMA in place on ch? */
-static bool lendable(struct smb_chan *ch, const void *p, size_t len, uint32_t max)
+static bool lendable(struct smb_chan *ch, const void *p, size_t len, bool is_read)
 {
-	return ch->pool.mem && len > ch->c->rdma_threshold && len <= max &&
-	       !smb_client_sealed(ch->c) && in_region(ch, p, len);
+	return smb_offload_wanted(ch, len, is_read) && in_region(ch, p, len);
 }
 
 /* A lent I/O: buf is the caller's, inside a registered region. */
 static int lent_io(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, void *buf,
                    size_t len, bool is_read, smb_read_cb rcb, smb_write_cb wcb, void *arg)
 {
-	if (!lendable(ch, buf, len, is_read ? ch->max_read : ch->max_write))
+	if (!lendable(ch, buf, len, is_read))
 		return -EAGAIN;
 	struct oio *o = calloc(1, sizeof(*o));
 	if (!o)

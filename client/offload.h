@@ -39,16 +39,20 @@ void smb_offload_teardown(struct smb_chan *ch);
 /* The channel's offload counters into out (any thread). */
 struct smb_channel_stats;
 void smb_offload_stats(struct smb_chan *ch, struct smb_channel_stats *out);
-/* Should an I/O of len bytes on ch be offloaded?  (A pool exists, len is
- * above the threshold and fits a pool buffer.) */
-bool smb_offload_wanted(const struct smb_chan *ch, size_t len);
+/* Should a READ (is_read) or WRITE of len bytes on ch be offloaded?  (A
+ * pool exists, len is above the threshold and fits a pool buffer and the
+ * channel's max_read or max_write: the server's MaxReadSize/MaxWriteSize,
+ * rsize=/wsize=.) */
+bool smb_offload_wanted(const struct smb_chan *ch, size_t len, bool is_read);
 /* Like smb_read()/smb_write() for one offloadable I/O on ch.  -EAGAIN when
  * every pool buffer is busy, or when the transport gives no per-I/O token
  * (a failed registration or bind: counted in fallback_inline, logged once per
- * channel): the caller then sends it inline, and no callback comes from
- * here.  A read's data handed to cb is exactly what the server was granted
- * and announced (DataLength or DataRemaining, at most len: more is -EIO),
- * from a buffer that held zeros before the server wrote into it. */
+ * channel; a dead channel: not counted): the caller then sends it inline
+ * (on a dead channel: parked for the reconnect like any request), and no
+ * callback comes from here.  A read's data handed to cb is exactly what the
+ * server was granted and announced (DataLength or DataRemaining, at most
+ * len: more is -EIO), from a buffer that held zeros before the server wrote
+ * into it. */
 int smb_offload_read(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, size_t len,
                      smb_read_cb cb, void *arg);
 int smb_offload_write(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,

@@ -1294,10 +1294,13 @@ static int read_into(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offse
 {
 	struct smb_client *c = ch->c;
 	struct read_piece tmpl = {.c = c, .cb = cb, .arg = arg, .dest = dest};
-	/* Offloaded when it fits a pool buffer and one is free; otherwise
-	 * inline, in pieces no larger than one message carries. */
-	size_t chunk = ch->inline_max_read ? ch->inline_max_read : ch->max_read;
-	if (smb_offload_wanted(ch, len)) {
+	/* Offloaded when it fits a pool buffer and max_read and one buffer is
+	 * free; otherwise inline, in pieces no larger than one message carries
+	 * nor max_read (with offload, the inline limit may be above it). */
+	size_t chunk = ch->inline_max_read && ch->inline_max_read < ch->max_read
+	                   ? ch->inline_max_read
+	                   : ch->max_read;
+	if (smb_offload_wanted(ch, len, true)) {
 		int rc = smb_offload_read(ch, fid, offset, len, cb, arg);
 		if (rc != -EAGAIN)
 			return rc;
@@ -1411,14 +1414,16 @@ static void write_done(struct smb_req *req)
 	smb_req_put(req);
 }
 
-/* WRITEs carried inline on ch (split at its inline limit).  lent: data
+/* WRITEs carried inline on ch (split at its inline limit or max_write).  lent: data
  * stays valid until cb (smb_write_lent()) and goes out in place; else each
  * piece is copied first. */
 static int write_inline(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
                         const void *data, size_t len, bool lent, smb_write_cb cb, void *arg)
 {
 	struct smb_client *c = ch->c;
-	size_t chunk = ch->inline_max_write ? ch->inline_max_write : ch->max_write;
+	size_t chunk = ch->inline_max_write && ch->inline_max_write < ch->max_write
+	                   ? ch->inline_max_write
+	                   : ch->max_write;
 	struct write_join *j = talloc_zero(NULL, struct write_join);
 	if (!j)
 		return -ENOMEM;
@@ -1485,7 +1490,7 @@ static int write_inline(struct smb_chan *ch, struct smb2_fileid fid, uint64_t of
 static int write_on(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, const void *data,
                     size_t len, bool lent, smb_write_cb cb, void *arg)
 {
-	if (smb_offload_wanted(ch, len)) {
+	if (smb_offload_wanted(ch, len, false)) {
 		int rc = smb_offload_write(ch, fid, offset, data, len, cb, arg);
 		if (rc != -EAGAIN)
 			return rc;

@@ -145,17 +145,23 @@ static inline bool env_connect(struct env *e, const struct smb_client_opts *o)
 	return true;
 }
 
-/* The peer saw nothing wrong; unmount, free the peer. */
-static inline void env_unmount(struct env *e)
+/* The peer saw nothing wrong (else its last violation is printed). */
+static inline void env_check_peer(struct peer *p)
 {
 	struct peer_stats st;
-	peer_get_stats(e->p, &st);
+	peer_get_stats(p, &st);
 	CHECK_EQ(st.violations, 0);
 	if (st.violations) {
 		char v[256];
-		peer_last_violation(e->p, v, sizeof(v));
+		peer_last_violation(p, v, sizeof(v));
 		fprintf(stderr, "  last violation: %s\n", v);
 	}
+}
+
+/* The peer saw nothing wrong; unmount, free the peer. */
+static inline void env_unmount(struct env *e)
+{
+	env_check_peer(e->p);
 	smb_client_destroy(e->c);
 	peer_free(e->p);
 }

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,8 @@
 #define MAX_RECS    4096
 #define MAX_PDUS    16
 #define MAX_IFACES  4
+#define MAX_REGIONS 16
+#define MAX_TOKENS  128
 #define FILE_OPENED 1
 
 struct node {
@@ -75,7 +78,41 @@ struct psess {
 	uint32_t tree_id;
 };
 
-struct fake;
+/* The transport of one connection (defined with its ops below). */
+struct fake {
+	struct smb_transport base;
+	struct peer *p;
+	struct pconn *pc;
+	bool dead;                      /* under p->m */
+	struct sockaddr_storage remote; /* what connect() was given */
+	/* emulated SMB Direct (smb_transport_rdma_new); under p->m */
+	bool rdma;
+	uint32_t max_rw; /* info's max_read_write */
+	uint16_t dialect;
+	struct {
+		uint8_t *addr;
+		size_t len;
+	} regions[MAX_REGIONS];
+	int nregions;
+	uint64_t rdma_read_bytes, rdma_write_bytes; /* the moved of io_token_put */
+	sem_t torn_down;                            /* destroy(): the loop is done with it */
+};
+
+/* A per-I/O token of the emulated SMB Direct: [addr, addr+len) of client
+ * memory, named to the server by rkey, from io_token_get until its done()
+ * has been called (put: io_token_put came; held: peer_rdma_hold kept it). */
+struct ptoken {
+	struct peer *p;
+	struct fake *f; /* its connection's; never dereferenced once destroyed */
+	uint32_t rkey, channel;
+	uint8_t *addr;
+	size_t len;
+	enum smb_io_dir dir;
+	bool put, held;
+	void (*done)(void *arg);
+	void *arg;
+};
+
 struct pconn {
 	int number;
 	bool closed;
@@ -91,7 +128,7 @@ struct hook {
 	struct peer_match m;
 	char path[PATH_MAX_];
 	enum peer_action action;
-	uint32_t status;
+	uint32_t status; /* PEER_STATUS: the status; the READ/WRITE actions: n */
 	int fired;
 };
 
@@ -99,6 +136,7 @@ struct peer {
 	pthread_mutex_t m;
 	bool durable;
 	bool leasing; /* SMB2_GLOBAL_CAP_LEASING, RqLs granted */
+	bool refuse;  /* connect() refused */
 	uint8_t last_ack_key[16];
 	uint32_t last_ack_state;
 	uint8_t guid[16];
@@ -116,6 +154,15 @@ struct peer {
 	uint32_t next_tree;
 	struct in_addr ifaces[MAX_IFACES]; /* FSCTL_QUERY_NETWORK_INTERFACE_INFO */
 	int nifaces;
+	uint32_t max_read, max_write; /* NEGOTIATE's; above: refused */
+	/* emulated SMB Direct */
+	uint32_t rdma_max_rw;   /* the transport's max_read_write */
+	size_t rdma_max_region; /* region_add refuses larger: -ENOMEM */
+	int token_fail_n, token_fail_err;
+	bool rdma_hold;
+	struct ptoken *tokens[MAX_TOKENS]; /* not yet done */
+	int ntokens;
+	uint32_t next_rkey;
 };
 
 static struct peer *g_peer;
@@ -210,6 +257,7 @@ struct peer *peer_new(void)
 	p->next_file_id = 1000;
 	p->clock = 132000000000000000ull;
 	node_add(p, "", true);
+	peer_set_limits(p, &(struct peer_limits){0});
 	g_peer = p;
 	return p;
 }
@@ -222,6 +270,8 @@ void peer_free(struct peer *p)
 		free(p->nodes[i].data);
 	for (int i = 0; i < p->nconns; i++)
 		free(p->conns[i]);
+	for (int i = 0; i < p->ntokens; i++)
+		free(p->tokens[i]);
 	free(p->recs);
 	pthread_mutex_destroy(&p->m);
 	if (g_peer == p)
@@ -241,6 +291,39 @@ void peer_set_leasing(struct peer *p, bool on)
 	pthread_mutex_lock(&p->m);
 	p->leasing = on;
 	pthread_mutex_unlock(&p->m);
+}
+
+void peer_set_refuse(struct peer *p, bool on)
+{
+	pthread_mutex_lock(&p->m);
+	p->refuse = on;
+	pthread_mutex_unlock(&p->m);
+}
+
+void peer_set_limits(struct peer *p, const struct peer_limits *l)
+{
+	pthread_mutex_lock(&p->m);
+	p->max_read = l->max_read ? l->max_read : 1u << 20;
+	p->max_write = l->max_write ? l->max_write : 1u << 20;
+	p->rdma_max_rw = l->rdma_max_read_write ? l->rdma_max_read_write : 65536;
+	p->rdma_max_region = l->rdma_max_region ? l->rdma_max_region : SIZE_MAX;
+	pthread_mutex_unlock(&p->m);
+}
+
+void peer_rdma_fail_tokens(struct peer *p, int n, int err)
+{
+	pthread_mutex_lock(&p->m);
+	p->token_fail_n = n;
+	p->token_fail_err = err;
+	pthread_mutex_unlock(&p->m);
+}
+
+int peer_rdma_tokens_live(struct peer *p)
+{
+	pthread_mutex_lock(&p->m);
+	int n = p->ntokens;
+	pthread_mutex_unlock(&p->m);
+	return n;
 }
 
 void peer_set_interfaces(struct peer *p, const char *const *ipv4, int n)
@@ -307,13 +390,13 @@ long peer_file_data(struct peer *p, const char *path, void *out, size_t cap)
 
 /* ---- hooks, records, stats ------------------------------------------------------- */
 
-int peer_on(struct peer *p, const struct peer_match *m, enum peer_action a, uint32_t status)
+int peer_on(struct peer *p, const struct peer_match *m, enum peer_action a, uint32_t arg)
 {
 	pthread_mutex_lock(&p->m);
 	int id = p->nhooks < MAX_HOOKS ? p->nhooks++ : -1;
 	if (id >= 0) {
 		struct hook *h = &p->hooks[id];
-		*h = (struct hook){.armed = true, .m = *m, .action = a, .status = status};
+		*h = (struct hook){.armed = true, .m = *m, .action = a, .status = arg};
 		if (m->path) {
 			norm(m->path, h->path, sizeof(h->path));
 			h->m.path = h->path;
@@ -403,6 +486,7 @@ struct rsp {
 	size_t body_len;
 	const uint8_t *data; /* READ payload after body */
 	size_t data_len;
+	uint8_t *owned; /* data, when it is ours to free */
 	uint64_t session_id;
 	uint32_t tree_id;
 	int preauth; /* hash the bytes as sent into: 1 the connection's, 2 the session's */
@@ -423,6 +507,7 @@ struct frame {
 	bool bad_sig; /* signed, and it did not verify (a violation) */
 	uint32_t last_status;
 	struct peer_rec *rec;
+	const struct hook *hook; /* the hook that fired on this PDU, or NULL */
 };
 
 static void rsp_status(struct rsp *r, uint32_t st)
@@ -555,8 +640,8 @@ static void negotiate(struct frame *f, struct rsp *r)
 	smb_put_le32(b + 24, SMB2_GLOBAL_CAP_LARGE_MTU | SMB2_GLOBAL_CAP_MULTI_CHANNEL |
 	                         (f->p->leasing ? SMB2_GLOBAL_CAP_LEASING : 0));
 	smb_put_le32(b + 28, 1u << 20);
-	smb_put_le32(b + 32, 1u << 20);
-	smb_put_le32(b + 36, 1u << 20);
+	smb_put_le32(b + 32, f->p->max_read);
+	smb_put_le32(b + 36, f->p->max_write);
 	smb_put_le64(b + 40, f->p->clock);
 	smb_put_le16(b + 56, HDR + 64);
 	smb_put_le16(b + 58, sizeof(sec));
@@ -1336,6 +1421,83 @@ static void set_info(struct frame *f, struct rsp *r)
 	}
 }
 
+/* ---- READ and WRITE, inline or by (emulated) RDMA ------------------------------------ */
+
+/* The memory the Buffer Descriptor V1 of a READ/WRITE with channel names,
+ * as an RNIC and a server would check it: a live token of this connection,
+ * for the I/O's direction and Channel, covering the descriptor, which
+ * covers need bytes.  NULL after a violation. */
+static uint8_t *rdma_target(struct frame *f, uint32_t channel, uint16_t ci_off, uint16_t ci_len,
+                            enum smb_io_dir dir, size_t need)
+{
+	struct peer *p = f->p;
+	struct fake *fk = f->pc->fake;
+	const char *what = dir == SMB_IO_SERVER_WRITES ? "READ" : "WRITE";
+	if (!fk || !fk->rdma) {
+		violation(p, "conn %d: %s with Channel %u on a connection without SMB Direct",
+		          f->pc->number, what, channel);
+		return NULL;
+	}
+	if (channel != SMB2_CHANNEL_RDMA_V1 && channel != SMB2_CHANNEL_RDMA_V1_INVALIDATE) {
+		violation(p, "conn %d: %s with unknown Channel %u", f->pc->number, what, channel);
+		return NULL;
+	}
+	if (ci_len != 16 || ci_off < HDR + 48 || ci_off > f->len || ci_len > f->len - ci_off) {
+		violation(p, "conn %d: %s channel info at %u, %u bytes: not one descriptor",
+		          f->pc->number, what, ci_off, ci_len);
+		return NULL;
+	}
+	const uint8_t *d = f->pdu + ci_off;
+	uint64_t addr = smb_le64(d);
+	uint32_t rkey = smb_le32(d + 8), len = smb_le32(d + 12);
+	struct ptoken *k = NULL;
+	for (int i = 0; i < p->ntokens && !k; i++)
+		if (p->tokens[i]->f == fk && p->tokens[i]->rkey == rkey)
+			k = p->tokens[i];
+	if (!k || k->put) {
+		violation(p, "conn %d: %s names token %#x, %s", f->pc->number, what, rkey,
+		          k ? "put already" : "not a live token of this connection");
+		return NULL;
+	}
+	if (k->dir != dir || k->channel != channel) {
+		violation(p,
+		          "conn %d: %s with Channel %u names token %#x of the other direction or "
+		          "Channel %u",
+		          f->pc->number, what, channel, rkey, k->channel);
+		return NULL;
+	}
+	uintptr_t lo = (uintptr_t)k->addr;
+	if (addr < lo || addr - lo > k->len || len > k->len - (addr - lo)) {
+		violation(p, "conn %d: %s descriptor %#llx+%u outside its token's memory",
+		          f->pc->number, what, (unsigned long long)addr, len);
+		return NULL;
+	}
+	if (need > len) {
+		violation(p, "conn %d: %s of %zu bytes with a %u-byte descriptor", f->pc->number,
+		          what, need, len);
+		return NULL;
+	}
+	return k->addr + (addr - lo);
+}
+
+/* A READ/WRITE of length bytes above the max NEGOTIATE said: refused, and
+ * a violation. */
+static bool too_long(struct frame *f, struct rsp *r, uint32_t length, uint32_t max)
+{
+	if (length <= max)
+		return false;
+	violation(f->p, "conn %d: %s of %u bytes above the %u NEGOTIATE allows", f->pc->number,
+	          smb2_command_str(f->h.command), length, max);
+	rsp_status(r, STATUS_INVALID_PARAMETER);
+	return true;
+}
+
+/* The hook's n if it is action a, else -1. */
+static long hook_n(const struct frame *f, enum peer_action a)
+{
+	return f->hook && f->hook->action == a ? (long)f->hook->status : -1;
+}
+
 static void read_file(struct frame *f, struct rsp *r)
 {
 	int oi = f->blen >= 48 ? req_open(f, 16) : -1;
@@ -1346,8 +1508,18 @@ static void read_file(struct frame *f, struct rsp *r)
 	const struct node *n = &f->p->nodes[f->p->opens[oi].node];
 	uint32_t length = smb_le32(f->b + 4);
 	uint64_t offset = smb_le64(f->b + 8);
+	uint32_t channel = smb_le32(f->b + 36);
 	if (n->is_dir) {
 		rsp_status(r, STATUS_INVALID_DEVICE_REQUEST);
+		return;
+	}
+	if (too_long(f, r, length, f->p->max_read))
+		return;
+	uint8_t *dst = NULL;
+	if (channel != SMB2_CHANNEL_NONE &&
+	    !(dst = rdma_target(f, channel, smb_le16(f->b + 44), smb_le16(f->b + 46),
+	                        SMB_IO_SERVER_WRITES, length))) {
+		rsp_status(r, STATUS_INVALID_PARAMETER);
 		return;
 	}
 	f->p->st.reads++;
@@ -1361,11 +1533,27 @@ static void read_file(struct frame *f, struct rsp *r)
 	memset(r->body, 0, 16);
 	smb_put_le16(r->body, 17);
 	r->body[2] = HDR + 16;
-	smb_put_le32(r->body + 4, (uint32_t)got);
 	r->body_len = 16;
+	r->status = STATUS_SUCCESS;
+	long extra = hook_n(f, PEER_READ_INLINE);
+	if (dst && extra < 0) {
+		/* RDMA-Write it, say how much in DataRemaining */
+		long short_n = hook_n(f, PEER_RDMA_SHORT), over = hook_n(f, PEER_RDMA_OVERCLAIM);
+		size_t moved = short_n >= 0 && (size_t)short_n < got ? (size_t)short_n : got;
+		memcpy(dst, n->data + offset, moved);
+		f->p->st.rdma_pushed += moved;
+		smb_put_le32(r->body + 8, (uint32_t)(got + (over > 0 ? (size_t)over : 0)));
+		return;
+	}
 	r->data = n->data + offset;
 	r->data_len = got;
-	r->status = STATUS_SUCCESS;
+	if (extra > 0) {
+		r->owned = calloc(1, got + (size_t)extra);
+		memcpy(r->owned, r->data, got);
+		r->data = r->owned;
+		r->data_len = got + (size_t)extra;
+	}
+	smb_put_le32(r->body + 4, (uint32_t)r->data_len);
 }
 
 static void write_file(struct frame *f, struct rsp *r)
@@ -1379,21 +1567,53 @@ static void write_file(struct frame *f, struct rsp *r)
 	uint16_t doff = smb_le16(f->b + 2);
 	uint32_t length = smb_le32(f->b + 4);
 	uint64_t offset = smb_le64(f->b + 8);
-	if (doff > f->len || length > f->len - doff || offset + length > (1u << 24)) {
+	uint32_t channel = smb_le32(f->b + 32);
+	const uint8_t *src = f->pdu + doff;
+	if (channel != SMB2_CHANNEL_NONE) {
+		if (length) {
+			violation(f->p, "conn %d: WRITE with Channel %u carries %u bytes inline",
+			          f->pc->number, channel, length);
+			rsp_status(r, STATUS_INVALID_PARAMETER);
+			return;
+		}
+		length = smb_le32(f->b + 36); /* RemainingBytes: what to RDMA-Read */
+		src = rdma_target(f, channel, smb_le16(f->b + 40), smb_le16(f->b + 42),
+		                  SMB_IO_SERVER_READS, length);
+		if (!src) {
+			rsp_status(r, STATUS_INVALID_PARAMETER);
+			return;
+		}
+	} else if (doff > f->len || length > f->len - doff) {
 		rsp_status(r, STATUS_INVALID_PARAMETER);
 		return;
 	}
-	f->p->st.writes++;
-	if (offset + length > n->len) {
-		n->data = realloc(n->data, offset + length);
-		memset(n->data + n->len, 0, offset + length - n->len);
-		n->len = offset + length;
+	if (too_long(f, r, length, f->p->max_write))
+		return;
+	if (offset + length > (1u << 24)) {
+		rsp_status(r, STATUS_INVALID_PARAMETER);
+		return;
 	}
-	memcpy(n->data + offset, f->pdu + doff, length);
+	size_t moved = length, said = length;
+	if (channel != SMB2_CHANNEL_NONE) {
+		long short_n = hook_n(f, PEER_RDMA_SHORT), over = hook_n(f, PEER_RDMA_OVERCLAIM);
+		if (short_n >= 0 && (size_t)short_n < moved)
+			moved = (size_t)short_n;
+		if (over > 0)
+			said += (size_t)over;
+		f->p->st.rdma_pulled += moved;
+	}
+	f->p->st.writes++;
+	if (offset + moved > n->len) {
+		n->data = realloc(n->data, offset + moved);
+		memset(n->data + n->len, 0, offset + moved - n->len);
+		n->len = offset + moved;
+	}
+	if (moved)
+		memcpy(n->data + offset, src, moved);
 	n->mtime = ++f->p->clock;
 	memset(r->body, 0, 16);
 	smb_put_le16(r->body, 17);
-	smb_put_le32(r->body + 4, length);
+	smb_put_le32(r->body + 4, (uint32_t)said);
 	r->body_len = 16;
 	r->status = STATUS_SUCCESS;
 }
@@ -1550,6 +1770,19 @@ static void annotate(struct frame *f, struct peer_rec *rec)
 	}
 	if ((cmd == SMB2_SET_INFO || cmd == SMB2_QUERY_INFO) && f->blen >= 4)
 		rec->info_class = f->b[3];
+	if ((cmd == SMB2_READ || cmd == SMB2_WRITE) && f->blen >= 48) {
+		bool rd = cmd == SMB2_READ;
+		rec->channel = smb_le32(f->b + (rd ? 36 : 32));
+		rec->length = smb_le32(f->b + 4);
+		if (!rd && rec->channel != SMB2_CHANNEL_NONE)
+			rec->length = smb_le32(f->b + 36);
+		uint16_t ci_off = smb_le16(f->b + (rd ? 44 : 40)),
+		         ci_len = smb_le16(f->b + (rd ? 46 : 42));
+		if (ci_len >= 16 && ci_off <= f->len && ci_len <= f->len - ci_off) {
+			rec->rdma_offset = smb_le64(f->pdu + ci_off);
+			rec->rdma_length = smb_le32(f->pdu + ci_off + 12);
+		}
+	}
 	int off = smb2_req_fileid_offset(cmd);
 	int oi = off >= 0 ? req_open(f, (size_t)off) : -1;
 	if (oi >= 0)
@@ -1637,6 +1870,13 @@ static uint8_t *obuf_grow(struct obuf *o, size_t n)
 	return r;
 }
 
+static void rsps_free(struct rsp *rs, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(rs[i].owned);
+	free(rs);
+}
+
 /* One message from the client: its answer into out (out->len 0: none).
  * *kill: close the connection after it.  Called with p->m held. */
 static void peer_message(struct peer *p, struct pconn *pc, const uint8_t *msg, size_t len,
@@ -1678,6 +1918,7 @@ static void peer_message(struct peer *p, struct pconn *pc, const uint8_t *msg, s
 		annotate(&f, &rec);
 		struct hook *h = hook_for(p, &rec);
 		rec.hooked = h != NULL;
+		f.hook = h;
 		struct rsp *r = &rs[n];
 		/* signed requests must verify with the channel's key */
 		struct psess *s = sess_find(pc, f.h.session_id);
@@ -1715,14 +1956,20 @@ static void peer_message(struct peer *p, struct pconn *pc, const uint8_t *msg, s
 			if (f.h.command == SMB2_CREATE && r->status != STATUS_SUCCESS)
 				f.last_fid = -1;
 			f.last_status = r->status;
+			bool silent = h && h->action == PEER_NO_REPLY;
 			if (h && h->action == PEER_LOST_REPLY)
 				*kill = true;
-			else
+			else if (!silent)
 				rec.status = r->status;
 			if (p->nrecs < MAX_RECS)
 				p->recs[p->nrecs++] = rec;
-			hs[n] = f.h;
-			n++;
+			if (silent) {
+				free(r->owned);
+				memset(r, 0, sizeof(*r));
+			} else {
+				hs[n] = f.h;
+				n++;
+			}
 		}
 		if (!next)
 			break;
@@ -1730,7 +1977,7 @@ static void peer_message(struct peer *p, struct pconn *pc, const uint8_t *msg, s
 	}
 	if (*kill) {
 		conn_gone(p, pc);
-		free(rs);
+		rsps_free(rs, n);
 		return;
 	}
 	for (int i = 0; i < n; i++) {
@@ -1781,18 +2028,10 @@ static void peer_message(struct peer *p, struct pconn *pc, const uint8_t *msg, s
 			             pdu + 48);
 		}
 	}
-	free(rs);
+	rsps_free(rs, n);
 }
 
 /* ---- the fake transport ------------------------------------------------------------ */
-
-struct fake {
-	struct smb_transport base;
-	struct peer *p;
-	struct pconn *pc;
-	bool dead;                      /* under p->m */
-	struct sockaddr_storage remote; /* what connect() was given */
-};
 
 struct delivery {
 	struct fake *f;
@@ -1828,7 +2067,7 @@ static int fake_connect(struct smb_transport *t, const struct sockaddr *a, sockl
 	struct fake *f = (struct fake *)t;
 	struct peer *p = f->p;
 	pthread_mutex_lock(&p->m);
-	if (p->nconns >= MAX_CONNS) {
+	if (p->nconns >= MAX_CONNS || p->refuse) {
 		pthread_mutex_unlock(&p->m);
 		return -ECONNREFUSED;
 	}
@@ -1891,9 +2130,13 @@ static void fake_shutdown(struct smb_transport *t)
 	pthread_mutex_unlock(&f->p->m);
 }
 
+static void rdma_teardown(struct fake *f);
+
 static void fake_destroy(struct smb_transport *t)
 {
 	struct fake *f = (struct fake *)t;
+	if (f->rdma)
+		rdma_teardown(f);
 	pthread_mutex_lock(&f->p->m);
 	if (f->pc)
 		f->pc->fake = NULL;
@@ -1905,9 +2148,266 @@ static void fake_destroy(struct smb_transport *t)
  * server's interfaces against it. */
 static void fake_info(struct smb_transport *t, struct smb_transport_info *o)
 {
+	const struct fake *f = (const struct fake *)t;
 	memset(o, 0, sizeof(*o));
 	o->kind = "tcp";
-	o->remote = ((struct fake *)t)->remote;
+	o->remote = f->remote;
+	if (f->rdma) {
+		o->kind = "rdma";
+		o->caps = SMB_TRANSPORT_CAP_RDMA;
+		o->max_read_write = f->max_rw;
+		o->max_inline_send = o->max_inline_recv = 1u << 20;
+	}
+}
+
+/* ---- SMB Direct, emulated ----------------------------------------------------------
+ * The offload ops of every fake; without rdma they are the defaults'. */
+
+static int rdma_get_stats(struct smb_transport *t, struct smb_transport_stats *out)
+{
+	struct fake *f = (struct fake *)t;
+	if (!f->rdma)
+		return transport_default_get_stats(t, out);
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&f->p->m);
+	out->rdma_read_bytes = f->rdma_read_bytes;
+	out->rdma_write_bytes = f->rdma_write_bytes;
+	pthread_mutex_unlock(&f->p->m);
+	return 0;
+}
+
+static void rdma_set_dialect(struct smb_transport *t, uint16_t dialect)
+{
+	struct fake *f = (struct fake *)t;
+	pthread_mutex_lock(&f->p->m);
+	f->dialect = dialect;
+	pthread_mutex_unlock(&f->p->m);
+}
+
+static bool overlaps(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	return (uintptr_t)a < (uintptr_t)b + blen && (uintptr_t)b < (uintptr_t)a + alen;
+}
+
+static int rdma_region_add(struct smb_transport *t, void *addr, size_t len)
+{
+	struct fake *f = (struct fake *)t;
+	struct peer *p = f->p;
+	if (!f->rdma)
+		return transport_default_region_add(t, addr, len);
+	int err = 0;
+	pthread_mutex_lock(&p->m);
+	if (ev_on_loop_thread(t->loop))
+		violation(p, "conn %d: region_add on the loop thread", f->pc->number);
+	if (f->dead)
+		err = -ENOTCONN;
+	else if (!addr || !len)
+		err = -EINVAL;
+	else if (len > p->rdma_max_region)
+		err = -ENOMEM; /* as a registration over RLIMIT_MEMLOCK */
+	else if (f->nregions == MAX_REGIONS)
+		err = -ENOSPC;
+	for (int i = 0; i < f->nregions && !err; i++)
+		if (overlaps(addr, len, f->regions[i].addr, f->regions[i].len))
+			err = -EEXIST;
+	if (!err) {
+		f->regions[f->nregions].addr = addr;
+		f->regions[f->nregions].len = len;
+		f->nregions++;
+	}
+	pthread_mutex_unlock(&p->m);
+	return err;
+}
+
+/* Under p->m. */
+static bool in_region(const struct fake *f, const uint8_t *a, size_t len)
+{
+	for (int i = 0; i < f->nregions; i++) {
+		uintptr_t r = (uintptr_t)f->regions[i].addr;
+		if ((uintptr_t)a >= r && (uintptr_t)a - r <= f->regions[i].len &&
+		    len <= f->regions[i].len - ((uintptr_t)a - r))
+			return true;
+	}
+	return false;
+}
+
+/* Under p->m: why f may not have a token over [addr, addr+len) for dir
+ * (-errno; a violation where the client should have known better). */
+static int token_refused(struct fake *f, const uint8_t *addr, size_t len, enum smb_io_dir dir)
+{
+	struct peer *p = f->p;
+	if (f->dead)
+		return -ECONNABORTED;
+	if (p->token_fail_n > 0) {
+		p->token_fail_n--;
+		return p->token_fail_err;
+	}
+	if (!addr || !len || len > UINT32_MAX ||
+	    (dir != SMB_IO_SERVER_WRITES && dir != SMB_IO_SERVER_READS))
+		return -EINVAL;
+	if (!in_region(f, addr, len)) {
+		violation(p, "conn %d: io_token_get of %zu bytes outside every registered region",
+		          f->pc->number, len);
+		return -EINVAL;
+	}
+	if (p->ntokens == MAX_TOKENS) {
+		violation(p, "conn %d: %d tokens live at once", f->pc->number, MAX_TOKENS);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < p->ntokens; i++) {
+		const struct ptoken *k = p->tokens[i];
+		if (k->f == f && (k->dir == SMB_IO_SERVER_WRITES || dir == SMB_IO_SERVER_WRITES) &&
+		    overlaps(addr, len, k->addr, k->len))
+			violation(p,
+			          "conn %d: io_token_get over the memory of token %#x, which the "
+			          "server may still write or read",
+			          f->pc->number, k->rkey);
+	}
+	return 0;
+}
+
+static int rdma_io_token_get(struct smb_transport *t, void *addr, size_t len, enum smb_io_dir dir,
+                             struct smb_io_token **tok, uint8_t desc[16], uint32_t *channel)
+{
+	struct fake *f = (struct fake *)t;
+	struct peer *p = f->p;
+	if (!f->rdma)
+		return transport_default_io_token_get(t, addr, len, dir, tok, desc, channel);
+	pthread_mutex_lock(&p->m);
+	int err = token_refused(f, addr, len, dir);
+	if (!err) {
+		struct ptoken *k = calloc(1, sizeof(*k));
+		*k = (struct ptoken){
+		    .p = p,
+		    .f = f,
+		    .rkey = 0x1000 + ++p->next_rkey,
+		    .channel = f->dialect >= SMB2_DIALECT_0302 ? SMB2_CHANNEL_RDMA_V1_INVALIDATE
+		                                               : SMB2_CHANNEL_RDMA_V1,
+		    .addr = addr,
+		    .len = len,
+		    .dir = dir,
+		};
+		p->tokens[p->ntokens++] = k;
+		p->st.tokens_got++;
+		smb_put_le64(desc, (uintptr_t)addr);
+		smb_put_le32(desc + 8, k->rkey);
+		smb_put_le32(desc + 12, (uint32_t)len);
+		*channel = k->channel;
+		*tok = (struct smb_io_token *)k;
+	}
+	pthread_mutex_unlock(&p->m);
+	return err;
+}
+
+/* Under p->m: k is done; false if it was not live. */
+static bool token_drop(struct peer *p, const struct ptoken *k)
+{
+	for (int i = 0; i < p->ntokens; i++)
+		if (p->tokens[i] == k) {
+			p->tokens[i] = p->tokens[--p->ntokens];
+			p->st.tokens_done++;
+			return true;
+		}
+	return false;
+}
+
+/* On the loop: the token is done. */
+static void token_done(void *arg)
+{
+	struct ptoken *k = arg;
+	pthread_mutex_lock(&k->p->m);
+	token_drop(k->p, k);
+	pthread_mutex_unlock(&k->p->m);
+	k->done(k->arg);
+	free(k);
+}
+
+static void rdma_io_token_put(struct smb_transport *t, struct smb_io_token *tok, size_t moved,
+                              void (*done)(void *arg), void *arg)
+{
+	struct fake *f = (struct fake *)t;
+	struct peer *p = f->p;
+	if (!f->rdma) {
+		transport_default_io_token_put(t, tok, moved, done, arg);
+		return;
+	}
+	pthread_mutex_lock(&p->m);
+	if (!ev_on_loop_thread(t->loop))
+		violation(p, "conn %d: io_token_put off the loop thread", f->pc->number);
+	struct ptoken *k = NULL;
+	for (int i = 0; i < p->ntokens && !k; i++)
+		if ((struct smb_io_token *)p->tokens[i] == tok)
+			k = p->tokens[i];
+	if (!k || k->f != f || k->put) {
+		violation(p, "conn %d: io_token_put of a token %s", f->pc->number,
+		          k && k->put ? "put already" : "this connection did not hand out");
+		pthread_mutex_unlock(&p->m);
+		return;
+	}
+	if (moved > k->len)
+		violation(p, "conn %d: io_token_put says %zu bytes moved through a %zu-byte token",
+		          f->pc->number, moved, k->len);
+	if (k->dir == SMB_IO_SERVER_READS)
+		f->rdma_read_bytes += moved;
+	else
+		f->rdma_write_bytes += moved;
+	k->put = true;
+	k->done = done;
+	k->arg = arg;
+	if (p->rdma_hold)
+		k->held = true;
+	else
+		ev_call(t->loop, token_done, k);
+	pthread_mutex_unlock(&p->m);
+}
+
+void peer_rdma_hold(struct peer *p, bool on)
+{
+	pthread_mutex_lock(&p->m);
+	p->rdma_hold = on;
+	for (int i = 0; i < p->ntokens && !on; i++)
+		if (p->tokens[i]->held) {
+			p->tokens[i]->held = false;
+			ev_call(p->tokens[i]->f->base.loop, token_done, p->tokens[i]);
+		}
+	pthread_mutex_unlock(&p->m);
+}
+
+/* On the loop, after every done() queued before (the real transport's
+ * barrier): the connection is gone, so are the server's rights to its
+ * memory: held tokens are done; one never put is a violation. */
+static void rdma_teardown_cb(void *arg)
+{
+	struct fake *f = arg;
+	struct peer *p = f->p;
+	struct ptoken *gone[MAX_TOKENS];
+	int n = 0;
+	pthread_mutex_lock(&p->m);
+	for (int i = 0; i < p->ntokens; i++)
+		if (p->tokens[i]->f == f && (!p->tokens[i]->put || p->tokens[i]->held))
+			gone[n++] = p->tokens[i];
+	for (int i = 0; i < n; i++) {
+		token_drop(p, gone[i]);
+		if (!gone[i]->put)
+			violation(p, "conn %d: token %#x never put", f->pc->number, gone[i]->rkey);
+	}
+	pthread_mutex_unlock(&p->m);
+	for (int i = 0; i < n; i++) {
+		if (gone[i]->put)
+			gone[i]->done(gone[i]->arg);
+		free(gone[i]);
+	}
+	sem_post(&f->torn_down);
+}
+
+static void rdma_teardown(struct fake *f)
+{
+	sem_init(&f->torn_down, 0, 0);
+	if (ev_on_loop_thread(f->base.loop) || ev_call(f->base.loop, rdma_teardown_cb, f))
+		rdma_teardown_cb(f);
+	while (sem_wait(&f->torn_down) && errno == EINTR)
+		;
+	sem_destroy(&f->torn_down);
 }
 
 static const struct smb_transport_ops fake_ops = {
@@ -1917,11 +2417,11 @@ static const struct smb_transport_ops fake_ops = {
     .shutdown = fake_shutdown,
     .destroy = fake_destroy,
     .info = fake_info,
-    .get_stats = transport_default_get_stats,
-    .set_dialect = transport_default_set_dialect,
-    .region_add = transport_default_region_add,
-    .io_token_get = transport_default_io_token_get,
-    .io_token_put = transport_default_io_token_put,
+    .get_stats = rdma_get_stats,
+    .set_dialect = rdma_set_dialect,
+    .region_add = rdma_region_add,
+    .io_token_get = rdma_io_token_get,
+    .io_token_put = rdma_io_token_put,
 };
 
 void peer_drop_connections(struct peer *p)
@@ -2003,8 +2503,9 @@ bool peer_drop_connection(struct peer *p, int conn)
 }
 
 /* client/conn.c builds its transports through these; the test links them
- * instead of client/transport_tcp.c and client/transport_quic.c (SMB Direct's
- * constructor comes from smbd/, and is never asked for). */
+ * instead of client/transport_tcp.c, client/transport_quic.c and smbd/'s
+ * SMB Direct (whose smb_transport_rdma_new() the linker then never takes from
+ * libsmbrdma_smbd: nothing else of its object is used). */
 int smb_transport_tcp_new(struct ev_loop *loop, const struct smb_transport_up *up,
                           struct smb_transport **out)
 {
@@ -2023,4 +2524,20 @@ int smb_transport_quic_new(struct ev_loop *loop, const struct smb_transport_up *
                            const struct smb_quic_params *p, struct smb_transport **out)
 {
 	return -EOPNOTSUPP;
+}
+
+/* The emulated SMB Direct: a connection to the peer like the others, whose
+ * transport offers RDMA offload (a mount with smb_client_opts.rdma). */
+int smb_transport_rdma_new(struct ev_loop *loop, const struct smb_transport_up *up,
+                           struct smb_transport **out)
+{
+	int err = smb_transport_tcp_new(loop, up, out);
+	if (err)
+		return err;
+	struct fake *f = (struct fake *)*out;
+	f->rdma = true;
+	pthread_mutex_lock(&f->p->m);
+	f->max_rw = f->p->rdma_max_rw;
+	pthread_mutex_unlock(&f->p->m);
+	return 0;
 }
