@@ -24,6 +24,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,8 +191,9 @@ static int pt_statfs(const char *path, struct statvfs *sv)
 	return neg_errno(fstatvfs(backing_fd, sv));
 }
 
-static int pt_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
-                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+/* A directory's stream lives in fi->fh from opendir until releasedir
+ * (readdir may get no path: nullpath_ok). */
+static int pt_opendir(const char *path, struct fuse_file_info *fi)
 {
 	int fd = openat(backing_fd, rel(path), O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
@@ -201,13 +204,35 @@ static int pt_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
 		close(fd);
 		return -err;
 	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	return 0;
+}
+
+/* Every entry in one call (offset 0: libfuse keeps the listing and answers
+ * the kernel's later reads from it); with READDIR_PLUS their attributes
+ * too, so ls -l costs no LOOKUP per entry. */
+static int pt_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	(void)path;
+	(void)off;
+	DIR *d = (DIR *)(uintptr_t)fi->fh;
+	bool plus = flags & FUSE_READDIR_PLUS;
 	struct dirent *de;
+	rewinddir(d);
 	while ((de = readdir(d)) != NULL) {
 		struct stat st = {.st_ino = de->d_ino, .st_mode = (mode_t)DTTOIF(de->d_type)};
-		if (fill(buf, de->d_name, &st, 0, 0))
+		bool attrs = plus && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		if (fill(buf, de->d_name, &st, 0, attrs ? FUSE_FILL_DIR_PLUS : 0))
 			break;
 	}
-	closedir(d);
+	return 0;
+}
+
+static int pt_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	closedir((DIR *)(uintptr_t)fi->fh);
 	return 0;
 }
 
@@ -229,7 +254,9 @@ static const struct fuse_operations pt_ops = {
     .utimens = pt_utimens,
     .chmod = pt_chmod,
     .statfs = pt_statfs,
+    .opendir = pt_opendir,
     .readdir = pt_readdir,
+    .releasedir = pt_releasedir,
 };
 
 int main(int argc, char *argv[])

@@ -3,7 +3,8 @@ peer (mount.smbrdma, smbrdma-bench, smbnetfs, smbclient, the FUSE
 passthrough, tmpfs) and writes JSON and text that parse: a figure per peer
 and job, CPU per GiB, the daemon's peak memory, the ratios and the
 acceptance lines. No timing assertions: whether a line is MET is not
-checked, only that it carries a figure."""
+checked, only that it carries a figure. The same for bench/run-workloads
+(issue 21) and bench/quic-vs-tcp."""
 
 import glob
 import json
@@ -20,18 +21,26 @@ JOBS = {"seq_write": "mib_s", "seq_read": "mib_s", "seq_write_qd8": "mib_s",
 FIO_PEERS = ("smbrdma", "smbnetfs", "passthrough", "tmpfs")
 
 
-def test_bench_quick(tmp_path, fuse_required, root_required, scale):
+def quick_run(tmp_path, scale, tool, *args, suffix=""):
+    """bench/TOOL --quick ARGS --out TMP must exit 0 and write one results
+    file *SUFFIX.json with no errors; returns it parsed, and its .txt."""
     out = tmp_path / "results"
     # the daemon is chosen as for every test: $SMBRDMA_BIN / $SMBRDMA_BUILD
-    r = subprocess.run([sys.executable, os.path.join(REPO, "bench", "run-bench"), "--quick",
+    r = subprocess.run([sys.executable, os.path.join(REPO, "bench", tool), "--quick", *args,
                         "--out", str(out)],
                        capture_output=True, text=True, timeout=600 * scale)
-    assert r.returncode == 0, f"run-bench --quick exited {r.returncode}:\n{r.stdout}{r.stderr}"
-    files = glob.glob(str(out / "*.json"))
+    assert r.returncode == 0, f"{tool} --quick exited {r.returncode}:\n{r.stdout}{r.stderr}"
+    files = glob.glob(str(out / f"*{suffix}.json"))
     assert len(files) == 1, files
     res = json.load(open(files[0]))
     assert res["quick"] is True and not res["errors"], res["errors"]
     assert res["machine"]["nproc"] and res["commit"]
+    with open(files[0][:-len(".json")] + ".txt") as f:
+        return res, f.read()
+
+
+def test_bench_quick(tmp_path, fuse_required, root_required, scale):
+    res, text = quick_run(tmp_path, scale, "run-bench")
     peers = res["peers"]
     for job, fig in JOBS.items():
         for peer in FIO_PEERS + ("library",):
@@ -58,7 +67,6 @@ def test_bench_quick(tmp_path, fuse_required, root_required, scale):
     assert len(res["acceptance"]) >= 7
     for line in res["acceptance"]:
         assert line["value"] is not None and line["met"] in (True, False), line
-    text = open(glob.glob(str(out / "*.txt"))[0]).read()
     assert "smbnetfs" in text and "passthrough" in text and "acceptance" in text
     assert text.count(" MET") + text.count(" SHORT") == len(res["acceptance"]), text
 
@@ -67,17 +75,56 @@ def test_bench_quic_vs_tcp_quick(tmp_path, fuse_required, root_required, scale):
     """bench/quic-vs-tcp --quick runs both paths through the relay and
     writes JSON that parses, with a QUIC/TCP ratio per job. No timing
     assertions."""
-    out = tmp_path / "results"
-    r = subprocess.run([sys.executable, os.path.join(REPO, "bench", "quic-vs-tcp"), "--quick",
-                        "--out", str(out)],
-                       capture_output=True, text=True, timeout=600 * scale)
-    assert r.returncode == 0, f"quic-vs-tcp --quick exited {r.returncode}:\n{r.stdout}{r.stderr}"
-    files = glob.glob(str(out / "*-quic.json"))
-    assert len(files) == 1, files
-    res = json.load(open(files[0]))
-    assert res["quick"] is True and not res["errors"], res["errors"]
+    res, text = quick_run(tmp_path, scale, "quic-vs-tcp", suffix="-quic")
     for k in ("seq_write", "seq_read"):
         assert res["tcp"][k]["mib_s"] > 0 and res["quic"][k]["mib_s"] > 0, k
         assert res["ratio_quic_over_tcp"][k] > 0, k
-    assert res["machine"]["nproc"] and res["commit"]
-    assert glob.glob(str(out / "*-quic.txt"))
+    assert text
+
+
+# bench/run-workloads: every workload, and those whose requests must reach
+# the server whatever a cache keeps (a warm run may rightly send none)
+WORKLOADS = ("cp_in", "cp_out_cold", "fio_write_qd8", "fio_read_qd8", "tar_x", "tar_c",
+             "ls_lR_cold", "ls_lR_warm", "du", "rm_rf", "git_clone", "git_status_cold",
+             "git_status_warm")
+WARM = ("ls_lR_warm", "git_status_warm")
+
+
+def test_workloads_quick(tmp_path, fuse_required, root_required, need_fio, scale):
+    """bench/run-workloads --quick on mount.smbrdma and tmpfs: every workload
+    has a time on both, smbrdma's SMB request counts (from smbrdmactl) and
+    per-entry figures are there, the ratios and the acceptance lines of issue
+    21 carry figures (the baseline's is n/a without --baseline). Whether a
+    line is MET is not checked."""
+    res, text = quick_run(tmp_path, scale, "run-workloads", "--peers", "smbrdma,tmpfs",
+                          suffix="-workloads-quick")
+    assert not res["skipped"] and not res["cannot"], (res["skipped"], res["cannot"])
+    assert res["samba"]["version"]
+    tree = res["params"]["tree"]
+    assert tree["entries"] == 300 == tree["files"] + tree["directories"], tree
+    assert sorted(res["peers"]) == ["smbrdma", "tmpfs"]
+    for wl in WORKLOADS:
+        for peer in ("smbrdma", "tmpfs"):
+            assert res["peers"][peer][wl]["seconds"] > 0, (peer, wl)
+        assert "requests" not in res["peers"]["tmpfs"][wl], wl
+        v = res["peers"]["smbrdma"][wl]
+        assert v["requests"] >= (0 if wl in WARM else 1), (wl, v)
+        per = v.get("requests_per_entry", v.get("requests_per_mib"))
+        assert per is not None and per >= 0, (wl, v)
+        assert res["ratios"][wl]["smbrdma/tmpfs"] > 0, wl
+        assert res["ratios"][wl]["smbrdma/smbnetfs"] is None, wl
+    for wl in ("cp_in", "cp_out_cold", "fio_write_qd8", "fio_read_qd8"):
+        assert res["peers"]["smbrdma"][wl]["mib_s"] > 0, wl
+    # what cold tar c, ls -lR and du read is the tree tar x made
+    assert res["peers"]["smbrdma"]["tar_c"]["archive_bytes"] > tree["bytes"]
+    assert res["peers"]["smbrdma"]["du"]["kib"] > 0
+    assert res["peers"]["smbrdma"]["git_status_cold"]["changed"] == 0
+    assert len(res["runs"]) == 2 * len(WORKLOADS)
+    assert len(res["acceptance"]) == 6, res["acceptance"]
+    for ln in res["acceptance"]:
+        if "baseline" in ln["what"]:
+            assert ln["value"] is None and ln["met"] is None, ln
+        else:
+            assert ln["value"] is not None and ln["met"] in (True, False), ln
+    assert "acceptance (issue 21)" in text and "tar x" in text and "smbrdma" in text
+    assert text.count(" MET") + text.count(" SHORT") == 5, text
