@@ -436,8 +436,12 @@ static int tcp_read_ready(struct tcp_transport *tcp)
 		}
 		if (!n)
 			return 0; /* nothing can take a byte (cannot happen) */
+		/* One buffer (the stage alone, the common case): recv(), which
+		 * spares the kernel copying in and checking a msghdr and iovec
+		 * on every call. */
 		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-		ssize_t r = recvmsg(tcp->fd, &mh, MSG_DONTWAIT);
+		ssize_t r = n == 1 ? recv(tcp->fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
+		                   : recvmsg(tcp->fd, &mh, MSG_DONTWAIT);
 		if (r > 0) {
 			tcp->last_progress = ev_now_ms();
 			size_t got = (size_t)r, mine = got < in_msg ? got : in_msg;
