@@ -293,6 +293,11 @@ static void test_rebind(void)
 	env_unmount(&e);
 }
 
+static bool none_up(void *arg)
+{
+	return channels_up(arg) == 0;
+}
+
 /* Every channel cut with nothing in flight: a READ issued meanwhile parks;
  * the reconnect tries binding to the old session (refused: the peer ended
  * it with its last channel), sets up a new one, brings the handle back by
@@ -306,8 +311,22 @@ static void test_all_down(void)
 	struct smb2_fileid fid = open_victim(&e);
 	uint64_t old = conn_session(&e, 1);
 	e.rec0 = peer_nrecords(e.p);
+	/* The READ must be issued once the client knows every channel is
+	 * gone: issued while one death is still unreported, it may go out on
+	 * that channel and be lost with it, and its resend then rightly
+	 * carries the replay flag.  The next NEGOTIATE is refused (the
+	 * reconnect's first try, or a binding attempt of the manager's pass
+	 * after the first death), so "all down" usually lasts the first
+	 * backoff, 100 ms, long enough to see.  Should the reconnect win
+	 * anyway, the READ goes out on its new channel: still once, and as
+	 * new, which is what is checked below; only the parking is then not
+	 * exercised. */
+	struct peer_match neg = {.command = SMB2_NEGOTIATE, .info_class = -1, .disposition = -1};
+	int hook = peer_on(e.p, &neg, PEER_STATUS, STATUS_INSUFFICIENT_RESOURCES);
 	peer_drop_connections(e.p);
+	(void)poll_for(none_up, &e);
 	read_check(&e, fid, 100);
+	CHECK(peer_hook_fired(e.p, hook));
 	struct peer_stats st;
 	peer_get_stats(e.p, &st);
 	CHECK_EQ(st.sessions, 2);
