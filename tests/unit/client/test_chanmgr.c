@@ -293,6 +293,10 @@ static void test_rebind(void)
 	env_unmount(&e);
 }
 
+/* Any NEGOTIATE (a reconnect's, or a binding's on a new connection). */
+static const struct peer_match any_negotiate = {
+    .command = SMB2_NEGOTIATE, .info_class = -1, .disposition = -1};
+
 static bool none_up(void *arg)
 {
 	return channels_up(arg) == 0;
@@ -321,8 +325,7 @@ static void test_all_down(void)
 	 * anyway, the READ goes out on its new channel: still once, and as
 	 * new, which is what is checked below; only the parking is then not
 	 * exercised. */
-	struct peer_match neg = {.command = SMB2_NEGOTIATE, .info_class = -1, .disposition = -1};
-	int hook = peer_on(e.p, &neg, PEER_STATUS, STATUS_INSUFFICIENT_RESOURCES);
+	int hook = peer_on(e.p, &any_negotiate, PEER_STATUS, STATUS_INSUFFICIENT_RESOURCES);
 	peer_drop_connections(e.p);
 	(void)poll_for(none_up, &e);
 	read_check(&e, fid, 100);
@@ -378,10 +381,9 @@ static void test_reconnect_kicks_pass(void)
 	struct env e;
 	if (!mount(&e))
 		return;
-	struct peer_match neg = {.command = SMB2_NEGOTIATE, .info_class = -1, .disposition = -1};
 	int hook[3];
 	for (int i = 0; i < 3; i++)
-		hook[i] = peer_on(e.p, &neg, PEER_STATUS, STATUS_INSUFFICIENT_RESOURCES);
+		hook[i] = peer_on(e.p, &any_negotiate, PEER_STATUS, STATUS_INSUFFICIENT_RESOURCES);
 	peer_drop_connections(e.p);
 	CHECK(poll_for(two_sessions, e.p));
 	for (int i = 0; i < 3; i++)
