@@ -10,10 +10,15 @@
  * direct_io and its inode's attributes are not cached (timeout 0).  A new
  * open keeps the pages cached before only while another handle of the
  * inode held R throughout (keep_cache); otherwise they go (close-to-open).
- * write(2) is write-through (the mount has no writeback cache): its data
- * reaches the server before it returns, under W too.  Only pages dirtied
- * through a shared mmap wait in the kernel; the invalidation below writes
- * them back before it returns.
+ * The mount has no kernel writeback cache (the kernel would then trust its
+ * own size over the server's, and another client's writes would never
+ * show).  A buffered write(2) under a lease with W is written behind
+ * instead (ops_file.c, wb.h): answered once its WRITE is sent, with the
+ * data still on its way; a break waits for those WRITEs before its ack
+ * (hold_break), and so do flush, fsync, read and setattr.  Without W, and
+ * for O_DIRECT, O_SYNC or cache=none, write(2) returns once the server has
+ * the data.  Pages dirtied through a shared mmap wait in the kernel; the
+ * invalidation below writes them back before it returns.
  *
  * When the server breaks a lease (another client opened or wrote the file):
  *  - losing R: the kernel drops the inode's pages and attributes
@@ -187,6 +192,43 @@ void smbfs_on_break(void *arg, struct smb2_fileid fid, uint8_t level)
 	}
 }
 
+/* A break waits for the writes answered early on its inode: the server
+ * (and the client it breaks us for) must see them before our ack. */
+struct break_hold {
+	struct wb_waiter q;
+	struct smbfs *fs;
+	uint64_t nodeid;
+	struct smb_lease_ack *ack;
+	bool drop;
+};
+
+static void break_resume(void *arg)
+{
+	struct break_hold h = *(struct break_hold *)arg;
+
+	free(arg);
+	smb_debug("%s: the writes in flight on inode %llu are done: the break goes on",
+	          h.fs->source, (unsigned long long)h.nodeid);
+	if (h.drop)
+		drop_kernel_cache(h.fs, h.nodeid, h.ack);
+	else
+		ack_lease_break(h.fs, h.ack);
+}
+
+static bool hold_break(struct smbfs *fs, uint64_t nodeid, struct smb_lease_ack *ack, bool drop)
+{
+	if (!fs->wb || !wb_busy(fs->wb, nodeid))
+		return false;
+	struct break_hold *h = malloc(sizeof(*h));
+	if (!h)
+		return false;
+	*h = (struct break_hold){.fs = fs, .nodeid = nodeid, .ack = ack, .drop = drop};
+	if (wb_when_idle(fs->wb, &h->q, nodeid, break_resume, h))
+		return true;
+	free(h);
+	return false;
+}
+
 void smbfs_on_lease_break(void *arg, uint64_t lease_id, uint32_t old_state, uint32_t new_state,
                           struct smb_lease_ack *ack)
 {
@@ -212,6 +254,8 @@ void smbfs_on_lease_break(void *arg, uint64_t lease_id, uint32_t old_state, uint
 	            !fs->direct_io;
 	smb_debug("%s: lease of inode %llu broken from 0x%x to 0x%x%s", fs->source,
 	          (unsigned long long)nodeid, held, new_state, drop ? ": dropping its cache" : "");
+	if (nodeid && hold_break(fs, nodeid, ack, drop))
+		return;
 	if (drop)
 		drop_kernel_cache(fs, nodeid, ack);
 	else

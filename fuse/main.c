@@ -806,9 +806,13 @@ static int fs_setup(struct smbfs *fs, const struct mount_args *a,
 	 * (reqbuf.h): the payload leaves from the buffer the kernel wrote it
 	 * into - inline on TCP, by the server's RDMA Read from the registered
 	 * pool on an RDMA mount (32 buffers there: deep queues of offloaded
-	 * writes; 8 on TCP). */
-	fs->reqbufs = reqbuf_pool_new(copts->rdma ? 32 : 8);
-	if (!fs->reqbufs) {
+	 * writes; 16 on TCP). */
+	fs->reqbufs = reqbuf_pool_new(copts->rdma ? 32 : 16);
+	/* Write-behind (ops_file.c): up to 8 MiB (or 32 WRITEs) in flight
+	 * with their write(2) answered - fewer than the request buffers, so
+	 * those writes still leave from the buffer they arrived in. */
+	fs->wb = wb_new(8u << 20, 32);
+	if (!fs->reqbufs || !fs->wb) {
 		report("could not mount %s: %s", a->source, strerror(ENOMEM));
 		return -1;
 	}
@@ -833,6 +837,7 @@ static int fs_setup(struct smbfs *fs, const struct mount_args *a,
 	fs->ro = a->opts.ro;
 	fs->direct_io = a->opts.cache == SMB_MOUNT_CACHE_NONE;
 	fs->keep_cache = a->opts.cache == SMB_MOUNT_CACHE_LOOSE;
+	fs->write_behind = !fs->direct_io;
 	fs->mfsymlinks = a->opts.mfsymlinks;
 	fs->nobrl = a->opts.nobrl;
 	snprintf(fs->source, sizeof(fs->source), "%s", a->source);
@@ -997,7 +1002,10 @@ unmount:
 	/* Stop reading requests, then fail what is still pending while the
 	 * session can take replies. */
 	ev_call(smb_client_loop(fs.client), fuse_pump_stop_cb, &pump);
-	smb_ctl_stop(ctl);                /* smbrdmactl: before the client goes */
+	smb_ctl_stop(ctl); /* smbrdmactl: before the client goes */
+	smb_log(LOG_NOTICE,
+	        "%s: %llu writes were answered before they reached the server (write-behind)",
+	        a->source, (unsigned long long)wb_answered_early(fs.wb));
 	pthread_mutex_lock(&fs.ack_lock); /* cache.c's threads ack no more */
 	fs.client_gone = true;
 	pthread_mutex_unlock(&fs.ack_lock);
@@ -1026,6 +1034,7 @@ out:
 	pthread_mutex_destroy(&fs.ack_lock);
 	smb_inode_table_free(fs.inodes);
 	reqbuf_pool_free(fs.reqbufs);
+	wb_free(fs.wb);
 	smb_privs_end(privs);
 	return ret;
 }

@@ -63,6 +63,7 @@ void smbfs_fill_entry(struct smbfs *fs, uint64_t nodeid, uint64_t st_ino,
 	e->attr_timeout = smbfs_attr_timeout(fs, nodeid);
 	e->entry_timeout = fs->timeout;
 	smb_attr_to_stat(attr, &fs->policy, st_ino, &e->attr);
+	smbfs_wb_clamp_size(fs, nodeid, &e->attr);
 }
 
 int smbfs_check_name(const struct smbfs *fs, const char *name)

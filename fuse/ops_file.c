@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +162,26 @@ static void set_open_flags(struct smbfs *fs, struct fuse_file_info *fi, struct s
 	/* cache=strict: reopening drops cached pages (close-to-open) unless
 	 * the lease kept them valid; cache=loose keeps them. */
 	fi->keep_cache = fs->keep_cache || keep;
+	f->direct = fi->direct_io;
+}
+
+/* The open's attributes say the file changed since the kernel was last told
+ * (a LOOKUP, which opens without a lease and so breaks nobody's, can see
+ * the file before another client's writes behind land; the open breaks
+ * that client's lease, and its answer comes after them): the kernel's
+ * attributes go stale, so a read past the size it had asks again.  Only the
+ * attributes: offset -1 touches no page and does not block. */
+static void open_attr_changed(struct smbfs *fs, uint64_t nodeid, const struct smb_attr *attr)
+{
+	struct smb_attr old;
+	uint64_t st_ino;
+	bool fresh;
+
+	if (!fs->se ||
+	    smb_inode_get_attr(fs->inodes, nodeid, smbfs_now_ns(), &old, &fresh, &st_ino) < 0)
+		return;
+	if (old.end_of_file != attr->end_of_file || old.last_write_time != attr->last_write_time)
+		fuse_lowlevel_notify_inval_inode(fs->se, nodeid, -1, 0);
 }
 
 static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fid,
@@ -185,6 +206,7 @@ static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fi
 		return;
 	}
 	smbfs_track_handle(fs, f);
+	open_attr_changed(fs, ctx->nodeid, attr);
 	smb_inode_set_attr(fs->inodes, ctx->nodeid, attr, smbfs_now_ns());
 	set_open_flags(fs, &ctx->fi, f, attr);
 	if (fuse_reply_open(req, &ctx->fi) == -ENOENT)
@@ -356,12 +378,22 @@ static void read_done(void *arg, int err, uint32_t status, const void *data, siz
 
 void smbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
+	struct smbfs_held a = {
+	    .op = SMBFS_HELD_READ, .req = req, .ino = ino, .size = size, .off = off};
 	int rc;
 
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	/* The page cache may miss what a write answered early put there (a
+	 * partial page): read after it reached the server. */
+	if (fi) {
+		a.fi = *fi;
+		a.has_fi = true;
+	}
+	if (smbfs_hold_for_writes(smbfs_of(req), ino, &a))
+		return;
 	smb_debug("read nodeid %llu: %zu bytes at %lld", (unsigned long long)ino, size,
 	          (long long)off);
 	rc = smb_read(smbfs_of(req)->client, smbfs_file_of(fi)->fid, (uint64_t)off, size, read_done,
@@ -370,35 +402,139 @@ void smbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 		fuse_reply_err(req, -rc);
 }
 
+/* Write-behind (fuse/wb.h): a buffered write to a file under a lease with W
+ * is answered once its WRITE is sent; fs->wb holds every WRITE in flight so
+ * that overlapping writes keep their order and the ops below wait for them.
+ * An error of a write answered early is kept in its handle (wb_err) and
+ * given to the next write, flush (close(2)) or fsync on it. */
 struct write_ctx {
-	fuse_req_t req;
+	fuse_req_t req; /* NULL once answered */
 	struct smbfs *fs;
-	uint64_t nodeid;
-	int lent; /* reqbuf id of the buffer holding the payload, or -1 */
+	struct smbfs_file *f;
+	size_t size;
+	const char *data; /* in the lent buffer, or copy */
+	int lent;         /* reqbuf id of the buffer holding the payload, or -1 */
+	char *copy;       /* the payload when no buffer could be lent */
+	struct wb_write w;
+	struct wb_waiter q; /* waiting for an overlapping write to complete */
 };
+
+static struct write_ctx *write_of(struct wb_write *w)
+{
+	return (struct write_ctx *)(void *)((char *)w - offsetof(struct write_ctx, w));
+}
+
+/* A write held for room in the table may now be answered. */
+static void answer_held(struct wb_write *w)
+{
+	struct write_ctx *ctx = write_of(w);
+
+	fuse_reply_write(ctx->req, ctx->size);
+	ctx->req = NULL;
+}
+
+static void keep_write_error(struct smbfs_file *f, int e)
+{
+	pthread_mutex_lock(&f->fs->handles_lock);
+	if (!f->wb_err)
+		f->wb_err = e;
+	pthread_mutex_unlock(&f->fs->handles_lock);
+}
+
+/* The error a write answered early left on f, taken (each is reported once). */
+static int take_write_error(struct smbfs_file *f)
+{
+	pthread_mutex_lock(&f->fs->handles_lock);
+	int e = f->wb_err;
+	f->wb_err = 0;
+	pthread_mutex_unlock(&f->fs->handles_lock);
+	return e;
+}
 
 static void write_done(void *arg, int err, uint32_t status, size_t written)
 {
-	struct write_ctx ctx = *(struct write_ctx *)arg;
+	struct write_ctx *ctx = arg;
+	struct smbfs *fs = ctx->fs;
 	int e = smb_errno(err, status);
 
-	free(arg);
-	if (ctx.lent >= 0)
-		reqbuf_return(ctx.fs->reqbufs, ctx.lent);
+	if (ctx->lent >= 0)
+		reqbuf_return(fs->reqbufs, ctx->lent);
+	free(ctx->copy);
 	/* Size and mtime moved on the server. */
-	smb_inode_invalidate_attr(ctx.fs->inodes, ctx.nodeid);
-	if (e)
-		fuse_reply_err(ctx.req, e);
+	smb_inode_invalidate_attr(fs->inodes, ctx->w.nodeid);
+	if (ctx->w.answered) {
+		/* write(2) returned long ago: whoever waits on the inode
+		 * (flush, fsync) must find the error on the handle */
+		if (!e && written < ctx->size)
+			e = EIO;
+		if (e) {
+			smb_warn(
+			    "%s: a write of %zu bytes at %llu to inode %llu, already "
+			    "answered, failed: %s (reported on the next write, close or fsync)",
+			    fs->source, ctx->size, (unsigned long long)ctx->w.off,
+			    (unsigned long long)ctx->w.nodeid, strerror(e));
+			keep_write_error(ctx->f, e);
+		}
+	}
+	wb_done(fs->wb, &ctx->w, answer_held);
+	if (!ctx->w.answered) {
+		if (e)
+			fuse_reply_err(ctx->req, e);
+		else
+			fuse_reply_write(ctx->req, written);
+	}
+	free(ctx);
+}
+
+static void write_send(struct write_ctx *ctx)
+{
+	struct smbfs *fs = ctx->fs;
+	int rc;
+
+	if (wb_add(fs->wb, &ctx->w)) {
+		fuse_reply_write(ctx->req, ctx->size);
+		ctx->req = NULL;
+	}
+	if (ctx->lent >= 0)
+		rc = smb_write_lent(fs->client, ctx->f->fid, ctx->w.off, ctx->data, ctx->size,
+		                    write_done, ctx);
 	else
-		fuse_reply_write(ctx.req, written);
+		rc = smb_write(fs->client, ctx->f->fid, ctx->w.off, ctx->data, ctx->size,
+		               write_done, ctx);
+	if (rc < 0)
+		write_done(ctx, rc, 0, 0);
+}
+
+static void write_resume(void *arg)
+{
+	struct write_ctx *ctx = arg;
+
+	if (wb_must_wait(ctx->fs->wb, ctx->w.nodeid, ctx->w.off, ctx->size) &&
+	    wb_when_idle(ctx->fs->wb, &ctx->q, ctx->w.nodeid, write_resume, ctx))
+		return;
+	write_send(ctx);
+}
+
+/* May this write be answered before it completes?  Only a buffered one, on
+ * a handle whose lease has W (no other client can read the file without a
+ * break, which waits for it), without O_SYNC/O_DSYNC. */
+static bool may_write_behind(struct smbfs *fs, struct smbfs_file *f,
+                             const struct fuse_file_info *fi)
+{
+	if (!fs->write_behind || f->direct || (fi->flags & (O_DIRECT | O_DSYNC | O_SYNC)))
+		return false;
+	pthread_mutex_lock(&fs->handles_lock);
+	bool ok = (f->lease & SMB2_LEASE_WRITE_CACHING) && !f->uncached && !f->closing;
+	pthread_mutex_unlock(&fs->handles_lock);
+	return ok;
 }
 
 void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                  struct fuse_file_info *fi)
 {
 	struct smbfs *fs = smbfs_of(req);
+	struct smbfs_file *f = smbfs_file_of(fi);
 	struct write_ctx *ctx;
-	int rc;
 
 	if (fs->ro) {
 		fuse_reply_err(req, EROFS);
@@ -408,47 +544,129 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	int e = take_write_error(f);
+	if (e) {
+		fuse_reply_err(req, e);
+		return;
+	}
 	smb_debug("write nodeid %llu: %zu bytes at %lld", (unsigned long long)ino, size,
 	          (long long)off);
-	ctx = malloc(sizeof(*ctx));
+	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	ctx->req = req;
 	ctx->fs = fs;
-	ctx->nodeid = ino;
+	ctx->f = f;
+	ctx->size = size;
+	ctx->w.nodeid = ino;
+	ctx->w.off = (uint64_t)off;
+	ctx->w.len = size;
+	ctx->w.may_answer = may_write_behind(fs, f, fi);
 	/* buf lies in the request buffer the pump read into: borrow that
 	 * buffer until the write is done, and the engine sends the payload
 	 * from it in place (or has the server RDMA-Read it).  When every
-	 * buffer was lent, buf is in the spare and smb_write() copies. */
+	 * buffer was lent, buf is in the spare: a write sent at once lets
+	 * smb_write() copy it; one that must wait copies it here. */
 	ctx->lent = reqbuf_lend(fs->reqbufs, buf, size);
-	if (ctx->lent >= 0)
-		rc = smb_write_lent(fs->client, smbfs_file_of(fi)->fid, (uint64_t)off, buf, size,
-		                    write_done, ctx);
-	else
-		rc = smb_write(fs->client, smbfs_file_of(fi)->fid, (uint64_t)off, buf, size,
-		               write_done, ctx);
-	if (rc < 0) {
-		if (ctx->lent >= 0)
-			reqbuf_return(fs->reqbufs, ctx->lent);
-		free(ctx);
-		fuse_reply_err(req, -rc);
+	ctx->data = buf;
+	if (wb_must_wait(fs->wb, ino, (uint64_t)off, size)) {
+		if (ctx->lent < 0) {
+			ctx->copy = malloc(size ? size : 1);
+			if (!ctx->copy) {
+				free(ctx);
+				fuse_reply_err(req, ENOMEM);
+				return;
+			}
+			memcpy(ctx->copy, buf, size);
+			ctx->data = ctx->copy;
+		}
+		if (wb_when_idle(fs->wb, &ctx->q, ino, write_resume, ctx))
+			return;
 	}
+	write_send(ctx);
+}
+
+/* ---- waiting for the writes in flight ---------------------------------------- */
+
+struct held_op {
+	struct wb_waiter q;
+	struct smbfs_held a;
+};
+
+static void held_resume(void *arg)
+{
+	struct held_op *h = arg;
+	struct smbfs_held a = h->a;
+
+	free(h);
+	struct fuse_file_info *fi = a.has_fi ? &a.fi : NULL;
+	switch (a.op) {
+	case SMBFS_HELD_READ:
+		smbfs_read(a.req, a.ino, a.size, a.off, fi);
+		break;
+	case SMBFS_HELD_FLUSH:
+		smbfs_flush(a.req, a.ino, fi);
+		break;
+	case SMBFS_HELD_FSYNC:
+		smbfs_fsync(a.req, a.ino, a.n, fi);
+		break;
+	case SMBFS_HELD_RELEASE:
+		smbfs_release(a.req, a.ino, fi);
+		break;
+	case SMBFS_HELD_SETATTR:
+		smbfs_setattr(a.req, a.ino, &a.st, a.n, fi);
+		break;
+	case SMBFS_HELD_FALLOCATE:
+		smbfs_fallocate(a.req, a.ino, a.n, a.off, a.len, fi);
+		break;
+	case SMBFS_HELD_LSEEK:
+		smbfs_lseek(a.req, a.ino, a.off, a.n, fi);
+		break;
+	case SMBFS_HELD_COPY:
+		smbfs_copy_file_range(a.req, a.ino, a.off, fi, a.ino2, a.off2,
+		                      a.has_fi2 ? &a.fi2 : NULL, a.size, a.n);
+		break;
+	}
+}
+
+bool smbfs_hold_for_writes(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a)
+{
+	if (!wb_busy(fs->wb, nodeid))
+		return false;
+	struct held_op *h = malloc(sizeof(*h));
+	if (!h)
+		return false; /* without the wait; the op goes on */
+	h->a = *a;
+	if (wb_when_idle(fs->wb, &h->q, nodeid, held_resume, h))
+		return true;
+	free(h);
+	return false;
 }
 
 /* ---- flush, fsync, release ---------------------------------------------------- */
 
 void smbfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	/* Every write was acknowledged by the server before we replied to
-	 * it; nothing is held back here.  The closing process's POSIX locks
-	 * go, as FUSE asks of a filesystem that keeps them. */
-	if (!smbfs_of(req)->nobrl && fi && fi->fh) {
-		smbfs_plocks_flush(req, ino, fi);
+	struct smbfs *fs = smbfs_of(req);
+	/* close(2) returns once the writes answered early are on the server,
+	 * with the error of one that failed. */
+	struct smbfs_held a = {.op = SMBFS_HELD_FLUSH, .req = req, .ino = ino};
+	if (fi) {
+		a.fi = *fi;
+		a.has_fi = true;
+	}
+	if (smbfs_hold_for_writes(fs, ino, &a))
+		return;
+	int e = fi && fi->fh ? take_write_error(smbfs_file_of(fi)) : 0;
+	/* The closing process's POSIX locks go, as FUSE asks of a filesystem
+	 * that keeps them. */
+	if (!fs->nobrl && fi && fi->fh) {
+		smbfs_plocks_flush(req, ino, fi, e);
 		return;
 	}
-	fuse_reply_err(req, 0);
+	fuse_reply_err(req, e);
 }
 
 static void fsync_done(void *arg, int err, uint32_t status)
@@ -458,7 +676,20 @@ static void fsync_done(void *arg, int err, uint32_t status)
 
 void smbfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	struct smbfs_held a = {.op = SMBFS_HELD_FSYNC, .req = req, .ino = ino, .n = datasync};
 	int rc;
+
+	if (fi) {
+		a.fi = *fi;
+		a.has_fi = true;
+	}
+	if (smbfs_hold_for_writes(smbfs_of(req), ino, &a))
+		return;
+	int e = fi && fi->fh ? take_write_error(smbfs_file_of(fi)) : 0;
+	if (e) {
+		fuse_reply_err(req, e);
+		return;
+	}
 
 	/* SMB2 FLUSH needs write access to the handle; a handle that cannot
 	 * write has nothing of its own to flush, and every write through other
@@ -477,10 +708,29 @@ void smbfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct smbfs *fs = smbfs_of(req);
 	struct smbfs_file *f = smbfs_file_of(fi);
+	struct smbfs_held a = {
+	    .op = SMBFS_HELD_RELEASE, .req = req, .ino = ino, .fi = *fi, .has_fi = true};
 
+	/* Its handle closes after the last WRITE through it. */
+	if (smbfs_hold_for_writes(fs, ino, &a))
+		return;
+	int e = take_write_error(f);
+	if (e)
+		smb_warn("%s: a write to inode %llu failed after it was answered and no "
+		         "close or fsync was left to report it: %s",
+		         fs->source, (unsigned long long)ino, strerror(e));
 	/* The server may update times on close. */
 	smb_inode_invalidate_attr(fs->inodes, f->nodeid);
 	smbfs_plocks_release(fs, f);
 	f->release_req = req;
 	smbfs_close_handle(fs, f);
+}
+
+void smbfs_wb_clamp_size(struct smbfs *fs, uint64_t nodeid, struct stat *st)
+{
+	if (!fs->wb || !S_ISREG(st->st_mode))
+		return;
+	uint64_t end = wb_end(fs->wb, nodeid);
+	if (end > (uint64_t)st->st_size)
+		st->st_size = (off_t)end;
 }

@@ -192,6 +192,7 @@ struct plk_ctx {
 	enum plk_phase phase;
 	size_t i, nfailed; /* progress in the phase; add[] locked before the failure */
 	int err;           /* errno of the failed lock, EAGAIN when taken */
+	int then_err;      /* the answer when it succeeds (a flush's write error) */
 	uint64_t gap[8][2];
 	size_t ngap;
 	struct plk_ctx *next;
@@ -296,7 +297,7 @@ static void plk_finish(struct plk_ctx *c, int rc, const struct flock *lk)
 	if (lk)
 		fuse_reply_lock(c->req, lk);
 	else
-		fuse_reply_err(c->req, rc);
+		fuse_reply_err(c->req, rc ? rc : c->then_err);
 	plk_free(c);
 	plk_kick(fs, pi);
 }
@@ -559,8 +560,10 @@ static void plk_run(struct plk_ctx *c)
 	plk_step(c);
 }
 
+/* then_err: the answer on success (0 but for a flush that has a write's
+ * error to report). */
 static void plk_submit(fuse_req_t req, fuse_ino_t ino, struct smbfs_file *f, uint64_t owner,
-                       const struct flock *lock, bool sleep, bool getlk)
+                       const struct flock *lock, bool sleep, bool getlk, int then_err)
 {
 	struct smbfs *fs = smbfs_of(req);
 	uint64_t start = lock ? (uint64_t)lock->l_start : 0;
@@ -576,7 +579,7 @@ static void plk_submit(fuse_req_t req, fuse_ino_t ino, struct smbfs_file *f, uin
 	/* Nothing held on the file: an unlock has nothing to do. */
 	struct plk_inode *pi = plk_inode(fs, ino, type != F_UNLCK || getlk);
 	if (!pi) {
-		fuse_reply_err(req, type == F_UNLCK ? 0 : ENOLCK);
+		fuse_reply_err(req, type == F_UNLCK ? then_err : ENOLCK);
 		return;
 	}
 	struct plk_ctx *c = calloc(1, sizeof(*c));
@@ -595,7 +598,8 @@ static void plk_submit(fuse_req_t req, fuse_ino_t ino, struct smbfs_file *f, uin
 	                      .type = type,
 	                      .pid = lock ? (uint32_t)lock->l_pid : 0,
 	                      .sleep = sleep,
-	                      .getlk = getlk};
+	                      .getlk = getlk,
+	                      .then_err = then_err};
 	plk_enqueue(c);
 }
 
@@ -606,7 +610,7 @@ void smbfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, stru
 		fuse_reply_err(req, f ? EINVAL : EBADF);
 		return;
 	}
-	plk_submit(req, ino, f, fi->lock_owner, lock, false, true);
+	plk_submit(req, ino, f, fi->lock_owner, lock, false, true, 0);
 }
 
 void smbfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
@@ -617,13 +621,13 @@ void smbfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, stru
 		fuse_reply_err(req, EBADF);
 		return;
 	}
-	plk_submit(req, ino, f, fi->lock_owner, lock, sleep != 0, false);
+	plk_submit(req, ino, f, fi->lock_owner, lock, sleep != 0, false, 0);
 }
 
-void smbfs_plocks_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void smbfs_plocks_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int err)
 {
 	/* A close(2): the closing process's locks on the file go (POSIX). */
-	plk_submit(req, ino, smbfs_file_of(fi), fi->lock_owner, NULL, false, false);
+	plk_submit(req, ino, smbfs_file_of(fi), fi->lock_owner, NULL, false, false, err);
 }
 
 void smbfs_plocks_release(struct smbfs *fs, struct smbfs_file *f)

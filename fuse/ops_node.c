@@ -198,6 +198,7 @@ static void inode_stat(struct smbfs *fs, uint64_t ino, const struct smb_attr *at
                        struct stat *st)
 {
 	smb_attr_to_stat(attr, &fs->policy, st_ino, st);
+	smbfs_wb_clamp_size(fs, ino, st);
 	if (attr->symlink || attr->nlink > 1)
 		return;
 	if ((attr->nlink == 0 && smb_inode_unlinked(fs->inodes, ino)) ||
@@ -481,6 +482,15 @@ void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	bool fresh;
 	char *path = NULL;
 	int rc;
+	/* A truncate or new times must land after the writes in flight. */
+	struct smbfs_held a = {
+	    .op = SMBFS_HELD_SETATTR, .req = req, .ino = ino, .n = to_set, .st = *attr};
+	if (fi) {
+		a.fi = *fi;
+		a.has_fi = true;
+	}
+	if (smbfs_hold_for_writes(fs, ino, &a))
+		return;
 
 	/* Without the SMB3 POSIX extensions every file belongs to uid=/gid= */
 	if (!fs->posix && (to_set & FUSE_SET_ATTR_UID) && attr->st_uid != fs->policy.uid) {

@@ -57,6 +57,26 @@ void smbfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 {
 	struct smbfs *fs = smbfs_of(req);
 	struct smbfs_file *in = smbfs_file_of(fi_in), *out = smbfs_file_of(fi_out);
+	/* The server copies what it has: after the writes in flight on either
+	 * file (the op runs again from the top once each is idle). */
+	struct smbfs_held a = {.op = SMBFS_HELD_COPY,
+	                       .req = req,
+	                       .ino = ino_in,
+	                       .off = off_in,
+	                       .ino2 = ino_out,
+	                       .off2 = off_out,
+	                       .size = len,
+	                       .n = flags};
+	if (fi_in) {
+		a.fi = *fi_in;
+		a.has_fi = true;
+	}
+	if (fi_out) {
+		a.fi2 = *fi_out;
+		a.has_fi2 = true;
+	}
+	if (smbfs_hold_for_writes(fs, ino_in, &a) || smbfs_hold_for_writes(fs, ino_out, &a))
+		return;
 	if (fs->ro) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -146,6 +166,14 @@ void smbfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
 	struct smbfs *fs = smbfs_of(req);
 	struct smbfs_file *file = smbfs_file_of(fi);
 	const int known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
+	struct smbfs_held a = {
+	    .op = SMBFS_HELD_FALLOCATE, .req = req, .ino = ino, .n = mode, .off = off, .len = len};
+	if (fi) {
+		a.fi = *fi;
+		a.has_fi = true;
+	}
+	if (smbfs_hold_for_writes(fs, ino, &a))
+		return;
 	if (fs->ro) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -253,6 +281,14 @@ void smbfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct f
 {
 	struct smbfs *fs = smbfs_of(req);
 	struct smbfs_file *file = smbfs_file_of(fi);
+	struct smbfs_held a = {
+	    .op = SMBFS_HELD_LSEEK, .req = req, .ino = ino, .off = off, .n = whence};
+	if (fi) {
+		a.fi = *fi;
+		a.has_fi = true;
+	}
+	if (smbfs_hold_for_writes(fs, ino, &a))
+		return;
 	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
 		/* the kernel does SEEK_SET/CUR/END itself */
 		fuse_reply_err(req, EINVAL);

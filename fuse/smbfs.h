@@ -24,6 +24,7 @@
 #include "client/client.h"
 #include "fuse/inode.h"
 #include "fuse/stat_map.h"
+#include "fuse/wb.h"
 
 /* Largest READ/WRITE the kernel sends us; the engine splits it further. */
 #define SMBFS_MAX_IO (1u << 20)
@@ -64,6 +65,10 @@ struct smbfs {
 	pthread_mutex_t ack_lock;
 	bool client_gone;
 	uint64_t next_lease_id; /* cache.c: ids of new files' leases (atomic) */
+	/* Every WRITE in flight (ops_file.c, wb.h); write_behind: buffered
+	 * writes under a W lease may be answered before they complete. */
+	struct wb_table *wb;
+	bool write_behind;
 };
 
 /* An open handle: fi->fh points at one of these from open/create/opendir to
@@ -71,16 +76,19 @@ struct smbfs {
 struct smbfs_file {
 	struct smb2_fileid fid;
 	uint64_t nodeid;
-	bool writable;                         /* opened with write access */
-	int flock;                             /* LOCK_SH/LOCK_EX held (ops_lock.c), or 0 */
-	uint8_t oplock;                        /* the server's oplock on it (cache.c) */
-	uint64_t lease_id;                     /* its lease (smb_open_args), 0: none asked */
-	uint32_t lease;                        /* the lease's state (SMB2_LEASE_*; under
-	                                          handles_lock) */
-	bool uncached;                         /* no oplock: its inode's attributes are not
-	                                          cached (cache.c; under handles_lock) */
-	bool closing;                          /* its CLOSE is under way (under handles_lock) */
-	fuse_req_t release_req;                /* answered once the close completes */
+	bool writable;          /* opened with write access */
+	int flock;              /* LOCK_SH/LOCK_EX held (ops_lock.c), or 0 */
+	uint8_t oplock;         /* the server's oplock on it (cache.c) */
+	uint64_t lease_id;      /* its lease (smb_open_args), 0: none asked */
+	uint32_t lease;         /* the lease's state (SMB2_LEASE_*; under
+	                           handles_lock) */
+	bool uncached;          /* no oplock: its inode's attributes are not
+	                           cached (cache.c; under handles_lock) */
+	bool closing;           /* its CLOSE is under way (under handles_lock) */
+	bool direct;            /* opened with direct_io (no page cache) */
+	int wb_err;             /* a write answered early failed: errno for the next write, flush or
+	                           fsync (ops_file.c; under handles_lock) */
+	fuse_req_t release_req; /* answered once the close completes */
 	void (*destroy)(struct smbfs_file *f); /* NULL: free(f) */
 	struct smbfs *fs;                      /* set by smbfs_track_handle() */
 	struct smbfs_file *prev, *next;        /* smbfs.handles, under handles_lock */
@@ -174,6 +182,35 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 void smbfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void smbfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void smbfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* An op that must not overtake the WRITEs in flight on an inode (wb.h):
+ * its arguments, copied, to run it again once there are none. */
+enum smbfs_held_kind {
+	SMBFS_HELD_READ,
+	SMBFS_HELD_FLUSH,
+	SMBFS_HELD_FSYNC,
+	SMBFS_HELD_RELEASE,
+	SMBFS_HELD_SETATTR,
+	SMBFS_HELD_FALLOCATE,
+	SMBFS_HELD_LSEEK,
+	SMBFS_HELD_COPY,
+};
+struct smbfs_held {
+	enum smbfs_held_kind op;
+	fuse_req_t req;
+	fuse_ino_t ino, ino2; /* ino2, fi2, off2: copy_file_range's destination */
+	struct fuse_file_info fi, fi2;
+	bool has_fi, has_fi2;
+	size_t size;          /* read, copy_file_range */
+	off_t off, off2, len; /* len: fallocate */
+	int n;                /* datasync, to_set, mode, whence or flags */
+	struct stat st;       /* setattr */
+};
+/* nodeid has WRITEs in flight: keep a copy of *a and run the op again (from
+ * the completion of the last, on the loop thread) once it has none; true,
+ * and the caller returns.  false: go on now. */
+bool smbfs_hold_for_writes(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a);
+/* st_size no smaller than the writes the kernel was told are done (wb_end). */
+void smbfs_wb_clamp_size(struct smbfs *fs, uint64_t nodeid, struct stat *st);
 
 /* ops_link.c: symlinks (mfsymlinks), hard links, xattrs */
 /* smb_stat() that reports an mfsymlink file as a symlink (attr->symlink,
@@ -223,8 +260,9 @@ void smbfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int 
 void smbfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock);
 void smbfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
                  int sleep);
-/* flush: drop fi->lock_owner's POSIX locks on ino (a close), then reply 0. */
-void smbfs_plocks_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* flush: drop fi->lock_owner's POSIX locks on ino (a close), then reply
+ * err (0, or the error of a write answered early). */
+void smbfs_plocks_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int err);
 /* release of f: forget the locks taken through it (the server drops them). */
 void smbfs_plocks_release(struct smbfs *fs, struct smbfs_file *f);
 /* teardown: free what is left. */

@@ -1,0 +1,172 @@
+"""Issue 21, write-behind: a buffered write(2) under a lease with W is
+answered once its WRITE is sent (fuse/wb.h), so `cp` pipelines.  What it
+must never do is lose data: another client that opens the file sees every
+byte (the lease break waits for the writes in flight), a WRITE that fails
+after its write(2) returned is reported by close(2) or fsync(2), and a
+connection that dies with writes in flight either replays them after the
+reconnect or tells the writer.
+
+The daemon logs at unmount how many writes it answered early; each test
+checks that write-behind really ran (else it would prove nothing)."""
+
+import errno
+import os
+import re
+import signal
+import threading
+import time
+
+import pytest
+
+from test_reconnect import DURABLE, _reconnects, _serving_pids
+
+MIB = 1 << 20
+
+
+def _mount(mount_factory, srv, tmp_path, name, options=()):
+    """A mount whose log outlives it (the count is logged at unmount)."""
+    d = tmp_path / f"log-{name}"
+    d.mkdir()
+    return mount_factory(srv, options=list(options), log_dir=str(d))
+
+
+def _answered_early(m):
+    """Stop the mount and return the count it logged."""
+    m.stop()
+    found = re.findall(r"(\d+) writes were answered before they reached the server",
+                       m.log_text())
+    assert found, m.log_text()[-2000:]
+    return int(found[-1])
+
+
+def test_other_client_sees_every_byte(samba, mount_factory, tmp_path):
+    """A writes 32 MiB in 1 MiB buffered writes and keeps the file open;
+    B opens it at once (breaking A's W): B reads all of it, byte for byte,
+    since A's acknowledgement of the break waited for its WRITEs."""
+    a = _mount(mount_factory, samba, tmp_path, "a")
+    b = mount_factory(samba)
+    data = os.urandom(32 * MIB)
+    fd = os.open(os.path.join(a.path, "f.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for off in range(0, len(data), MIB):
+            assert os.pwrite(fd, data[off:off + MIB], off) == MIB
+        # no fsync, no close: the writes may still be on their way
+        with open(os.path.join(b.path, "f.bin"), "rb") as f:
+            assert f.read() == data
+        assert os.fstat(fd).st_size == len(data)
+    finally:
+        os.close(fd)
+    with open(os.path.join(samba.share_path, "f.bin"), "rb") as f:
+        assert f.read() == data
+    assert _answered_early(a) > 0
+
+
+def test_stat_and_overwrite_while_writes_in_flight(samba, mount_factory, tmp_path):
+    """The size the writer sees never falls back while its writes are on
+    their way (a stat asks the server, which does not have them yet), and
+    an overwrite of a range still in flight lands after it."""
+    m = _mount(mount_factory, samba, tmp_path, "m")
+    p = os.path.join(m.path, "g.bin")
+    fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for i in range(16):
+            os.pwrite(fd, bytes([i]) * MIB, i * MIB)
+            assert os.stat(p).st_size == (i + 1) * MIB
+        os.pwrite(fd, b"Z" * 100, 15 * MIB)  # over a write likely in flight
+        os.pwrite(fd, b"end", os.fstat(fd).st_size)  # O_APPEND-like: from st_size
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    with open(os.path.join(samba.share_path, "g.bin"), "rb") as f:
+        got = f.read()
+    assert len(got) == 16 * MIB + 3
+    assert got[15 * MIB:15 * MIB + 100] == b"Z" * 100
+    assert got[15 * MIB + 100:16 * MIB] == bytes([15]) * (MIB - 100)
+    assert got[:MIB] == b"\0" * MIB and got[-3:] == b"end"
+    assert _answered_early(m) > 0
+
+
+def test_disk_full_is_reported(samba_factory, mount_factory, tmp_path):
+    """A share with a few MiB less room than is written behind: the WRITEs
+    that fail were answered already, so the error reaches the writer by
+    close(2) (or a later write), never silently.  (No fsync: Samba's FLUSH
+    fails on a full share by itself.)"""
+    srv = samba_factory(tmpfs_size="24m")
+    m = _mount(mount_factory, srv, tmp_path, "m")
+    st = os.statvfs(srv.share_path)
+    size = (st.f_bavail * st.f_frsize // MIB + 3) * MIB
+    fd = os.open(os.path.join(m.path, "full.bin"), os.O_WRONLY | os.O_CREAT, 0o644)
+    err = None
+    try:
+        for off in range(0, size, MIB):
+            n = os.pwrite(fd, b"x" * MIB, off)
+            if n != MIB:  # the kernel split it and a part failed
+                err = ("short write", n)
+                break
+    except OSError as e:
+        err = ("write", e)
+    finally:
+        try:
+            os.close(fd)
+        except OSError as e:
+            err = err or ("close", e)
+    print("the writer was told:", err)
+    assert err is not None, "40 MiB written to a 24 MiB share and nobody was told"
+    assert err[0] == "short write" or err[1].errno in (errno.ENOSPC, errno.EIO, errno.EFBIG), err
+    assert _answered_early(m) > 0
+
+
+@pytest.mark.parametrize("durable", [True, False], ids=["durable", "by-path"])
+def test_connection_dies_with_writes_in_flight(samba_factory, mount_factory, durable, tmp_path):
+    """smbd is stopped while a writer streams buffered writes, so the
+    writes answered early pile up unanswered by the server until the
+    writer blocks (the table is full); then that smbd is killed.  After
+    the reconnect the file on the server is exactly what was written, or
+    the writer got an error: never a silent hole."""
+    srv = samba_factory(extra_global=DURABLE if durable else [])
+    m = _mount(mount_factory, srv, tmp_path, "m", options=["timeout=30"])
+    data = os.urandom(64 * MIB)
+    p = os.path.join(m.path, "cut.bin")
+    done = {"bytes": 0, "error": None}
+
+    def writer():
+        try:
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                for off in range(0, len(data), MIB):
+                    os.pwrite(fd, data[off:off + MIB], off)
+                    done["bytes"] = off + MIB
+            finally:
+                os.close(fd)
+        except OSError as e:
+            done["error"] = e
+
+    t = threading.Thread(target=writer)
+    pids = None
+    t.start()
+    while done["bytes"] < 8 * MIB and t.is_alive():
+        time.sleep(0.01)
+    pids = _serving_pids(srv)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        # the writer fills the table and blocks: writes are in flight
+        last, still = -1, 0
+        while still < 10 and t.is_alive():
+            time.sleep(0.1)
+            still = still + 1 if done["bytes"] == last else 0
+            last = done["bytes"]
+        assert t.is_alive() and done["bytes"] < len(data), done
+        blocked_at = done["bytes"]
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+    t.join(timeout=120)
+    assert not t.is_alive()
+    assert _reconnects(m) >= 1
+    if done["error"] is None:
+        with open(os.path.join(srv.share_path, "cut.bin"), "rb") as f:
+            assert f.read() == data
+    else:
+        print("the writer was told:", done["error"])
+    assert _answered_early(m) * MIB >= blocked_at - 2 * MIB
