@@ -173,11 +173,15 @@ struct ev_loop *smb_client_loop(struct smb_client *c);
 
 /* ---- statistics (smbrdmactl stats) ------------------------------------------- */
 #define SMB_CLIENT_MAX_CHANNELS 32
+#define SMB_STATS_COMMANDS      19 /* SMB2 command codes 0x00..0x12 */
 struct smb_channel_stats {
-	char transport[8];                   /* "tcp", "rdma" */
-	char local[64], remote[64];          /* address:port */
-	char state[16];                      /* "up", "dead" */
-	uint64_t requests;                   /* SMB2 messages sent */
+	char transport[8];          /* "tcp", "rdma" */
+	char local[64], remote[64]; /* address:port */
+	char state[16];             /* "up", "dead" */
+	uint64_t requests;          /* SMB2 messages sent */
+	/* PDUs sent by command code (SMB2_NEGOTIATE .. SMB2_OPLOCK_BREAK): a
+	 * compound counts once in requests and once per PDU here */
+	uint64_t commands[SMB_STATS_COMMANDS];
 	uint64_t bytes_sent, bytes_received; /* carried inline, SMB2 framing included */
 	uint64_t rdma_read_bytes, rdma_write_bytes;
 	uint32_t credits;                    /* SMB2 credits available now */

@@ -519,6 +519,10 @@ static int req_send(struct smb_conn *c, struct smb_req *req)
 	if (!err) {
 		smb_req_get(req); /* for the transport */
 		__atomic_add_fetch(&c->st_requests, 1, __ATOMIC_RELAXED);
+		for (int i = 0; i < req->npdu; i++)
+			if (req->pdu[i].command < SMB_CONN_COMMANDS)
+				__atomic_add_fetch(&c->st_commands[req->pdu[i].command], 1,
+				                   __ATOMIC_RELAXED);
 		__atomic_add_fetch(&c->st_bytes_sent, req->tx->len, __ATOMIC_RELAXED);
 		__atomic_store_n(&req->tx_busy[req->txi], true, __ATOMIC_RELEASE);
 		/* counted before the send: the channel may die, and the req be

@@ -70,6 +70,10 @@ struct smb_crypt {
 	uint64_t nonce_ctr;
 };
 
+/* SMB2 command codes 0x00..0x12, counted per conn (SMB_STATS_COMMANDS in
+ * client.h, checked equal in session.c) */
+#define SMB_CONN_COMMANDS 19
+
 struct smb_pdu {
 	uint8_t *buf; /* header + body (+ pad), owned by the req */
 	size_t len;
@@ -272,6 +276,7 @@ struct smb_conn {
 
 	/* statistics (atomic) */
 	uint64_t st_requests, st_bytes_sent, st_bytes_received;
+	uint64_t st_commands[SMB_CONN_COMMANDS]; /* PDUs sent, by command (atomic) */
 	uint64_t st_lat_ewma_us; /* recent round trip of small requests (1/8 EWMA) */
 };
 

@@ -1546,6 +1546,9 @@ void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out)
 		ch->credits = cn->credits;
 		pthread_mutex_unlock(&cn->lock);
 		ch->requests = __atomic_load_n(&cn->st_requests, __ATOMIC_RELAXED);
+		_Static_assert(SMB_STATS_COMMANDS == SMB_CONN_COMMANDS, "one count per command");
+		for (int k = 0; k < SMB_STATS_COMMANDS; k++)
+			ch->commands[k] = __atomic_load_n(&cn->st_commands[k], __ATOMIC_RELAXED);
 		ch->bytes_sent = __atomic_load_n(&cn->st_bytes_sent, __ATOMIC_RELAXED);
 		ch->bytes_received = __atomic_load_n(&cn->st_bytes_received, __ATOMIC_RELAXED);
 		ch->failovers = __atomic_load_n(&chn->failovers, __ATOMIC_RELAXED);

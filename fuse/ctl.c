@@ -174,6 +174,24 @@ static void json_kbool(struct outbuf *o, bool *first, const char *key, bool val)
 	out_add(o, val ? "true" : "false", val ? 4 : 5);
 }
 
+/* "commands": {"CREATE": n, ...}, the commands sent at least once. */
+static void json_commands(struct outbuf *o, bool *first, const uint64_t *n)
+{
+	static const char *const names[SMB_STATS_COMMANDS] = {
+	    "NEGOTIATE",     "SESSION_SETUP", "LOGOFF",   "TREE_CONNECT", "TREE_DISCONNECT",
+	    "CREATE",        "CLOSE",         "FLUSH",    "READ",         "WRITE",
+	    "LOCK",          "IOCTL",         "CANCEL",   "ECHO",         "QUERY_DIRECTORY",
+	    "CHANGE_NOTIFY", "QUERY_INFO",    "SET_INFO", "OPLOCK_BREAK"};
+	bool f = true;
+
+	json_key(o, first, "commands");
+	out_add(o, "{", 1);
+	for (int i = 0; i < SMB_STATS_COMMANDS; i++)
+		if (n[i])
+			json_ku64(o, &f, names[i], n[i]);
+	out_add(o, "}", 1);
+}
+
 /* ---- what the replies say ------------------------------------------------------ */
 
 static const char *share_type_str(uint32_t t)
@@ -262,6 +280,7 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 		if (cmd == CTL_STATS || cmd == CTL_DEBUG)
 			json_ku64(o, &f, "requests", ch->requests);
 		if (cmd == CTL_STATS) {
+			json_commands(o, &f, ch->commands);
 			json_ku64(o, &f, "bytes_sent", ch->bytes_sent);
 			json_ku64(o, &f, "bytes_received", ch->bytes_received);
 			json_ku64(o, &f, "rdma_read_bytes", ch->rdma_read_bytes);

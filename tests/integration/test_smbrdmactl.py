@@ -12,7 +12,7 @@ from lib.mount import REPO, build_dir
 
 MAN = os.path.join(REPO, "man", "smbrdmactl.8")
 COMMANDS = ("stats", "channels", "debug", "reconnect")
-TYPES = {"string": str, "number": int, "boolean": bool, "array": list}
+TYPES = {"string": str, "number": int, "boolean": bool, "array": list, "object": dict}
 
 
 def ctl_binary():
@@ -119,6 +119,14 @@ def test_stats_json_counts_io(samba, mount_factory, tmp_path):
     assert a["bytes_sent"] > b["bytes_sent"] + 4 * MIB
     assert a["bytes_received"] > b["bytes_received"]
     assert a["requests"] > b["requests"]
+    # by command: one CREATE and at least five 1 MiB WRITEs more; a compound
+    # counts once per command, so the commands add up to the requests at least
+    wrote = a["commands"].get("WRITE", 0) - b["commands"].get("WRITE", 0)
+    assert wrote >= 5, (b["commands"], a["commands"])
+    assert a["commands"]["CREATE"] > b["commands"]["CREATE"]
+    assert set(a["commands"]) >= {"NEGOTIATE", "SESSION_SETUP", "TREE_CONNECT", "CREATE"}
+    assert all(v > 0 for v in a["commands"].values())
+    assert sum(a["commands"].values()) >= a["requests"]
     os.unlink(src)
 
 
