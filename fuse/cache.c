@@ -65,6 +65,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/evloop.h"
 #include "common/log.h"
 
 struct inval_job {
@@ -215,14 +216,37 @@ static void break_resume(void *arg)
 		ack_lease_break(h.fs, h.ack);
 }
 
+static bool has_gathered(struct smbfs *fs, uint64_t nodeid)
+{
+	bool any = false;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f && !any; f = f->next)
+		any = f->nodeid == nodeid && f->gather;
+	pthread_mutex_unlock(&fs->handles_lock);
+	return any;
+}
+
+/* On the loop thread: what was gathered goes out, then the break waits for
+ * every write in flight. */
+static void break_on_loop(void *arg)
+{
+	struct break_hold *h = arg;
+
+	smbfs_send_gathered(h->fs, h->nodeid);
+	if (!wb_when_idle(h->fs->wb, &h->q, h->nodeid, break_resume, h))
+		break_resume(h);
+}
+
 static bool hold_break(struct smbfs *fs, uint64_t nodeid, struct smb_lease_ack *ack, bool drop)
 {
-	if (!fs->wb || !wb_busy(fs->wb, nodeid))
+	if (!fs->wb || (!wb_busy(fs->wb, nodeid) && !has_gathered(fs, nodeid)))
 		return false;
 	struct break_hold *h = malloc(sizeof(*h));
 	if (!h)
 		return false;
 	*h = (struct break_hold){.fs = fs, .nodeid = nodeid, .ack = ack, .drop = drop};
+	if (fs->client && ev_call(smb_client_loop(fs->client), break_on_loop, h) == 0)
+		return true;
 	if (wb_when_idle(fs->wb, &h->q, nodeid, break_resume, h))
 		return true;
 	free(h);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/evloop.h"
 #include "common/log.h"
 #include "client/proto/smb2_errno.h"
 
@@ -412,9 +413,11 @@ struct write_ctx {
 	struct smbfs *fs;
 	struct smbfs_file *f;
 	size_t size;
-	const char *data; /* in the lent buffer, or copy */
-	int lent;         /* reqbuf id of the buffer holding the payload, or -1 */
-	char *copy;       /* the payload when no buffer could be lent */
+	const char *data;       /* in the lent buffer, or copy */
+	int lent;               /* reqbuf id of the buffer holding the payload, or -1 */
+	char *copy;             /* the payload when no buffer could be lent, or gathered */
+	size_t cap;             /* of copy, when gathering */
+	struct ev_timer *timer; /* sends a gathered write that waited GATHER_MS */
 	struct wb_write w;
 	struct wb_waiter q; /* waiting for an overlapping write to complete */
 };
@@ -486,16 +489,14 @@ static void write_done(void *arg, int err, uint32_t status, size_t written)
 	free(ctx);
 }
 
-static void write_send(struct write_ctx *ctx)
+static void write_submit(struct write_ctx *ctx)
 {
 	struct smbfs *fs = ctx->fs;
 	int rc;
 
-	if (wb_add(fs->wb, &ctx->w)) {
-		fuse_reply_write(ctx->req, ctx->size);
-		ctx->req = NULL;
-	}
-	if (ctx->lent >= 0)
+	/* a lent request buffer, or our own copy: both stay put until
+	 * write_done, so the engine sends from them in place */
+	if (ctx->lent >= 0 || ctx->copy)
 		rc = smb_write_lent(fs->client, ctx->f->fid, ctx->w.off, ctx->data, ctx->size,
 		                    write_done, ctx);
 	else
@@ -503,6 +504,138 @@ static void write_send(struct write_ctx *ctx)
 		               write_done, ctx);
 	if (rc < 0)
 		write_done(ctx, rc, 0, 0);
+}
+
+static void write_send(struct write_ctx *ctx)
+{
+	if (wb_add(ctx->fs->wb, &ctx->w)) {
+		fuse_reply_write(ctx->req, ctx->size);
+		ctx->req = NULL;
+	}
+	write_submit(ctx);
+}
+
+/* ---- gathering small writes ----------------------------------------------------
+ *
+ * tar writes a file in 10 KiB records, git in 8 KiB ones: under write-behind
+ * each would be a WRITE of its own.  Instead a handle gathers contiguous
+ * writes smaller than GATHER_SMALL into one buffer (up to GATHER_MAX), in
+ * the table as one write answered early, and sends it when the next write
+ * does not follow on, when it is full, GATHER_MS after it began, or before
+ * anything that waits for the inode's writes (smbfs_hold_for_writes(), an
+ * overlapping write, a lease break): what holds for a write answered early
+ * holds for it. */
+#define GATHER_SMALL (128u << 10)
+#define GATHER_MAX   (1u << 20)
+#define GATHER_MS    1000
+
+static struct write_ctx *take_gather(struct smbfs_file *f)
+{
+	pthread_mutex_lock(&f->fs->handles_lock);
+	struct write_ctx *g = f->gather;
+	f->gather = NULL;
+	pthread_mutex_unlock(&f->fs->handles_lock);
+	return g;
+}
+
+static void send_gather(struct write_ctx *g)
+{
+	if (g->timer)
+		ev_timer_cancel(g->timer);
+	g->timer = NULL;
+	g->data = g->copy;
+	write_submit(g);
+}
+
+static void gather_timer(void *arg)
+{
+	struct write_ctx *g = arg;
+
+	g->timer = NULL; /* fired: it frees itself */
+	if (take_gather(g->f) == g)
+		send_gather(g);
+}
+
+void smbfs_send_gathered(struct smbfs *fs, uint64_t nodeid)
+{
+	struct write_ctx *g[16];
+	size_t n;
+
+	do {
+		n = 0;
+		pthread_mutex_lock(&fs->handles_lock);
+		for (struct smbfs_file *f = fs->handles; f && n < 16; f = f->next) {
+			if (f->nodeid == nodeid && f->gather) {
+				g[n++] = f->gather;
+				f->gather = NULL;
+			}
+		}
+		pthread_mutex_unlock(&fs->handles_lock);
+		for (size_t i = 0; i < n; i++)
+			send_gather(g[i]);
+	} while (n == 16);
+}
+
+/* Add a small write to f's gathered one if it follows on and fits. */
+static bool gather_append(struct smbfs *fs, struct smbfs_file *f, const char *buf, size_t size,
+                          off_t off)
+{
+	struct write_ctx *g = f->gather;
+
+	if (!g || g->w.off + g->size != (uint64_t)off || g->size + size > GATHER_MAX)
+		return false;
+	if (g->size + size > g->cap) {
+		size_t cap = g->cap * 2 > g->size + size ? g->cap * 2 : g->size + size;
+		char *p = realloc(g->copy, cap > GATHER_MAX ? GATHER_MAX : cap);
+		if (!p)
+			return false;
+		g->copy = p;
+		g->cap = cap > GATHER_MAX ? GATHER_MAX : cap;
+	}
+	if (!wb_grow(fs->wb, &g->w, size))
+		return false;
+	memcpy(g->copy + g->size, buf, size);
+	g->size += size;
+	return true;
+}
+
+/* Begin gathering with this write: true when it is taken (answered, or
+ * sent to be answered when it completes). */
+static bool gather_start(struct smbfs *fs, struct smbfs_file *f, fuse_req_t req, const char *buf,
+                         size_t size, off_t off)
+{
+	struct write_ctx *g = calloc(1, sizeof(*g));
+	size_t cap = size < (64u << 10) ? (64u << 10) : size;
+
+	if (!g || !(g->copy = malloc(cap))) {
+		free(g);
+		return false;
+	}
+	memcpy(g->copy, buf, size);
+	*g = (struct write_ctx){
+	    .req = req,
+	    .fs = fs,
+	    .f = f,
+	    .size = size,
+	    .data = g->copy,
+	    .lent = -1,
+	    .copy = g->copy,
+	    .cap = cap,
+	    .w = {.nodeid = f->nodeid, .off = (uint64_t)off, .len = size, .may_answer = true}};
+	if (!wb_add(fs->wb, &g->w)) {
+		write_submit(g); /* no room: answered when it completes */
+		return true;
+	}
+	fuse_reply_write(req, size);
+	g->req = NULL;
+	if (ev_timer_add(smb_client_loop(fs->client), GATHER_MS, gather_timer, g, &g->timer) < 0) {
+		send_gather(g);
+		return true;
+	}
+	pthread_mutex_lock(&fs->handles_lock);
+	f->gather = g;
+	pthread_mutex_unlock(&fs->handles_lock);
+	return true;
 }
 
 static void write_resume(void *arg)
@@ -551,6 +684,19 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	}
 	smb_debug("write nodeid %llu: %zu bytes at %lld", (unsigned long long)ino, size,
 	          (long long)off);
+	bool behind = may_write_behind(fs, f, fi);
+	bool small = behind && size < GATHER_SMALL;
+	if (small && gather_append(fs, f, buf, size, off)) {
+		fuse_reply_write(req, size);
+		return;
+	}
+	/* what was gathered goes first */
+	struct write_ctx *g = take_gather(f);
+	if (g)
+		send_gather(g);
+	if (small && !wb_must_wait(fs->wb, ino, (uint64_t)off, size) &&
+	    gather_start(fs, f, req, buf, size, off))
+		return;
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx) {
 		fuse_reply_err(req, ENOMEM);
@@ -563,7 +709,7 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	ctx->w.nodeid = ino;
 	ctx->w.off = (uint64_t)off;
 	ctx->w.len = size;
-	ctx->w.may_answer = may_write_behind(fs, f, fi);
+	ctx->w.may_answer = behind;
 	/* buf lies in the request buffer the pump read into: borrow that
 	 * buffer until the write is done, and the engine sends the payload
 	 * from it in place (or has the server RDMA-Read it).  When every
@@ -572,6 +718,7 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	ctx->lent = reqbuf_lend(fs->reqbufs, buf, size);
 	ctx->data = buf;
 	if (wb_must_wait(fs->wb, ino, (uint64_t)off, size)) {
+		smbfs_send_gathered(fs, ino); /* else the wait could be for ever */
 		if (ctx->lent < 0) {
 			ctx->copy = malloc(size ? size : 1);
 			if (!ctx->copy) {
@@ -633,6 +780,7 @@ static void held_resume(void *arg)
 
 bool smbfs_hold_for_writes(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a)
 {
+	smbfs_send_gathered(fs, nodeid);
 	if (!wb_busy(fs->wb, nodeid))
 		return false;
 	struct held_op *h = malloc(sizeof(*h));

@@ -88,6 +88,9 @@ struct smbfs_file {
 	bool direct;            /* opened with direct_io (no page cache) */
 	int wb_err;             /* a write answered early failed: errno for the next write, flush or
 	                           fsync (ops_file.c; under handles_lock) */
+	void *gather;           /* small writes gathered into one WRITE not sent yet (ops_file.c's
+	                           struct write_ctx; set and taken under handles_lock, on the loop
+	                           thread) */
 	fuse_req_t release_req; /* answered once the close completes */
 	void (*destroy)(struct smbfs_file *f); /* NULL: free(f) */
 	struct smbfs *fs;                      /* set by smbfs_track_handle() */
@@ -209,6 +212,8 @@ struct smbfs_held {
  * the completion of the last, on the loop thread) once it has none; true,
  * and the caller returns.  false: go on now. */
 bool smbfs_hold_for_writes(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a);
+/* Send the small writes gathered on nodeid's handles now (loop thread). */
+void smbfs_send_gathered(struct smbfs *fs, uint64_t nodeid);
 /* st_size no smaller than the writes the kernel was told are done (wb_end). */
 void smbfs_wb_clamp_size(struct smbfs *fs, uint64_t nodeid, struct stat *st);
 

@@ -78,6 +78,18 @@ bool wb_add(struct wb_table *t, struct wb_write *w)
 	return w->answered;
 }
 
+bool wb_grow(struct wb_table *t, struct wb_write *w, uint64_t add)
+{
+	pthread_mutex_lock(&t->lock);
+	bool ok = t->bytes + add <= t->max_bytes;
+	if (ok) {
+		w->len += add;
+		t->bytes += add;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ok;
+}
+
 static bool busy(const struct wb_table *t, uint64_t nodeid)
 {
 	for (const struct wb_write *w = t->head; w; w = w->next)

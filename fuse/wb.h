@@ -67,6 +67,9 @@ bool wb_must_wait(struct wb_table *t, uint64_t nodeid, uint64_t off, uint64_t le
 /* w was sent: enter it.  Returns w->answered: true when the caller answers
  * the write(2) now (w->may_answer and there is room). */
 bool wb_add(struct wb_table *t, struct wb_write *w);
+/* w, in the table and not sent yet, takes add bytes more (a gathered write,
+ * ops_file.c): true, or false when that would leave no room (w unchanged). */
+bool wb_grow(struct wb_table *t, struct wb_write *w, uint64_t add);
 /* w completed: it leaves the table.  Then answer() is called for each
  * write still in flight that may now be answered (oldest first; each is
  * marked answered before), and then each waiter whose inode has nothing

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from test_reconnect import DURABLE, _reconnects, _serving_pids
+from test_smbrdmactl import ctl_json
 
 MIB = 1 << 20
 
@@ -170,3 +171,55 @@ def test_connection_dies_with_writes_in_flight(samba_factory, mount_factory, dur
     else:
         print("the writer was told:", done["error"])
     assert _answered_early(m) * MIB >= blocked_at - 2 * MIB
+
+
+def _writes(m):
+    st = ctl_json("stats", m.path)
+    return sum(ch["commands"].get("WRITE", 0) for ch in st["channels"])
+
+
+def test_small_writes_are_gathered(samba, mount_factory, tmp_path):
+    """tar writes in 10 KiB records: 1 MiB of them goes out as a couple of
+    WRITEs, not a hundred, and lands whole."""
+    m = _mount(mount_factory, samba, tmp_path, "m")
+    data = os.urandom(MIB + 5000)
+    w0 = _writes(m)
+    with open(os.path.join(m.path, "t.bin"), "wb", buffering=0) as f:
+        for off in range(0, len(data), 10240):
+            f.write(data[off:off + 10240])
+    n = _writes(m) - w0
+    assert 1 <= n <= 4, f"{n} WRITEs for {len(data) // 10240 + 1} writes of 10 KiB"
+    with open(os.path.join(samba.share_path, "t.bin"), "rb") as f:
+        assert f.read() == data
+    assert _answered_early(m) > 0
+
+
+def test_gathered_writes_reach_other_readers(samba, mount_factory, tmp_path):
+    """Small writes still gathered (the file stays open) reach: another
+    mount's open (the break), a read on this mount that misses the page
+    cache (a partial page: the READ waits for them), and, left alone, the
+    server within a few seconds."""
+    a = _mount(mount_factory, samba, tmp_path, "a")
+    b = mount_factory(samba)
+    fd = os.open(os.path.join(a.path, "s.txt"), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, b"first ")
+        os.write(fd, b"second ")
+        with open(os.path.join(b.path, "s.txt"), "rb") as f:
+            assert f.read() == b"first second "
+        os.write(fd, b"third")
+        with open(os.path.join(a.path, "s.txt"), "rb") as f:
+            assert f.read() == b"first second third"
+        os.write(fd, b" fourth")
+        srv = os.path.join(samba.share_path, "s.txt")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with open(srv, "rb") as f:
+                if f.read() == b"first second third fourth":
+                    break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("a gathered write never left on its own")
+    finally:
+        os.close(fd)
+    assert _answered_early(a) > 0
