@@ -227,6 +227,22 @@ static bool linked_push(struct linked *l, uint64_t nodeid)
 	return true;
 }
 
+/* A listing carries no link count (smb_attr nlink 0, "unknown"): an entry
+ * whose inode the table knows gets the count it knew, not a 1 that would
+ * overwrite the kernel's (a file with two names). */
+static void fill_listed(struct smbfs *fs, uint64_t nodeid, uint64_t st_ino,
+                        const struct smb_attr *listed, struct fuse_entry_param *e)
+{
+	struct smb_attr a = *listed, known;
+	uint64_t known_ino;
+	bool fresh;
+
+	if (!a.nlink &&
+	    smb_inode_get_attr(fs->inodes, nodeid, smbfs_now_ns(), &known, &fresh, &known_ino) == 0)
+		a.nlink = known.nlink;
+	smbfs_fill_entry(fs, nodeid, st_ino, &a, e);
+}
+
 /* Reply to one readdir/readdirplus from the buffer.  Called without the
  * lock; the caller knows off < count, or eof, or err. */
 static void dir_serve(struct smbfs_dir *d, fuse_req_t req, size_t size, off_t off, bool plus)
@@ -285,7 +301,7 @@ static void dir_serve(struct smbfs_dir *d, fuse_req_t req, size_t size, off_t of
 			if (smb_inode_link(fs->inodes, d->file.nodeid, ent->name, &ent->attr,
 			                   smbfs_now_ns(), &nodeid, &st_ino) == 0) {
 				if (linked_push(&linked, nodeid))
-					smbfs_fill_entry(fs, nodeid, st_ino, &ent->attr, &e);
+					fill_listed(fs, nodeid, st_ino, &ent->attr, &e);
 				else
 					smbfs_forget_count(fs, nodeid, 1);
 			}
@@ -425,7 +441,13 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off, struct fuse_f
 		d->server_dots = 0;
 		d->restart = true;
 	}
-	if ((size_t)off < d->count || d->eof || d->err) {
+	/* Not "." and ".." alone before anything came from the server: the
+	 * kernel's first READDIRPLUS decides whether the rest of the listing
+	 * comes with attributes (FUSE_CAP_READDIRPLUS_AUTO), and a reply of
+	 * two made-up entries makes it list the rest without, then LOOKUP
+	 * each name (ls -l: one request per file). */
+	bool dots_only = d->count <= 2 && !d->seen;
+	if (((size_t)off < d->count && !dots_only) || d->eof || d->err) {
 		pthread_mutex_unlock(&d->lock);
 		drops_log(d, drops);
 		dir_serve(d, req, size, off, plus);
