@@ -216,16 +216,6 @@ static void break_resume(void *arg)
 		ack_lease_break(h.fs, h.ack);
 }
 
-static bool has_gathered(struct smbfs *fs, uint64_t nodeid)
-{
-	bool any = false;
-	pthread_mutex_lock(&fs->handles_lock);
-	for (struct smbfs_file *f = fs->handles; f && !any; f = f->next)
-		any = f->nodeid == nodeid && f->gather;
-	pthread_mutex_unlock(&fs->handles_lock);
-	return any;
-}
-
 /* On the loop thread: what was gathered goes out, then the break waits for
  * every write in flight. */
 static void break_on_loop(void *arg)
@@ -239,7 +229,8 @@ static void break_on_loop(void *arg)
 
 static bool hold_break(struct smbfs *fs, uint64_t nodeid, struct smb_lease_ack *ack, bool drop)
 {
-	if (!fs->wb || (!wb_busy(fs->wb, nodeid) && !has_gathered(fs, nodeid)))
+	/* a gathered write not sent yet is in the table too */
+	if (!fs->wb || !wb_busy(fs->wb, nodeid))
 		return false;
 	struct break_hold *h = malloc(sizeof(*h));
 	if (!h)

@@ -389,11 +389,7 @@ void smbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	}
 	/* The page cache may miss what a write answered early put there (a
 	 * partial page): read after it reached the server. */
-	if (fi) {
-		a.fi = *fi;
-		a.has_fi = true;
-	}
-	if (smbfs_hold_for_writes(smbfs_of(req), ino, &a))
+	if (smbfs_hold_for_writes(smbfs_of(req), ino, &a, fi))
 		return;
 	smb_debug("read nodeid %llu: %zu bytes at %lld", (unsigned long long)ino, size,
 	          (long long)off);
@@ -412,8 +408,7 @@ struct write_ctx {
 	fuse_req_t req; /* NULL once answered */
 	struct smbfs *fs;
 	struct smbfs_file *f;
-	size_t size;
-	const char *data;       /* in the lent buffer, or copy */
+	const char *data;       /* in the lent buffer, or copy; w.len bytes */
 	int lent;               /* reqbuf id of the buffer holding the payload, or -1 */
 	char *copy;             /* the payload when no buffer could be lent, or gathered */
 	size_t cap;             /* of copy, when gathering */
@@ -432,7 +427,7 @@ static void answer_held(struct wb_write *w)
 {
 	struct write_ctx *ctx = write_of(w);
 
-	fuse_reply_write(ctx->req, ctx->size);
+	fuse_reply_write(ctx->req, (size_t)ctx->w.len);
 	ctx->req = NULL;
 }
 
@@ -468,13 +463,13 @@ static void write_done(void *arg, int err, uint32_t status, size_t written)
 	if (ctx->w.answered) {
 		/* write(2) returned long ago: whoever waits on the inode
 		 * (flush, fsync) must find the error on the handle */
-		if (!e && written < ctx->size)
+		if (!e && written < (size_t)ctx->w.len)
 			e = EIO;
 		if (e) {
 			smb_warn(
 			    "%s: a write of %zu bytes at %llu to inode %llu, already "
 			    "answered, failed: %s (reported on the next write, close or fsync)",
-			    fs->source, ctx->size, (unsigned long long)ctx->w.off,
+			    fs->source, (size_t)ctx->w.len, (unsigned long long)ctx->w.off,
 			    (unsigned long long)ctx->w.nodeid, strerror(e));
 			keep_write_error(ctx->f, e);
 		}
@@ -497,21 +492,28 @@ static void write_submit(struct write_ctx *ctx)
 	/* a lent request buffer, or our own copy: both stay put until
 	 * write_done, so the engine sends from them in place */
 	if (ctx->lent >= 0 || ctx->copy)
-		rc = smb_write_lent(fs->client, ctx->f->fid, ctx->w.off, ctx->data, ctx->size,
-		                    write_done, ctx);
+		rc = smb_write_lent(fs->client, ctx->f->fid, ctx->w.off, ctx->data,
+		                    (size_t)ctx->w.len, write_done, ctx);
 	else
-		rc = smb_write(fs->client, ctx->f->fid, ctx->w.off, ctx->data, ctx->size,
+		rc = smb_write(fs->client, ctx->f->fid, ctx->w.off, ctx->data, (size_t)ctx->w.len,
 		               write_done, ctx);
 	if (rc < 0)
 		write_done(ctx, rc, 0, 0);
 }
 
+/* Enter ctx in the table, and answer its write(2) now if there is room. */
+static bool enter_write(struct write_ctx *ctx)
+{
+	if (!wb_add(ctx->fs->wb, &ctx->w))
+		return false;
+	fuse_reply_write(ctx->req, (size_t)ctx->w.len);
+	ctx->req = NULL;
+	return true;
+}
+
 static void write_send(struct write_ctx *ctx)
 {
-	if (wb_add(ctx->fs->wb, &ctx->w)) {
-		fuse_reply_write(ctx->req, ctx->size);
-		ctx->req = NULL;
-	}
+	enter_write(ctx);
 	write_submit(ctx);
 }
 
@@ -582,20 +584,23 @@ static bool gather_append(struct smbfs *fs, struct smbfs_file *f, const char *bu
 {
 	struct write_ctx *g = f->gather;
 
-	if (!g || g->w.off + g->size != (uint64_t)off || g->size + size > GATHER_MAX)
+	if (!g || g->w.off + g->w.len != (uint64_t)off || g->w.len + size > GATHER_MAX)
 		return false;
-	if (g->size + size > g->cap) {
-		size_t cap = g->cap * 2 > g->size + size ? g->cap * 2 : g->size + size;
-		char *p = realloc(g->copy, cap > GATHER_MAX ? GATHER_MAX : cap);
+	size_t at = (size_t)g->w.len, end = at + size;
+	if (end > g->cap) {
+		/* double, up to GATHER_MAX (which end never passes) */
+		size_t cap = g->cap * 2 < end          ? end
+		             : g->cap * 2 > GATHER_MAX ? GATHER_MAX
+		                                       : g->cap * 2;
+		char *p = realloc(g->copy, cap);
 		if (!p)
 			return false;
 		g->copy = p;
-		g->cap = cap > GATHER_MAX ? GATHER_MAX : cap;
+		g->cap = cap;
 	}
-	if (!wb_grow(fs->wb, &g->w, size))
+	if (!wb_grow(fs->wb, &g->w, size)) /* w.len grows with it */
 		return false;
-	memcpy(g->copy + g->size, buf, size);
-	g->size += size;
+	memcpy(g->copy + at, buf, size);
 	return true;
 }
 
@@ -604,30 +609,29 @@ static bool gather_append(struct smbfs *fs, struct smbfs_file *f, const char *bu
 static bool gather_start(struct smbfs *fs, struct smbfs_file *f, fuse_req_t req, const char *buf,
                          size_t size, off_t off)
 {
-	struct write_ctx *g = calloc(1, sizeof(*g));
 	size_t cap = size < (64u << 10) ? (64u << 10) : size;
+	struct write_ctx *g = calloc(1, sizeof(*g));
+	char *copy = malloc(cap);
 
-	if (!g || !(g->copy = malloc(cap))) {
+	if (!g || !copy) {
 		free(g);
+		free(copy);
 		return false;
 	}
-	memcpy(g->copy, buf, size);
+	memcpy(copy, buf, size);
 	*g = (struct write_ctx){
 	    .req = req,
 	    .fs = fs,
 	    .f = f,
-	    .size = size,
-	    .data = g->copy,
+	    .data = copy,
 	    .lent = -1,
-	    .copy = g->copy,
+	    .copy = copy,
 	    .cap = cap,
 	    .w = {.nodeid = f->nodeid, .off = (uint64_t)off, .len = size, .may_answer = true}};
-	if (!wb_add(fs->wb, &g->w)) {
+	if (!enter_write(g)) {
 		write_submit(g); /* no room: answered when it completes */
 		return true;
 	}
-	fuse_reply_write(req, size);
-	g->req = NULL;
 	if (ev_timer_add(smb_client_loop(fs->client), GATHER_MS, gather_timer, g, &g->timer) < 0) {
 		send_gather(g);
 		return true;
@@ -642,7 +646,7 @@ static void write_resume(void *arg)
 {
 	struct write_ctx *ctx = arg;
 
-	if (wb_must_wait(ctx->fs->wb, ctx->w.nodeid, ctx->w.off, ctx->size) &&
+	if (wb_must_wait(ctx->fs->wb, ctx->w.nodeid, ctx->w.off, (size_t)ctx->w.len) &&
 	    wb_when_idle(ctx->fs->wb, &ctx->q, ctx->w.nodeid, write_resume, ctx))
 		return;
 	write_send(ctx);
@@ -705,7 +709,6 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	ctx->req = req;
 	ctx->fs = fs;
 	ctx->f = f;
-	ctx->size = size;
 	ctx->w.nodeid = ino;
 	ctx->w.off = (uint64_t)off;
 	ctx->w.len = size;
@@ -778,15 +781,21 @@ static void held_resume(void *arg)
 	}
 }
 
-bool smbfs_hold_for_writes(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a)
+bool smbfs_hold_for_writes(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a,
+                           const struct fuse_file_info *fi)
 {
-	smbfs_send_gathered(fs, nodeid);
+	/* a gathered write is in the table too: an idle inode has none */
 	if (!wb_busy(fs->wb, nodeid))
 		return false;
+	smbfs_send_gathered(fs, nodeid);
 	struct held_op *h = malloc(sizeof(*h));
 	if (!h)
 		return false; /* without the wait; the op goes on */
 	h->a = *a;
+	if (fi) {
+		h->a.fi = *fi;
+		h->a.has_fi = true;
+	}
 	if (wb_when_idle(fs->wb, &h->q, nodeid, held_resume, h))
 		return true;
 	free(h);
@@ -801,11 +810,7 @@ void smbfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* close(2) returns once the writes answered early are on the server,
 	 * with the error of one that failed. */
 	struct smbfs_held a = {.op = SMBFS_HELD_FLUSH, .req = req, .ino = ino};
-	if (fi) {
-		a.fi = *fi;
-		a.has_fi = true;
-	}
-	if (smbfs_hold_for_writes(fs, ino, &a))
+	if (smbfs_hold_for_writes(fs, ino, &a, fi))
 		return;
 	int e = fi && fi->fh ? take_write_error(smbfs_file_of(fi)) : 0;
 	/* The closing process's POSIX locks go, as FUSE asks of a filesystem
@@ -827,11 +832,7 @@ void smbfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	struct smbfs_held a = {.op = SMBFS_HELD_FSYNC, .req = req, .ino = ino, .n = datasync};
 	int rc;
 
-	if (fi) {
-		a.fi = *fi;
-		a.has_fi = true;
-	}
-	if (smbfs_hold_for_writes(smbfs_of(req), ino, &a))
+	if (smbfs_hold_for_writes(smbfs_of(req), ino, &a, fi))
 		return;
 	int e = fi && fi->fh ? take_write_error(smbfs_file_of(fi)) : 0;
 	if (e) {
@@ -856,11 +857,10 @@ void smbfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct smbfs *fs = smbfs_of(req);
 	struct smbfs_file *f = smbfs_file_of(fi);
-	struct smbfs_held a = {
-	    .op = SMBFS_HELD_RELEASE, .req = req, .ino = ino, .fi = *fi, .has_fi = true};
+	struct smbfs_held a = {.op = SMBFS_HELD_RELEASE, .req = req, .ino = ino};
 
 	/* Its handle closes after the last WRITE through it. */
-	if (smbfs_hold_for_writes(fs, ino, &a))
+	if (smbfs_hold_for_writes(fs, ino, &a, fi))
 		return;
 	int e = take_write_error(f);
 	if (e)

@@ -485,11 +485,7 @@ void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	/* A truncate or new times must land after the writes in flight. */
 	struct smbfs_held a = {
 	    .op = SMBFS_HELD_SETATTR, .req = req, .ino = ino, .n = to_set, .st = *attr};
-	if (fi) {
-		a.fi = *fi;
-		a.has_fi = true;
-	}
-	if (smbfs_hold_for_writes(fs, ino, &a))
+	if (smbfs_hold_for_writes(fs, ino, &a, fi))
 		return;
 
 	/* Without the SMB3 POSIX extensions every file belongs to uid=/gid= */

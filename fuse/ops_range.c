@@ -67,15 +67,12 @@ void smbfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	                       .off2 = off_out,
 	                       .size = len,
 	                       .n = flags};
-	if (fi_in) {
-		a.fi = *fi_in;
-		a.has_fi = true;
-	}
 	if (fi_out) {
 		a.fi2 = *fi_out;
 		a.has_fi2 = true;
 	}
-	if (smbfs_hold_for_writes(fs, ino_in, &a) || smbfs_hold_for_writes(fs, ino_out, &a))
+	if (smbfs_hold_for_writes(fs, ino_in, &a, fi_in) ||
+	    smbfs_hold_for_writes(fs, ino_out, &a, fi_in))
 		return;
 	if (fs->ro) {
 		fuse_reply_err(req, EROFS);
@@ -168,11 +165,7 @@ void smbfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
 	const int known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
 	struct smbfs_held a = {
 	    .op = SMBFS_HELD_FALLOCATE, .req = req, .ino = ino, .n = mode, .off = off, .len = len};
-	if (fi) {
-		a.fi = *fi;
-		a.has_fi = true;
-	}
-	if (smbfs_hold_for_writes(fs, ino, &a))
+	if (smbfs_hold_for_writes(fs, ino, &a, fi))
 		return;
 	if (fs->ro) {
 		fuse_reply_err(req, EROFS);
@@ -283,11 +276,7 @@ void smbfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct f
 	struct smbfs_file *file = smbfs_file_of(fi);
 	struct smbfs_held a = {
 	    .op = SMBFS_HELD_LSEEK, .req = req, .ino = ino, .off = off, .n = whence};
-	if (fi) {
-		a.fi = *fi;
-		a.has_fi = true;
-	}
-	if (smbfs_hold_for_writes(fs, ino, &a))
+	if (smbfs_hold_for_writes(fs, ino, &a, fi))
 		return;
 	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
 		/* the kernel does SEEK_SET/CUR/END itself */

@@ -208,10 +208,12 @@ struct smbfs_held {
 	int n;                /* datasync, to_set, mode, whence or flags */
 	struct stat st;       /* setattr */
 };
-/* nodeid has WRITEs in flight: keep a copy of *a and run the op again (from
- * the completion of the last, on the loop thread) once it has none; true,
- * and the caller returns.  false: go on now. */
-bool smbfs_hold_for_writes(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a);
+/* nodeid has WRITEs in flight: keep a copy of *a (with *fi as a->fi when fi
+ * is not NULL) and run the op again (from the completion of the last, on
+ * the loop thread) once it has none; true, and the caller returns.  false:
+ * go on now. */
+bool smbfs_hold_for_writes(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a,
+                           const struct fuse_file_info *fi);
 /* Send the small writes gathered on nodeid's handles now (loop thread). */
 void smbfs_send_gathered(struct smbfs *fs, uint64_t nodeid);
 /* st_size no smaller than the writes the kernel was told are done (wb_end). */
