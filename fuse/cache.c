@@ -37,8 +37,10 @@
  *    before 6.2), so a name that went or now names another file is
  *    looked up again; then the ack.  (No negative entry is cached at all:
  *    a lookup's ENOENT is an error reply, which the kernel does not keep.)
- *  - losing only H: nothing cached depends on it (no handle is kept open
- *    after close), so the ack goes at once.
+ *  - losing only H: no cache of the kernel depends on it, so the ack goes
+ *    at once; a directory handle kept open after its close (ops_dir.c,
+ *    handlecache) is closed after any ack that leaves its lease without
+ *    R or H (ack_lease_break).
  * An oplock break does the same for the one handle it names, acknowledged
  * by the engine at once (an oplock break leaves no time to wait).
  * cache=none: direct_io always, breaks are acknowledged at once.
@@ -74,14 +76,20 @@ struct inval_job {
 	struct smb_lease_ack *ack; /* sent once the cache is gone; NULL: none */
 };
 
+/* Acknowledge; then close the kept directory handles (ops_dir.c) that the
+ * break left without R or H (after the ack: the lease goes with them). */
 static void ack_lease_break(struct smbfs *fs, struct smb_lease_ack *ack)
 {
+	bool gone;
 	pthread_mutex_lock(&fs->ack_lock);
-	if (fs->client_gone)
+	gone = fs->client_gone;
+	if (gone)
 		smb_lease_break_drop(ack);
 	else
 		smb_lease_break_done(ack);
 	pthread_mutex_unlock(&fs->ack_lock);
+	if (!gone)
+		smbfs_dirs_lease_lost(fs);
 }
 
 /* The kernel's entries for the children of directory nodeid: each one's
@@ -142,7 +150,7 @@ static void drop_kernel_cache(struct smbfs *fs, uint64_t nodeid, struct smb_leas
 	if (!j || !fs->se) {
 		free(j);
 		if (ack)
-			smb_lease_break_done(ack);
+			ack_lease_break(fs, ack);
 		return;
 	}
 	/* The attributes at once (offset < 0: no page is touched, nothing
@@ -162,7 +170,7 @@ static void drop_kernel_cache(struct smbfs *fs, uint64_t nodeid, struct smb_leas
 		free(j);
 		__atomic_sub_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
 		if (ack)
-			smb_lease_break_done(ack);
+			ack_lease_break(fs, ack);
 	}
 	pthread_attr_destroy(&at);
 }
@@ -191,6 +199,8 @@ void smbfs_on_break(void *arg, struct smb2_fileid fid, uint8_t level)
 		          fs->source, (unsigned long long)nodeid, level);
 		drop_kernel_cache(fs, nodeid, NULL);
 	}
+	if (level == SMB2_OPLOCK_LEVEL_NONE)
+		smbfs_dirs_lease_lost(fs);
 }
 
 /* A break waits for the writes answered early on its inode: the server
@@ -274,7 +284,7 @@ void smbfs_on_lease_break(void *arg, uint64_t lease_id, uint32_t old_state, uint
 	if (drop)
 		drop_kernel_cache(fs, nodeid, ack);
 	else
-		smb_lease_break_done(ack);
+		ack_lease_break(fs, ack);
 }
 
 uint64_t smbfs_lease_id(struct smbfs *fs, uint64_t nodeid)

@@ -35,6 +35,7 @@ struct smb_inode {
 	bool have_attr;
 	bool last_name_deleted; /* smb_inode_mark_last_name_deleted() */
 	uint64_t fresh_until_ns;
+	uint64_t stored_ns; /* when attr was stored */
 	struct smb_attr attr;
 };
 
@@ -390,6 +391,7 @@ static void store_attr(struct smb_inode_table *t, struct smb_inode *i, const str
 		i->attr.nlink = nlink;
 	i->have_attr = true;
 	i->fresh_until_ns = now_ns + t->attr_timeout_ns;
+	i->stored_ns = now_ns;
 	if (!i->in_fid_map)
 		fid_insert(t, i);
 }
@@ -607,6 +609,18 @@ void smb_inode_invalidate_attr(struct smb_inode_table *t, uint64_t nodeid)
 	pthread_mutex_unlock(&t->lock);
 }
 
+bool smb_inode_attr_valid_since(struct smb_inode_table *t, uint64_t nodeid, uint64_t since_ns)
+{
+	struct smb_inode *i;
+	bool valid;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_id(t, nodeid);
+	valid = i && i->have_attr && i->fresh_until_ns != 0 && i->stored_ns >= since_ns;
+	pthread_mutex_unlock(&t->lock);
+	return valid;
+}
+
 void smb_inode_dir_changed(struct smb_inode_table *t, uint64_t nodeid, uint64_t now_ns)
 {
 	struct smb_inode *i;
@@ -740,6 +754,28 @@ uint64_t smb_inode_nlookup(struct smb_inode_table *t, uint64_t nodeid)
 		n = i->nlookup;
 	pthread_mutex_unlock(&t->lock);
 	return n;
+}
+
+int smb_inode_lookup_kept(struct smb_inode_table *t, uint64_t parent, const char *name,
+                          uint64_t since_ns, struct smb_attr *attr, uint64_t *nodeid,
+                          uint64_t *st_ino)
+{
+	struct smb_link *l;
+	int rc = -ESTALE;
+
+	pthread_mutex_lock(&t->lock);
+	l = find_name(t, parent, name);
+	if (l && l->inode->have_attr && l->inode->fresh_until_ns &&
+	    l->inode->stored_ns >= since_ns) {
+		struct smb_inode *i = l->inode;
+		i->nlookup++;
+		*attr = i->attr;
+		*nodeid = i->nodeid;
+		*st_ino = st_ino_of(i);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
 }
 
 uint64_t smb_inode_find(struct smb_inode_table *t, uint64_t parent, const char *name)

@@ -79,6 +79,11 @@ void smb_inode_set_attr(struct smb_inode_table *t, uint64_t nodeid, const struct
 /* Keep the attributes but mark them stale (after a write, a create in a
  * directory, ...). */
 void smb_inode_invalidate_attr(struct smb_inode_table *t, uint64_t nodeid);
+/* Were attributes stored for nodeid at or after since_ns and not
+ * invalidated since (however old they are)?  For a caller that knows by
+ * other means (a lease held since since_ns) that the server's have not
+ * changed. */
+bool smb_inode_attr_valid_since(struct smb_inode_table *t, uint64_t nodeid, uint64_t since_ns);
 /* A directory we changed (entry created, removed or renamed): like a local
  * file system, set its cached mtime and ctime to now (now_ns is wall-clock
  * ns since 1970) and keep the cache entry as fresh as it was, so the
@@ -129,6 +134,13 @@ void smb_inode_names_free(char **names, size_t n);
  * bound to (parent, name) (0 if none), and the number of live inodes. */
 uint64_t smb_inode_nlookup(struct smb_inode_table *t, uint64_t nodeid);
 uint64_t smb_inode_find(struct smb_inode_table *t, uint64_t parent, const char *name);
+/* A lookup answered from the table: (parent, name) is linked to an inode
+ * whose attributes were stored at or after since_ns and not invalidated
+ * since; then nlookup + 1 (as smb_inode_link), its attributes, nodeid and
+ * st_ino, and 0.  -ESTALE otherwise (ask the server). */
+int smb_inode_lookup_kept(struct smb_inode_table *t, uint64_t parent, const char *name,
+                          uint64_t since_ns, struct smb_attr *attr, uint64_t *nodeid,
+                          uint64_t *st_ino);
 uint64_t smb_inode_count(struct smb_inode_table *t);
 
 #endif

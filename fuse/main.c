@@ -79,7 +79,8 @@ static void usage(FILE *out)
 	        "              file_mode=, dir_mode=, noperm, ro, rw, actimeo=, cache=,\n"
 	        "              rsize=, wsize=, soft, hard, timeout=, echo_interval=, rdma,\n"
 	        "              rdma_threshold=, rdma_channels=, multichannel, max_channels=,\n"
-	        "              interfaces=, nolease, daemon_user=, nosubtype, debug\n"
+	        "              interfaces=, nolease, nohandlecache, max_cached_dirs=,\n"
+	        "              daemon_user=, nosubtype, debug\n"
 	        "  -f          stay in the foreground, log to stderr\n"
 	        "  -d          foreground with FUSE and engine debug output\n"
 	        "  -s          sloppy: ignore unknown options\n"
@@ -838,6 +839,8 @@ static int fs_setup(struct smbfs *fs, const struct mount_args *a,
 	fs->direct_io = a->opts.cache == SMB_MOUNT_CACHE_NONE;
 	fs->keep_cache = a->opts.cache == SMB_MOUNT_CACHE_LOOSE;
 	fs->write_behind = !fs->direct_io;
+	fs->max_cached_dirs =
+	    fs->direct_io || a->opts.nohandlecache || a->opts.nolease ? 0 : a->opts.cached_dirs;
 	fs->mfsymlinks = a->opts.mfsymlinks;
 	fs->nobrl = a->opts.nobrl;
 	snprintf(fs->source, sizeof(fs->source), "%s", a->source);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/evloop.h"
 #include "common/log.h"
 #include "fuse/dir_names.h"
 #include "client/proto/smb2_errno.h"
@@ -515,6 +516,7 @@ static void opendir_done(void *arg, int err, uint32_t status, struct smb2_fileid
 			d->fs = fs;
 			pthread_mutex_init(&d->lock, NULL);
 			d->waiters_tail = &d->waiters;
+			d->file.opened_ns = smbfs_now_ns();
 			smbfs_track_handle(fs, &d->file);
 			smb_inode_set_attr(fs->inodes, ctx->nodeid, attr, smbfs_now_ns());
 			if (dir_add(d, ".", attr) < 0 || dir_add(d, "..", &dotdot) < 0)
@@ -546,6 +548,242 @@ static void opendir_done(void *arg, int err, uint32_t status, struct smb2_fileid
 	free(ctx);
 }
 
+/* ---- kept handles (handlecache) ----------------------------------------------- *
+ *
+ * cifs.ko keeps a directory's handle open under its directory lease and
+ * serves the next open from it; so do we.  On releasedir a handle whose
+ * lease still holds R and H since it was opened (not "uncached": no break
+ * took R) is parked instead of closed (unless another handle of the directory is
+ * still open: one per directory), at most
+ * fs->max_cached_dirs, for DIR_CACHE_MS (cifs.ko's dir_cache_timeout).
+ * The next opendir of the directory takes it back without a CREATE, and
+ * tells the kernel to keep the listing it cached (the lease was held all
+ * along, so no other client changed the directory; the kernel drops the
+ * listing itself when this mount changes it).  A parked handle is closed
+ * when its time is up, when a break takes R or H (smbfs_dirs_lease_lost),
+ * to make room for a newer one, and before rmdir or a directory's rename
+ * (smbfs_dirs_unpark).  Parking, taking back and closing happen on the
+ * loop thread; `parked` is read under handles_lock by other threads. */
+#define DIR_CACHE_MS 30000
+
+/* Under handles_lock: may f be kept, or taken back, for its lease? */
+static bool lease_current(const struct smbfs_file *f)
+{
+	uint32_t rh = SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING;
+	return (f->lease & rh) == rh && !f->uncached && !f->closing;
+}
+
+/* Under handles_lock: f leaves the parked set (it was in it). */
+static void unpark_locked(struct smbfs *fs, struct smbfs_file *f)
+{
+	f->parked = false;
+	fs->parked_dirs--;
+}
+
+/* Loop thread, f already unparked: stop its timer and close it. */
+static void close_unparked(struct smbfs *fs, struct smbfs_file *f)
+{
+	if (f->park_timer)
+		ev_timer_cancel(f->park_timer);
+	f->park_timer = NULL;
+	smbfs_close_handle(fs, f);
+}
+
+static void park_expired(void *arg)
+{
+	struct smbfs_file *f = arg;
+	struct smbfs *fs = f->fs;
+	bool expired;
+
+	f->park_timer = NULL; /* fired: freed by the loop */
+	pthread_mutex_lock(&fs->handles_lock);
+	expired = f->parked;
+	if (expired)
+		unpark_locked(fs, f);
+	pthread_mutex_unlock(&fs->handles_lock);
+	if (expired)
+		smbfs_close_handle(fs, f);
+}
+
+/* releasedir: keep d instead of closing it?  true: kept (the caller
+ * answers the release). */
+static bool dir_park(struct smbfs *fs, struct smbfs_dir *d)
+{
+	struct smbfs_file *f = &d->file, *victim = NULL;
+	bool ok;
+
+	if (!fs->max_cached_dirs || !fs->client)
+		return false;
+	pthread_mutex_lock(&d->lock);
+	ok = !d->fetching && !d->waiters && !d->err;
+	pthread_mutex_unlock(&d->lock);
+	if (!ok || ev_timer_add(smb_client_loop(fs->client), DIR_CACHE_MS, park_expired, f,
+	                        &f->park_timer) < 0)
+		return false;
+	pthread_mutex_lock(&fs->handles_lock);
+	ok = lease_current(f);
+	/* one handle per directory: not while another is open (it holds
+	 * the lease; it may be kept when it is released) */
+	for (struct smbfs_file *o = fs->handles; o && ok; o = o->next) {
+		ok = o == f || o->nodeid != f->nodeid || o->closing;
+		if (o->parked && (!victim || o->parked_ns < victim->parked_ns))
+			victim = o;
+	}
+	if (ok) {
+		if (fs->parked_dirs < fs->max_cached_dirs)
+			victim = NULL;
+		else
+			unpark_locked(fs, victim); /* the oldest makes room */
+		f->parked = true;
+		f->parked_ns = smbfs_now_ns();
+		fs->parked_dirs++;
+	}
+	pthread_mutex_unlock(&fs->handles_lock);
+	if (!ok) {
+		ev_timer_cancel(f->park_timer);
+		f->park_timer = NULL;
+		return false;
+	}
+	if (victim)
+		close_unparked(fs, victim);
+	return true;
+}
+
+/* opendir: the handle parked for nodeid, taken back, if its lease is
+ * still whole; NULL otherwise. */
+static struct smbfs_dir *dir_unpark(struct smbfs *fs, uint64_t nodeid)
+{
+	struct smbfs_file *f = NULL;
+
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *o = fs->handles; o && !f; o = o->next)
+		if (o->parked && o->nodeid == nodeid && lease_current(o))
+			f = o;
+	if (f)
+		unpark_locked(fs, f);
+	pthread_mutex_unlock(&fs->handles_lock);
+	if (!f)
+		return NULL;
+	if (f->park_timer)
+		ev_timer_cancel(f->park_timer);
+	f->park_timer = NULL;
+	return (struct smbfs_dir *)f;
+}
+
+struct unpark_wait {
+	unsigned left;
+	void (*then)(void *arg);
+	void *arg;
+};
+
+static void unpark_closed(void *arg)
+{
+	struct unpark_wait *w = arg;
+	if (--w->left)
+		return;
+	void (*then)(void *) = w->then;
+	void *then_arg = w->arg;
+	free(w);
+	then(then_arg);
+}
+
+/* Loop thread: unpark the handles that match (nodeid, or all with 0; or,
+ * with lost, those whose lease is no longer current) into out[], at most
+ * cap; returns how many. */
+static size_t take_parked(struct smbfs *fs, uint64_t nodeid, bool lost, struct smbfs_file **out,
+                          size_t cap)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&fs->handles_lock);
+	if (!fs->parked_dirs) {
+		pthread_mutex_unlock(&fs->handles_lock);
+		return 0;
+	}
+	for (struct smbfs_file *o = fs->handles; o && n < cap; o = o->next) {
+		if (!o->parked || (nodeid && o->nodeid != nodeid) || (lost && lease_current(o)))
+			continue;
+		unpark_locked(fs, o);
+		out[n++] = o;
+	}
+	pthread_mutex_unlock(&fs->handles_lock);
+	return n;
+}
+
+bool smbfs_dirs_unpark(struct smbfs *fs, uint64_t nodeid, void (*then)(void *arg), void *arg)
+{
+	struct smbfs_file *batch[64];
+	struct unpark_wait *w = NULL;
+	size_t n;
+
+	while ((n = take_parked(fs, nodeid, false, batch, 64)) > 0) {
+		if (!then || (!w && !(w = calloc(1, sizeof(*w))))) {
+			/* no memory to wait with: close them and go on */
+			for (size_t i = 0; i < n; i++)
+				close_unparked(fs, batch[i]);
+			continue;
+		}
+		w->then = then;
+		w->arg = arg;
+		w->left += (unsigned)n;
+		for (size_t i = 0; i < n; i++) {
+			batch[i]->on_closed = unpark_closed;
+			batch[i]->on_closed_arg = w;
+		}
+		/* +1 held until every CLOSE of this batch is sent: a CLOSE
+		 * that fails at once completes before the next is sent */
+		w->left++;
+		for (size_t i = 0; i < n; i++)
+			close_unparked(fs, batch[i]);
+		w->left--;
+		if (!w->left) { /* all done already: nothing to wait for */
+			free(w);
+			w = NULL;
+			then(arg);
+			return true;
+		}
+	}
+	return w != NULL;
+}
+
+static void lease_lost_on_loop(void *arg)
+{
+	struct smbfs *fs = arg;
+	struct smbfs_file *batch[64];
+	size_t n;
+
+	while ((n = take_parked(fs, 0, true, batch, 64)) > 0)
+		for (size_t i = 0; i < n; i++)
+			close_unparked(fs, batch[i]);
+}
+
+void smbfs_dirs_lease_lost(struct smbfs *fs)
+{
+	bool any;
+	pthread_mutex_lock(&fs->handles_lock);
+	any = fs->parked_dirs > 0;
+	pthread_mutex_unlock(&fs->handles_lock);
+	if (any && fs->client && ev_call(smb_client_loop(fs->client), lease_lost_on_loop, fs) < 0)
+		smb_warn("%s: cannot close the directory handles a lease break left: they close "
+		         "within %u s",
+		         fs->source, DIR_CACHE_MS / 1000);
+}
+
+bool smbfs_dir_leased(struct smbfs *fs, uint64_t nodeid, uint64_t *since_ns)
+{
+	bool leased = false;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f; f = f->next) {
+		if (f->nodeid != nodeid || f->lease_id != nodeid || f->destroy != dir_destroy ||
+		    !lease_current(f))
+			continue;
+		if (!leased || f->opened_ns < *since_ns)
+			*since_ns = f->opened_ns;
+		leased = true;
+	}
+	pthread_mutex_unlock(&fs->handles_lock);
+	return leased;
+}
+
 void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct smbfs *fs = smbfs_of(req);
@@ -555,6 +793,16 @@ void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	smbfs_post_init(fs);
+	struct smbfs_dir *kept = dir_unpark(fs, ino);
+	if (kept) {
+		/* Held under the lease all along: the kernel's listing is good. */
+		fi->fh = (uint64_t)(uintptr_t)&kept->file;
+		fi->cache_readdir = 1;
+		fi->keep_cache = 1;
+		if (fuse_reply_open(req, fi) == -ENOENT && !dir_park(fs, kept))
+			smbfs_close_handle(fs, &kept->file);
+		return;
+	}
 	rc = smb_inode_path(fs->inodes, ino, NULL, &path);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -585,10 +833,15 @@ void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void smbfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct smbfs *fs = smbfs_of(req);
 	struct smbfs_file *f = smbfs_file_of(fi);
 
+	if (dir_park(fs, (struct smbfs_dir *)f)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	f->release_req = req;
-	smbfs_close_handle(smbfs_of(req), f);
+	smbfs_close_handle(fs, f);
 }
 
 /* Nothing to send: a directory changes on the server only through CREATE,

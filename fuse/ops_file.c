@@ -69,6 +69,8 @@ static void close_done(void *arg, int err, uint32_t status)
 {
 	struct smbfs_file *f = arg;
 	fuse_req_t req = f->release_req;
+	void (*closed)(void *) = f->on_closed;
+	void *closed_arg = f->on_closed_arg;
 	int e = smb_errno(err, status);
 
 	if (e)
@@ -79,6 +81,8 @@ static void close_done(void *arg, int err, uint32_t status)
 	/* close(2) has returned long ago; the kernel ignores this value. */
 	if (req)
 		fuse_reply_err(req, 0);
+	if (closed)
+		closed(closed_arg);
 }
 
 static void close_ignored(void *arg, int err, uint32_t status)

@@ -110,6 +110,22 @@ void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	smbfs_post_init(fs);
+	/* Under the parent's directory lease (held since `since`) a name
+	 * still names the file it named, and what was stored of that file
+	 * since is good, as cifs.ko trusts a dentry under a cached directory
+	 * (cifs_dentry_needs_reval()): a create, unlink or rename in the
+	 * directory, and a change to a file in it, by another client break
+	 * the lease first. */
+	uint64_t since, nodeid, st_ino;
+	struct smb_attr attr;
+	if (fs->timeout > 0 && smbfs_dir_leased(fs, parent, &since) &&
+	    smb_inode_lookup_kept(fs->inodes, parent, name, since, &attr, &nodeid, &st_ino) == 0) {
+		struct fuse_entry_param e;
+		smbfs_fill_entry(fs, nodeid, st_ino, &attr, &e);
+		if (fuse_reply_entry(req, &e) == -ENOENT)
+			smbfs_forget_count(fs, nodeid, 1);
+		return;
+	}
 	path = child_path_or_reply(req, parent, name);
 	if (!path)
 		return;
@@ -163,6 +179,12 @@ void smbfs_forget_count(struct smbfs *fs, uint64_t nodeid, uint64_t n)
 		smb_err("BUG: forgetting %llu lookups of inode %llu, which has fewer: the "
 		        "daemon's lookup count disagrees with the kernel's (clamped to 0)",
 		        (unsigned long long)n, (unsigned long long)nodeid);
+	/* The kernel forgot the inode, and its cached listing with it: a
+	 * handle kept for it goes (a new lookup may give the directory
+	 * another nodeid, which would not find it, and its rmdir would then
+	 * leave the directory delete-pending behind the kept handle). */
+	if (!smb_inode_nlookup(fs->inodes, nodeid))
+		smbfs_dirs_unpark(fs, nodeid, NULL, NULL);
 }
 
 void smbfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -272,9 +294,14 @@ void smbfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	smbfs_post_init(fs);
 	double timeout = smbfs_attr_timeout(fs, ino);
+	uint64_t since;
+	/* A directory we hold under a lease with R keeps the attributes
+	 * stored since: a change by another client breaks the lease first
+	 * (cache.c; Samba breaks it for our own changes too). */
 	if (timeout > 0 &&
 	    smb_inode_get_attr(fs->inodes, ino, smbfs_now_ns(), &attr, &fresh, &st_ino) == 0 &&
-	    fresh) {
+	    (fresh || (smbfs_dir_leased(fs, ino, &since) &&
+	               smb_inode_attr_valid_since(fs->inodes, ino, since)))) {
 		inode_stat(fs, ino, &attr, st_ino, &st);
 		fuse_reply_attr(req, &st, timeout);
 		return;
@@ -771,8 +798,48 @@ void smbfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_entry(req, parent, name, false);
 }
 
+/* An op run again once the directory handles kept open under it are
+ * closed (smbfs_dirs_unpark): its arguments, copied. */
+struct after_unpark {
+	fuse_req_t req;
+	fuse_ino_t parent, newparent;
+	unsigned flags;
+	char *name, *newname; /* point into buf */
+	char buf[];
+};
+
+static struct after_unpark *after_unpark_new(fuse_req_t req, fuse_ino_t parent, const char *name,
+                                             fuse_ino_t newparent, const char *newname,
+                                             unsigned flags)
+{
+	size_t a = strlen(name) + 1, b = newname ? strlen(newname) + 1 : 0;
+	struct after_unpark *u = malloc(sizeof(*u) + a + b);
+	if (!u)
+		return NULL;
+	*u = (struct after_unpark){
+	    .req = req, .parent = parent, .newparent = newparent, .flags = flags};
+	u->name = memcpy(u->buf, name, a);
+	u->newname = newname ? memcpy(u->buf + a, newname, b) : NULL;
+	return u;
+}
+
+static void rmdir_again(void *arg)
+{
+	struct after_unpark *u = arg;
+	smbfs_rmdir(u->req, u->parent, u->name);
+	free(u);
+}
+
 void smbfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct smbfs *fs = smbfs_of(req);
+	/* The server removes a directory only once its last handle closes:
+	 * one we kept under its lease goes first. */
+	uint64_t nodeid = smb_inode_find(fs->inodes, parent, name);
+	struct after_unpark *u = nodeid ? after_unpark_new(req, parent, name, 0, NULL, 0) : NULL;
+	if (u && smbfs_dirs_unpark(fs, nodeid, rmdir_again, u))
+		return;
+	free(u);
 	remove_entry(req, parent, name, true);
 }
 
@@ -814,6 +881,23 @@ static void rename_after_hide(void *arg, int err, uint32_t status)
 	}
 }
 
+static void rename_again(void *arg)
+{
+	struct after_unpark *u = arg;
+	smbfs_rename(u->req, u->parent, u->name, u->newparent, u->newname, u->flags);
+	free(u);
+}
+
+/* May (parent, name) be a directory (or is its type unknown)? */
+static bool maybe_dir(struct smbfs *fs, uint64_t parent, const char *name)
+{
+	uint64_t nodeid = smb_inode_find(fs->inodes, parent, name);
+	struct smb_attr a;
+	bool fresh;
+	return nodeid && (smb_inode_get_attr(fs->inodes, nodeid, 0, &a, &fresh, NULL) < 0 ||
+	                  (a.file_attributes & FILE_ATTRIBUTE_DIRECTORY));
+}
+
 void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                   const char *newname, unsigned int flags)
 {
@@ -821,6 +905,17 @@ void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 	struct name_ctx *ctx;
 	char *from = NULL, *to = NULL;
 	int rc;
+
+	/* The server refuses to move a directory with open handles under it,
+	 * and to replace one that is open: the handles kept under leases go
+	 * first (all of them: which are under it is not worth working out). */
+	if (maybe_dir(fs, parent, name) || maybe_dir(fs, newparent, newname)) {
+		struct after_unpark *u =
+		    after_unpark_new(req, parent, name, newparent, newname, flags);
+		if (u && smbfs_dirs_unpark(fs, 0, rename_again, u))
+			return;
+		free(u);
+	}
 
 	/* SMB has no atomic exchange and no whiteouts. */
 	if (flags & ~(unsigned)RENAME_NOREPLACE) {

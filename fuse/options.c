@@ -29,6 +29,7 @@ void smb_mount_opts_init(struct smb_mount_opts *o, uid_t uid, gid_t gid)
 	 * root lists empty (mount.smbrdma(8), posix). */
 	o->noposix = true;
 	o->actimeo = SMB_ACTIMEO_DEFAULT;
+	o->cached_dirs = SMB_MAX_CACHED_DIRS_DEFAULT;
 }
 
 static void wipe_free(char *s)
@@ -268,6 +269,8 @@ static const struct flag_opt {
     FLAG("brl", nobrl, false),
     FLAG("nobrl", nobrl, true),
     FLAG("nolease", nolease, true),
+    FLAG("handlecache", nohandlecache, false),
+    FLAG("nohandlecache", nohandlecache, true),
 #undef FLAG
 };
 
@@ -298,6 +301,8 @@ static const struct num_opt {
     NUM("rdma_channels", rdma_channels, 1, 8, NULL),
     /* As mount.cifs: 1..32; a value above 1 implies multichannel. */
     NUM("max_channels", max_channels, 1, 32, NULL),
+    /* As mount.cifs (6.6 and later), with our own default. */
+    NUM("max_cached_dirs", cached_dirs, 0, SMB_MAX_CACHED_DIRS_MAX, NULL),
 #undef NUM
 };
 

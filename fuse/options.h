@@ -13,6 +13,7 @@
  *   ip= addr=  noperm perm  forceuid noforceuid forcegid noforcegid
  *   nosharesock  mfsymlinks nomfsymlinks  nosubtype  posix noposix (unix nounix)  brl nobrl
  *   nolease  daemon_user=
+ *   handlecache nohandlecache  max_cached_dirs=
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
  * nofail _netdev user (without '=') users nouser owner group relatime ...,
  * x-* and comment=; nosuid/suid/nodev/dev/noexec/exec/sync/async/dirsync/
@@ -29,6 +30,11 @@
 
 #define SMB_ACTIMEO_DEFAULT 1u
 #define SMB_ACTIMEO_MAX     (30u * 24 * 3600)
+
+/* Directory handles kept open after their last close while the server's
+ * directory lease says nothing changed (handlecache, fuse/ops_dir.c). */
+#define SMB_MAX_CACHED_DIRS_DEFAULT 1024u
+#define SMB_MAX_CACHED_DIRS_MAX     65536u
 
 /* rsize=/wsize= are rounded down to a multiple of SMB_IO_SIZE_MIN (a
  * value below it becomes it, as cifs.ko does for wsize) and lowered to
@@ -116,6 +122,8 @@ struct smb_mount_opts {
 	bool mfsymlinks;         /* symlinks as Minshall+French symlink files */
 	bool nobrl;              /* fcntl locks stay in this mount's kernel (not sent) */
 	bool nolease;            /* opens ask for no lease and no oplock */
+	bool nohandlecache;      /* a closed directory's handle is not kept under its lease */
+	unsigned cached_dirs;    /* max_cached_dirs=: directory handles kept at most */
 	bool nosubtype;          /* the kernel's type reads "fuse", not "fuse.smbrdma"
 	                            (xfstests' FSTYP=fuse compares it) */
 	bool debug;

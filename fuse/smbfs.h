@@ -26,6 +26,8 @@
 #include "fuse/stat_map.h"
 #include "fuse/wb.h"
 
+struct ev_timer;
+
 /* Largest READ/WRITE the kernel sends us; the engine splits it further. */
 #define SMBFS_MAX_IO (1u << 20)
 /* NAME_MAX as the kernel sees it; SMB allows 255 UTF-16 units. */
@@ -69,6 +71,11 @@ struct smbfs {
 	 * writes under a W lease may be answered before they complete. */
 	struct wb_table *wb;
 	bool write_behind;
+	/* Directory handles kept after their last close (ops_dir.c): at most
+	 * max_cached_dirs (0: none kept); parked_dirs counts them, under
+	 * handles_lock. */
+	unsigned max_cached_dirs;
+	unsigned parked_dirs;
 };
 
 /* An open handle: fi->fh points at one of these from open/create/opendir to
@@ -92,6 +99,16 @@ struct smbfs_file {
 	                           struct write_ctx; set and taken under handles_lock, on the loop
 	                           thread) */
 	fuse_req_t release_req; /* answered once the close completes */
+	/* A directory handle the kernel released, kept open while its lease
+	 * holds R and H, for the next opendir (ops_dir.c; under handles_lock,
+	 * changed on the loop thread only); park_timer closes it. */
+	bool parked;
+	uint64_t parked_ns;
+	uint64_t opened_ns;          /* a directory handle: when its open completed */
+	struct ev_timer *park_timer; /* loop thread */
+	/* Called (loop thread) once the handle's CLOSE completed and it is freed. */
+	void (*on_closed)(void *arg);
+	void *on_closed_arg;
 	void (*destroy)(struct smbfs_file *f); /* NULL: free(f) */
 	struct smbfs *fs;                      /* set by smbfs_track_handle() */
 	struct smbfs_file *prev, *next;        /* smbfs.handles, under handles_lock */
@@ -290,6 +307,21 @@ void smbfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void smbfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi);
 void smbfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* Kept directory handles (handlecache): close those of nodeid (0: all),
+ * then call then(arg) on the loop thread once their CLOSEs completed;
+ * true, and the caller waits for it.  false: none was kept, go on now.
+ * rmdir and a directory's rename call it first (the server keeps a
+ * directory with an open handle, and refuses to move one with open
+ * handles under it).  then NULL: close them, wait for nothing (false). */
+bool smbfs_dirs_unpark(struct smbfs *fs, uint64_t nodeid, void (*then)(void *arg), void *arg);
+/* A break took R or H from a lease: close the kept handles that no longer
+ * hold both (any thread; the work is posted to the loop thread). */
+void smbfs_dirs_lease_lost(struct smbfs *fs);
+/* Is nodeid a directory that a handle of ours (open or kept) holds under a
+ * lease with R and H, unbroken since the handle was opened?  Then
+ * *since_ns is when (the earliest such open): what was stored of it and
+ * of its names since is still what the server has. */
+bool smbfs_dir_leased(struct smbfs *fs, uint64_t nodeid, uint64_t *since_ns);
 /* Replies 0 at once: every directory change was complete at the server
  * when its op was answered. */
 void smbfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);

@@ -105,6 +105,10 @@ COVERAGE = {
     "rdma_threshold": f"{THIS}::test_rdma_and_rdma_threshold",
     "rdma_channels": f"{THIS}::test_rdma_and_rdma_threshold",
     "nolease": f"{THIS}::test_nolease",
+    "handlecache": "tests/integration/test_handle_cache.py::test_second_listing_makes_no_request",
+    "nohandlecache": "tests/integration/test_handle_cache.py::test_nohandlecache_keeps_nothing",
+    "max_cached_dirs":
+        "tests/integration/test_handle_cache.py::test_max_cached_dirs_keeps_the_newest",
     "daemon_user": "tests/integration/test_privileges.py::test_daemon_user_option",
     "transport": "tests/integration/test_quic.py::test_auto_uses_tcp_when_quic_is_blocked",
     "quic_port": "tests/integration/test_quic.py::test_auto_uses_quic_when_tcp_is_blocked",
@@ -136,7 +140,7 @@ SAMPLE = {"username": "u", "user": "u", "password": "p", "pass": "p", "domain": 
           "addr": "::1", "vers": "3", "uid": "0", "gid": "0", "file_mode": "0600",
           "dir_mode": "0700", "actimeo": "5", "cache": "loose", "rsize": "65536",
           "wsize": "65536", "rdma_threshold": "8192", "rdma_channels": "2", "timeout": "30",
-          "echo_interval": "10", "max_channels": "2", "interfaces": "lo", "comment": "x", "transport": "quic",
+          "echo_interval": "10", "max_channels": "2", "max_cached_dirs": "16", "interfaces": "lo", "comment": "x", "transport": "quic",
           "quic_port": "4433", "cafile": "/etc/hostname", "certfile": "/etc/hostname",
           "keyfile": "/etc/hostname", "daemon_user": "nobody"}
 

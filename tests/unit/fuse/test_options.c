@@ -798,6 +798,31 @@ static void test_cache(void)
 	CHECK_STR(smb_mount_cache_str(SMB_MOUNT_CACHE_STRICT), "strict");
 }
 
+/* handlecache (the default) / nohandlecache and max_cached_dirs=, as mount.cifs. */
+static void test_handlecache(void)
+{
+	struct smb_mount_opts o;
+	char err[256];
+
+	CHECK_EQ(parse(&o, "", false, err, sizeof(err)), 0);
+	CHECK(!o.nohandlecache);
+	CHECK_EQ(o.cached_dirs, SMB_MAX_CACHED_DIRS_DEFAULT);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "nohandlecache,max_cached_dirs=16", false, err, sizeof(err)), 0);
+	CHECK(o.nohandlecache);
+	CHECK_EQ(o.cached_dirs, 16u);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "nohandlecache,handlecache,max_cached_dirs=0", false, err, sizeof(err)),
+	         0);
+	CHECK(!o.nohandlecache);
+	CHECK_EQ(o.cached_dirs, 0u);
+	smb_mount_opts_free(&o);
+	err[0] = '\0';
+	CHECK_EQ(parse(&o, "max_cached_dirs=65537", false, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "max_cached_dirs") != NULL);
+	smb_mount_opts_free(&o);
+}
+
 static void test_rsize_wsize(void)
 {
 	static const struct {
@@ -942,6 +967,7 @@ int main(void)
 	RUN(test_keytab);
 	RUN(test_redact);
 	RUN(test_cache);
+	RUN(test_handlecache);
 	RUN(test_rsize_wsize);
 	RUN(test_ip);
 	RUN(test_cifs_flags);
