@@ -268,6 +268,10 @@ struct smb_open_args {
 	uint32_t file_attributes;    /* for new files; 0 = FILE_ATTRIBUTE_NORMAL */
 	uint64_t lease_id;           /* smb_open: not 0 = ask for a lease keyed by it (see
 	                                smb_client_set_lease_break_cb) instead of an oplock */
+	uint64_t parent_lease_id;    /* with lease_id, on 3.x with directory leasing: the
+	                                lease_id of the directory the path is in
+	                                (ParentLeaseKey): a change this open makes there
+	                                does not break that directory's lease */
 	bool set_mode;               /* with the POSIX extensions in use: a file this
 	                                create makes gets mode's permission bits (the
 	                                POSIX create context); ignored otherwise */
@@ -291,6 +295,11 @@ int smb_create_mode(struct smb_client *c, const char *path, bool dir, uint32_t m
 /* Delete a file (is_dir false) or an empty directory (true): create with
  * DELETE + FILE_DELETE_ON_CLOSE, then close. */
 int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_cb cb, void *arg);
+/* The same, the open asking for a lease keyed by lease_id that names the
+ * lease of the directory the path is in (parent_lease_id, 0: none): the
+ * delete does not break this client's own lease on that directory. */
+int smb_unlink_in(struct smb_client *c, const char *path, bool is_dir, uint64_t lease_id,
+                  uint64_t parent_lease_id, smb_status_cb cb, void *arg);
 /* create(DELETE) + set FileRenameInformation + close. */
 int smb_rename(struct smb_client *c, const char *from, const char *to, bool replace,
                smb_status_cb cb, void *arg);

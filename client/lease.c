@@ -63,12 +63,11 @@ bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t 
 	if (!a->lease_id || c->no_lease || c->sess.dialect < SMB2_DIALECT_0210 ||
 	    !(c->sess.server_caps & SMB2_GLOBAL_CAP_LEASING))
 		return false;
-	/* Directory leases are 3.x only ([MS-SMB2] 3.2.4.3.8).  No open
-	 * names its parent's lease (ParentLeaseKey, PARENT_LEASE_KEY_SET: only
-	 * an open asking for a lease could, and unlink, rename and mkdir ask
-	 * for none), so a change this mount makes in a directory it holds a
-	 * lease on breaks that lease too: a round trip and a dropped listing,
-	 * never a stale one. */
+	/* Directory leases are 3.x only ([MS-SMB2] 3.2.4.3.8).  An open
+	 * may name its parent's lease (parent_lease_id: smb_unlink_in()); a
+	 * change made through any other (rename, mkdir, ...) breaks this
+	 * mount's own lease on the directory too: a round trip and a dropped
+	 * listing, never a stale one. */
 	if (dir && (c->sess.dialect < SMB2_DIALECT_0300 ||
 	            !(c->sess.server_caps & SMB2_GLOBAL_CAP_DIRECTORY_LEASING)))
 		return false;
@@ -85,6 +84,14 @@ bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t 
 	    .version = c->sess.dialect >= SMB2_DIALECT_0300 ? 2 : 1,
 	};
 	lease_key(c, a->lease_id, l.key);
+	/* ParentLeaseKey ([MS-SMB2] 2.2.13.2.10): the server does not break
+	 * the lease of that key for a change made through this open (Samba
+	 * 4.22: dirlease_should_break()). */
+	if (a->parent_lease_id && l.version == 2 &&
+	    (c->sess.server_caps & SMB2_GLOBAL_CAP_DIRECTORY_LEASING)) {
+		l.flags |= SMB2_LEASE_FLAG_PARENT_LEASE_KEY_SET;
+		lease_key(c, a->parent_lease_id, l.parent_key);
+	}
 	ssize_t n = smb2_rqls_encode(buf, SMB2_RQLS_V2_LEN, &l);
 	if (n < 0)
 		return false;

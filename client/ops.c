@@ -848,7 +848,13 @@ static int set_info_chain(struct smb_client *c, const char *path, const struct s
 		op->path2 = talloc_strdup(op, ((const struct rename_what *)what)->to);
 	uint8_t *info = talloc_size(req, cap);
 	ssize_t ilen = info ? encode(info, cap, what) : -ENOMEM;
-	int err = ilen < 0 ? (int)ilen : add_create(req, path, oa);
+	/* a lease only to name the parent's (smb_unlink_in()) */
+	uint8_t rqls[SMB2_RQLS_V2_LEN];
+	struct smb2_create_ctx lctx;
+	bool lease = oa->lease_id && smb_lease_ctx(c, oa, rqls, &lctx);
+	int err = ilen < 0 ? (int)ilen
+	          : lease  ? smb_req_add_create(req, path, oa, SMB2_OPLOCK_LEVEL_LEASE, &lctx)
+	                   : add_create(req, path, oa);
 	if (!err)
 		err = add_set_info(req, SMB2_FILEID_RELATED, cls, info, (size_t)ilen);
 	if (!err)
@@ -902,6 +908,12 @@ int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, vo
 
 int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_cb cb, void *arg)
 {
+	return smb_unlink_in(c, path, is_dir, 0, 0, cb, arg);
+}
+
+int smb_unlink_in(struct smb_client *c, const char *path, bool is_dir, uint64_t lease_id,
+                  uint64_t parent_lease_id, smb_status_cb cb, void *arg)
+{
 	/* Set the disposition explicitly rather than FILE_DELETE_ON_CLOSE: only
 	 * SET_INFO reports STATUS_DIRECTORY_NOT_EMPTY for a non-empty directory
 	 * (a delete-on-close open of one succeeds and the delete quietly does not
@@ -911,6 +923,13 @@ int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_c
 	    .create_disposition = FILE_OPEN,
 	    .create_options = is_dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE,
 	};
+	/* A lease only to name the parent's, where the server leases
+	 * directories (elsewhere it would be one more grant for nothing). */
+	if (parent_lease_id && c->sess.dialect >= SMB2_DIALECT_0300 &&
+	    (c->sess.server_caps & SMB2_GLOBAL_CAP_DIRECTORY_LEASING)) {
+		oa.lease_id = lease_id;
+		oa.parent_lease_id = parent_lease_id;
+	}
 	return set_info_chain(c, path, &oa, FileDispositionInformation, 8, enc_disposition, NULL,
 	                      cb, arg);
 }

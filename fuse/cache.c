@@ -31,7 +31,9 @@
  *    clean ones are dropped with them, and read again);
  *  - a directory losing R (Samba breaks R|H to none, without waiting for
  *    the ack, when another client creates, renames or unlinks a name in
- *    it): its cached listing and attributes go as above, and the
+ *    it or writes to a file in it; and when this mount does, except
+ *    through an open that names the directory's lease as its parent's, as
+ *    creates and unlinks do): its cached listing and attributes go as above, and the
  *    kernel's entries for the names under it that the inode table knows
  *    expire (fuse_lowlevel_notify_expire_entry; inval_entry on kernels
  *    before 6.2), so a name that went or now names another file is

@@ -559,7 +559,9 @@ static void opendir_done(void *arg, int err, uint32_t status, struct smb2_fileid
  * The next opendir of the directory takes it back without a CREATE, and
  * tells the kernel to keep the listing it cached (the lease was held all
  * along, so no other client changed the directory; the kernel drops the
- * listing itself when this mount changes it).  A parked handle is closed
+ * listing itself when this mount changes it, and this mount's creates and
+ * unlinks name the lease as their parent's, so that Samba does not break
+ * it for them: ParentLeaseKey).  A parked handle is closed
  * when its time is up, when a break takes R or H (smbfs_dirs_lease_lost),
  * to make room for a newer one, and before rmdir or a directory's rename
  * (smbfs_dirs_unpark).  Parking, taking back and closing happen on the

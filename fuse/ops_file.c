@@ -347,6 +347,10 @@ void smbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	/* the inode's lease if this mount knows the name already */
 	args.lease_id = ctx->lease_id =
 	    smbfs_lease_id(fs, smb_inode_find(fs->inodes, parent, name));
+	/* The new name, and what is written through this handle, do not
+	 * break our own lease on the directory (ParentLeaseKey): the kernel
+	 * and the inode table know of them already. */
+	args.parent_lease_id = parent;
 	/* As cifs.ko does: a new file without any write bit is READONLY. */
 	args.file_attributes = (mode & (S_IWUSR | S_IWGRP | S_IWOTH)) ? FILE_ATTRIBUTE_NORMAL
 	                                                              : FILE_ATTRIBUTE_READONLY;

@@ -784,8 +784,9 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bo
 		rc = -ENOMEM;
 	else if (nodeid && smbfs_open_fid(fs, nodeid, NULL))
 		rc = hide_open_file(fs, parent, name, path, nodeid, unlink_done, ctx);
-	else
-		rc = smb_unlink(fs->client, path, is_dir, unlink_done, ctx);
+	else /* our own lease on the directory stays (it changes nothing we keep) */
+		rc = smb_unlink_in(fs->client, path, is_dir, smbfs_lease_id(fs, nodeid), parent,
+		                   unlink_done, ctx);
 	free(path);
 	if (rc < 0) {
 		free(ctx);

@@ -552,6 +552,15 @@ int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_c
 	SUBMIT(j);
 }
 
+/* No leases here: the parent's lease is nothing to keep. */
+int smb_unlink_in(struct smb_client *c, const char *path, bool is_dir, uint64_t lease_id,
+                  uint64_t parent_lease_id, smb_status_cb cb, void *arg)
+{
+	(void)lease_id;
+	(void)parent_lease_id;
+	return smb_unlink(c, path, is_dir, cb, arg);
+}
+
 int smb_rename(struct smb_client *c, const char *from, const char *to, bool replace,
                smb_status_cb cb, void *arg)
 {
