@@ -269,8 +269,9 @@ def test_change_on_b_to_a_file_is_seen(change, samba, mount_factory):
     time.sleep(1.5)  # past actimeo: only the break can explain a fresh stat
     now = os.stat(os.path.join(p, "a"))
     server = os.stat(os.path.join(samba.share_path, "d", "a"))
-    assert (now.st_size, now.st_mtime) == (server.st_size, server.st_mtime)
-    assert (now.st_size, now.st_mtime) != (old.st_size, old.st_mtime)
+    # SMB carries times in 100 ns units: the server's, cut to them
+    assert (now.st_size, now.st_mtime_ns) == (server.st_size, server.st_mtime_ns // 100 * 100)
+    assert (now.st_size, now.st_mtime_ns) != (old.st_size, old.st_mtime_ns)
 
 
 def test_own_unlink_keeps_own_lease(samba, mount_factory):
