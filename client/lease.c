@@ -56,6 +56,14 @@ static uint64_t lease_id_of(const struct smb_client *c, const uint8_t key[16])
 	return id;
 }
 
+bool smb_lease_names_parent(const struct smb_client *c)
+{
+	/* v2 leases (3.x) carry the key; a server without directory leases
+	 * has no parent lease to keep */
+	return c->sess.dialect >= SMB2_DIALECT_0300 &&
+	       (c->sess.server_caps & SMB2_GLOBAL_CAP_DIRECTORY_LEASING);
+}
+
 bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t buf[52],
                    struct smb2_create_ctx *ctx)
 {
@@ -87,8 +95,7 @@ bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t 
 	/* ParentLeaseKey ([MS-SMB2] 2.2.13.2.10): the server does not break
 	 * the lease of that key for a change made through this open (Samba
 	 * 4.22: dirlease_should_break()). */
-	if (a->parent_lease_id && l.version == 2 &&
-	    (c->sess.server_caps & SMB2_GLOBAL_CAP_DIRECTORY_LEASING)) {
+	if (a->parent_lease_id && smb_lease_names_parent(c)) {
 		l.flags |= SMB2_LEASE_FLAG_PARENT_LEASE_KEY_SET;
 		lease_key(c, a->parent_lease_id, l.parent_key);
 	}

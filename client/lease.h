@@ -40,6 +40,9 @@ struct smb_leases {
  * the server does not lease this kind of object). */
 bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t buf[52],
                    struct smb2_create_ctx *ctx);
+/* Does an open's lease request carry its parent_lease_id (ParentLeaseKey)
+ * on this session? */
+bool smb_lease_names_parent(const struct smb_client *c);
 /* The lease state a CREATE response granted (its RqLs context), counted in
  * the stats; 0 when there is none. */
 uint32_t smb_lease_granted(struct smb_client *c, const uint8_t *ctxs, uint32_t ctxs_len);

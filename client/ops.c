@@ -925,8 +925,7 @@ int smb_unlink_in(struct smb_client *c, const char *path, bool is_dir, uint64_t 
 	};
 	/* A lease only to name the parent's, where the server leases
 	 * directories (elsewhere it would be one more grant for nothing). */
-	if (parent_lease_id && c->sess.dialect >= SMB2_DIALECT_0300 &&
-	    (c->sess.server_caps & SMB2_GLOBAL_CAP_DIRECTORY_LEASING)) {
+	if (parent_lease_id && smb_lease_names_parent(c)) {
 		oa.lease_id = lease_id;
 		oa.parent_lease_id = parent_lease_id;
 	}

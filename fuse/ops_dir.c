@@ -582,12 +582,18 @@ static void unpark_locked(struct smbfs *fs, struct smbfs_file *f)
 	fs->parked_dirs--;
 }
 
-/* Loop thread, f already unparked: stop its timer and close it. */
-static void close_unparked(struct smbfs *fs, struct smbfs_file *f)
+/* Loop thread: f's park timer will not fire. */
+static void stop_park_timer(struct smbfs_file *f)
 {
 	if (f->park_timer)
 		ev_timer_cancel(f->park_timer);
 	f->park_timer = NULL;
+}
+
+/* Loop thread, f already unparked: stop its timer and close it. */
+static void close_unparked(struct smbfs *fs, struct smbfs_file *f)
+{
+	stop_park_timer(f);
 	smbfs_close_handle(fs, f);
 }
 
@@ -642,8 +648,7 @@ static bool dir_park(struct smbfs *fs, struct smbfs_dir *d)
 	}
 	pthread_mutex_unlock(&fs->handles_lock);
 	if (!ok) {
-		ev_timer_cancel(f->park_timer);
-		f->park_timer = NULL;
+		stop_park_timer(f);
 		return false;
 	}
 	if (victim)
@@ -664,11 +669,8 @@ static struct smbfs_dir *dir_unpark(struct smbfs *fs, uint64_t nodeid)
 	if (f)
 		unpark_locked(fs, f);
 	pthread_mutex_unlock(&fs->handles_lock);
-	if (!f)
-		return NULL;
-	if (f->park_timer)
-		ev_timer_cancel(f->park_timer);
-	f->park_timer = NULL;
+	if (f)
+		stop_park_timer(f);
 	return (struct smbfs_dir *)f;
 }
 

@@ -297,7 +297,8 @@ void smbfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	uint64_t since;
 	/* A directory we hold under a lease with R keeps the attributes
 	 * stored since: a change by another client breaks the lease first
-	 * (cache.c; Samba breaks it for our own changes too). */
+	 * (cache.c), and so do ours, but for creates and unlinks, which
+	 * update the table themselves (smb_inode_dir_changed()). */
 	if (timeout > 0 &&
 	    smb_inode_get_attr(fs->inodes, ino, smbfs_now_ns(), &attr, &fresh, &st_ino) == 0 &&
 	    (fresh || (smbfs_dir_leased(fs, ino, &since) &&
