@@ -325,6 +325,11 @@ struct smb_setattr_args {
 	uint64_t atime, mtime, ctime; /* NT time */
 	uint32_t file_attributes;
 	uint32_t mode, uid, gid;
+	/* By path only: the file's lease key and its directory's, so that a
+	 * change of ours does not break our own lease on the directory
+	 * (ParentLeaseKey; ignored where the session cannot carry it, as
+	 * smb_unlink_in()).  0: no lease asked. */
+	uint64_t lease_id, parent_lease_id;
 };
 /* On an open handle when fid != NULL (no create/close), else by path.
  * Replies with the attributes after the change. */
@@ -357,6 +362,18 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
  * is never before every transport has let go of it (conn.h payload_lent). */
 int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
                    size_t len, smb_write_cb cb, void *arg);
+
+/* A small write, then new times on the same handle, in one round trip
+ * (a compound of WRITE and SET_INFO FileBasicInformation): what a
+ * buffered write followed by futimens() or utime() needs (tar, cp -p).
+ * len is at most SMB_WRITE_TIMES_MAX and more than 0; data is copied
+ * before the call returns.  times->which holds SMB_SET_ATIME and/or
+ * SMB_SET_MTIME only.  cb gets the bytes written and the status of the
+ * first of the two that failed (the SET_INFO runs only after the WRITE
+ * succeeded: a related chain). */
+#define SMB_WRITE_TIMES_MAX 65536u
+int smb_write_times(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
+                    size_t len, const struct smb_setattr_args *times, smb_write_cb cb, void *arg);
 
 /* Like smb_read(), but the data lands in buf and cb gets data == buf: when
  * the read can be offloaded into a region given to smb_client_region_add()

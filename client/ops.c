@@ -1008,7 +1008,17 @@ int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid
 		        ((args->which & (SMB_SET_UID | SMB_SET_GID)) ? WRITE_OWNER : 0),
 		    .create_disposition = FILE_OPEN,
 		};
-		err = add_create(req, path, &oa);
+		/* a lease only to name the parent's (as smb_unlink_in()) */
+		if (args->parent_lease_id && smb_lease_names_parent(c)) {
+			oa.lease_id = args->lease_id;
+			oa.parent_lease_id = args->parent_lease_id;
+		}
+		uint8_t rqls[SMB2_RQLS_V2_LEN];
+		struct smb2_create_ctx lctx;
+		if (oa.lease_id && smb_lease_ctx(c, &oa, rqls, &lctx))
+			err = smb_req_add_create(req, path, &oa, SMB2_OPLOCK_LEVEL_LEASE, &lctx);
+		else
+			err = add_create(req, path, &oa);
 	}
 	if (!err && sec)
 		err = add_set_posix_sd(req, f, args);
@@ -1535,6 +1545,73 @@ int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset
 	return write_on(ch, fid, offset, data, len, true, cb, arg);
 }
 
+/* A WRITE of len (> 0) bytes carried in its own body (DataOffset right
+ * after it), not as a payload: in a chain every PDU but the last must end
+ * where NextCommand says. */
+static int add_write_in_body(struct smb_req *req, struct smb2_fileid fid, uint64_t offset,
+                             const void *data, size_t len)
+{
+	struct smb2_write_req w = {.data_length = (uint32_t)len, .offset = offset, .fileid = fid};
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_WRITE, 48 + len);
+	ssize_t n = body ? smb2_write_req_encode(body, 48, &w) : -ENOMEM;
+	if (n == 48)
+		memcpy(body + 48, data, len);
+	return smb_req_end_pdu(req, n == 48 ? (ssize_t)(48 + len) : n < 0 ? n : -EIO);
+}
+
+static void write_times_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	smb_write_cb cb = (smb_write_cb)op->cb;
+	size_t n = 0;
+	uint32_t st = 0;
+	int err = req->err;
+	if (!err) {
+		struct smb2_write_rsp wr;
+		st = chain_status(req, req->npdu);
+		if (req->pdu[0].rsp_hdr.status == STATUS_SUCCESS) {
+			if (smb2_write_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &wr) < 0) {
+				log_malformed(op->c, "WRITE");
+				err = -EIO;
+			} else {
+				n = wr.count > (uint32_t)op->kind ? (size_t)op->kind : wr.count;
+			}
+		}
+	}
+	cb(op->arg, err, st, n);
+	smb_req_put(req);
+}
+
+int smb_write_times(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
+                    size_t len, const struct smb_setattr_args *times, smb_write_cb cb, void *arg)
+{
+	if (!len || len > SMB_WRITE_TIMES_MAX ||
+	    (times->which & ~(unsigned)(SMB_SET_ATIME | SMB_SET_MTIME)) ||
+	    !(times->which & (SMB_SET_ATIME | SMB_SET_MTIME)))
+		return -EINVAL;
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
+	if (!req)
+		return -ENOMEM;
+	/* A related chain: the SET_INFO runs after the WRITE, and not at all
+	 * if it failed.  It names the handle itself rather than the chain's
+	 * (ksmbd takes a chained FileId only from a CREATE). */
+	req->related = true;
+	op->kind = (int)len; /* what the WRITE asked for */
+	int err = add_write_in_body(req, fid, offset, data, len);
+	if (!err) {
+		struct smb2_file_basic_info bi = {0};
+		if (times->which & SMB_SET_ATIME)
+			bi.last_access_time = times->atime;
+		if (times->which & SMB_SET_MTIME)
+			bi.last_write_time = times->mtime;
+		uint8_t *b = talloc_size(req, 48);
+		ssize_t l = b ? smb2_file_basic_info_encode(b, 48, &bi) : -ENOMEM;
+		err = l < 0 ? (int)l : add_set_info(req, fid, FileBasicInformation, b, (size_t)l);
+	}
+	return op_submit(req, err, write_times_done);
+}
+
 int smb_read_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, void *buf,
                   size_t len, smb_read_cb cb, void *arg)
 {
@@ -1675,17 +1752,8 @@ int smb_put_small(struct smb_client *c, const char *path, const void *data, size
 	    .create_options = FILE_NON_DIRECTORY_FILE,
 	};
 	int err = add_create(req, path, &oa);
-	if (!err) {
-		struct smb2_write_req w = {
-		    .data_length = (uint32_t)len,
-		    .fileid = SMB2_FILEID_RELATED,
-		};
-		uint8_t *body = smb_req_begin_pdu(req, SMB2_WRITE, 48 + len);
-		ssize_t n = body ? smb2_write_req_encode(body, 48, &w) : -ENOMEM;
-		if (n == 48)
-			memcpy(body + 48, data, len);
-		err = smb_req_end_pdu(req, n == 48 ? (ssize_t)(48 + len) : n < 0 ? n : -EIO);
-	}
+	if (!err)
+		err = add_write_in_body(req, SMB2_FILEID_RELATED, 0, data, len);
 	if (!err)
 		err = add_close(req, SMB2_FILEID_RELATED);
 	return op_submit(req, err, status_done);

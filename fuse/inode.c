@@ -513,6 +513,18 @@ static struct smb_inode *up(const struct smb_inode_table *t, const struct smb_in
 	return i == t->root ? NULL : i->links->parent;
 }
 
+uint64_t smb_inode_parent(struct smb_inode_table *t, uint64_t nodeid)
+{
+	uint64_t parent = 0;
+	pthread_mutex_lock(&t->lock);
+	const struct smb_inode *i = find_id(t, nodeid);
+	const struct smb_inode *p = i ? up(t, i) : NULL;
+	if (p)
+		parent = p->nodeid;
+	pthread_mutex_unlock(&t->lock);
+	return parent;
+}
+
 int smb_inode_path(struct smb_inode_table *t, uint64_t nodeid, const char *child, char **path)
 {
 	struct smb_inode *i, *start;

@@ -95,6 +95,10 @@ void smb_inode_dir_changed(struct smb_inode_table *t, uint64_t nodeid, uint64_t 
  * gave none.  0 for an unknown nodeid. */
 uint64_t smb_inode_st_ino(struct smb_inode_table *t, uint64_t nodeid);
 
+/* The parent of nodeid's first name (the one its path goes through); 0
+ * for the root or an unknown nodeid. */
+uint64_t smb_inode_parent(struct smb_inode_table *t, uint64_t nodeid);
+
 /* The name (parent, name) is gone on the server: it leaves its inode,
  * whose cached attributes turn stale (a link count stored above 1 drops by
  * one meanwhile). */

@@ -252,6 +252,9 @@ void smbfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	args.create_disposition = (fi->flags & O_TRUNC) ? FILE_OVERWRITE : FILE_OPEN;
 	args.create_options = FILE_NON_DIRECTORY_FILE;
 	args.lease_id = ctx->lease_id = smbfs_lease_id(fs, ino);
+	/* our own changes through it (size, times) then leave our lease of
+	 * its directory alone (ParentLeaseKey, as smbfs_create()) */
+	args.parent_lease_id = smb_inode_parent(fs->inodes, ino);
 	if (fi->flags & O_TRUNC)
 		smb_inode_invalidate_attr(fs->inodes, ino);
 	rc = smb_open(fs->client, path, &args, open_done, ctx);
@@ -421,6 +424,10 @@ struct write_ctx {
 	char *copy;             /* the payload when no buffer could be lent, or gathered */
 	size_t cap;             /* of copy, when gathering */
 	struct ev_timer *timer; /* sends a gathered write that waited GATHER_MS */
+	/* New times a setattr left with the gathered write, to go out in
+	 * the same round trip after it (smbfs_gather_times()); which == 0:
+	 * none. */
+	struct smb_setattr_args times;
 	struct wb_write w;
 	struct wb_waiter q; /* waiting for an overlapping write to complete */
 };
@@ -499,7 +506,10 @@ static void write_submit(struct write_ctx *ctx)
 
 	/* a lent request buffer, or our own copy: both stay put until
 	 * write_done, so the engine sends from them in place */
-	if (ctx->lent >= 0 || ctx->copy)
+	if (ctx->times.which)
+		rc = smb_write_times(fs->client, ctx->f->fid, ctx->w.off, ctx->data,
+		                     (size_t)ctx->w.len, &ctx->times, write_done, ctx);
+	else if (ctx->lent >= 0 || ctx->copy)
 		rc = smb_write_lent(fs->client, ctx->f->fid, ctx->w.off, ctx->data,
 		                    (size_t)ctx->w.len, write_done, ctx);
 	else
@@ -586,13 +596,37 @@ void smbfs_send_gathered(struct smbfs *fs, uint64_t nodeid)
 	} while (n == 16);
 }
 
+bool smbfs_gather_times(struct smbfs *fs, uint64_t nodeid, const struct smb_setattr_args *times)
+{
+	struct write_ctx *one = NULL;
+	unsigned n = 0;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f; f = f->next) {
+		if (f->nodeid == nodeid && f->gather) {
+			one = f->gather;
+			n++;
+		}
+	}
+	/* Only behind the inode's one gathered write with nothing else in
+	 * flight: then it is the last write before the setattr, and every
+	 * write after it waits for it (wb_must_wait()). */
+	bool taken = n == 1 && !one->f->closing && !one->times.which &&
+	             one->w.len <= SMB_WRITE_TIMES_MAX && wb_in_flight_of(fs->wb, nodeid) == 1;
+	if (taken)
+		one->times = *times;
+	pthread_mutex_unlock(&fs->handles_lock);
+	return taken;
+}
+
 /* Add a small write to f's gathered one if it follows on and fits. */
 static bool gather_append(struct smbfs *fs, struct smbfs_file *f, const char *buf, size_t size,
                           off_t off)
 {
 	struct write_ctx *g = f->gather;
 
-	if (!g || g->w.off + g->w.len != (uint64_t)off || g->w.len + size > GATHER_MAX)
+	/* not past new times: they were set after what is gathered */
+	if (!g || g->times.which || g->w.off + g->w.len != (uint64_t)off ||
+	    g->w.len + size > GATHER_MAX)
 		return false;
 	size_t at = (size_t)g->w.len, end = at + size;
 	if (end > g->cap) {

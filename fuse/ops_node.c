@@ -439,6 +439,8 @@ static void chown_send(struct setattr_ctx *ctx)
 		a.which |= SMB_SET_MODE;
 		a.mode = ctx->chown_mode;
 	}
+	a.lease_id = ctx->args.lease_id;
+	a.parent_lease_id = ctx->args.parent_lease_id;
 	int rc = smb_setattr(ctx->fs->client, ctx->path, NULL, &a, chown_done, ctx);
 	if (rc < 0) {
 		fuse_req_t req = ctx->req;
@@ -501,6 +503,41 @@ static uint64_t set_time(int to_set, int now_flag, const struct timespec *ts)
 	return smb_timespec_to_nttime(ts);
 }
 
+/* futimens() right after a write (tar, cp -p, rsync): the times ride with
+ * the gathered write (smbfs_gather_times()) and the setattr is answered
+ * from what we know.  That write holds a W lease, so no other client sees
+ * the file before the break, which waits for it. */
+static bool defer_times(struct smbfs *fs, fuse_req_t req, fuse_ino_t ino, const struct stat *attr,
+                        int to_set)
+{
+	const int times = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+	                  FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+	struct smb_attr cur;
+	bool fresh;
+
+	if (!(to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) || (to_set & ~times) ||
+	    smb_inode_get_attr(fs->inodes, ino, 0, &cur, &fresh, NULL) < 0 || cur.symlink ||
+	    (cur.file_attributes & FILE_ATTRIBUTE_DIRECTORY))
+		return false;
+	struct smb_setattr_args t = {0};
+	if (to_set & FUSE_SET_ATTR_ATIME) {
+		t.which |= SMB_SET_ATIME;
+		t.atime = set_time(to_set, FUSE_SET_ATTR_ATIME_NOW, &attr->st_atim);
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME) {
+		t.which |= SMB_SET_MTIME;
+		t.mtime = set_time(to_set, FUSE_SET_ATTR_MTIME_NOW, &attr->st_mtim);
+	}
+	if (!smbfs_gather_times(fs, ino, &t))
+		return false;
+	if (t.which & SMB_SET_ATIME)
+		cur.last_access_time = t.atime;
+	if (t.which & SMB_SET_MTIME)
+		cur.last_write_time = t.mtime;
+	reply_attr(fs, req, ino, &cur);
+	return true;
+}
+
 void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                    struct fuse_file_info *fi)
 {
@@ -510,6 +547,9 @@ void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	bool fresh;
 	char *path = NULL;
 	int rc;
+	/* New times after a write still gathered go out with it. */
+	if (!fs->ro && defer_times(fs, req, ino, attr, to_set))
+		return;
 	/* A truncate or new times must land after the writes in flight. */
 	struct smbfs_held a = {
 	    .op = SMBFS_HELD_SETATTR, .req = req, .ino = ino, .n = to_set, .st = *attr};
@@ -552,6 +592,18 @@ void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	if (fi && fi->fh && !by_path) {
 		ctx->has_fid = true;
 		ctx->fid = smbfs_file_of(fi)->fid;
+	} else if (!by_path) {
+		/* utimensat() and truncate() by name come without a handle:
+		 * one of ours that may write does, as cifs.ko's
+		 * cifs_get_writable_file(), saving the open and close (and a
+		 * break of our own directory lease, which Samba gives for a
+		 * change by path). */
+		ctx->has_fid = smbfs_writable_fid(fs, ino, &ctx->fid);
+	}
+	if (!ctx->has_fid) {
+		/* by path: our own lease on the directory stays */
+		ctx->args.lease_id = smbfs_lease_id(fs, ino);
+		ctx->args.parent_lease_id = smb_inode_parent(fs->inodes, ino);
 	}
 	if (fs->posix && (to_set & FUSE_SET_ATTR_UID)) {
 		ctx->args.which |= SMB_SET_UID;
@@ -655,6 +707,19 @@ static void unlink_cleared(void *arg, int err, uint32_t status, const struct smb
  * deleted: the server removes it when the last handle closes.  (NFS clients
  * do the same "silly rename".)  Other clients' opens are not known here.
  */
+
+bool smbfs_writable_fid(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid *fid)
+{
+	bool found = false;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f && !found; f = f->next) {
+		found = f->nodeid == nodeid && f->writable && !f->closing && !f->parked;
+		if (found)
+			*fid = f->fid;
+	}
+	pthread_mutex_unlock(&fs->handles_lock);
+	return found;
+}
 
 bool smbfs_open_fid(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid *fid)
 {

@@ -168,6 +168,9 @@ static inline bool smbfs_is_hidden_name(const char *name)
 /* Does this mount hold nodeid open (a handle closing counts)?  With fid:
  * one of its handles whose FileId is still usable (none closing). */
 bool smbfs_open_fid(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid *fid);
+/* One of this mount's handles of nodeid opened for writing and still
+ * usable (not closing): true, with its FileId in *fid. */
+bool smbfs_writable_fid(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid *fid);
 void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 /* Drop n lookups of nodeid (a FORGET, or a lookup the kernel never saw);
  * an underflow is logged as a "BUG:" line (smb_inode_forget()). */
@@ -202,6 +205,13 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 void smbfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void smbfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void smbfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* A setattr of times only (futimens() after a write: tar, cp -p) on an
+ * inode whose last write is still gathered, unsent (ops_file.c): the times
+ * go with that write, in one round trip after it (smb_write_times()), and
+ * true is returned; the caller answers the setattr at once.  A failure to
+ * set them is reported like the write's own (on the next write, flush or
+ * fsync).  false: nothing gathered (or too much), the caller goes on. */
+bool smbfs_gather_times(struct smbfs *fs, uint64_t nodeid, const struct smb_setattr_args *times);
 /* An op that must not overtake the WRITEs in flight on an inode (wb.h):
  * its arguments, copied, to run it again once there are none. */
 enum smbfs_held_kind {

@@ -181,6 +181,17 @@ bool wb_busy(struct wb_table *t, uint64_t nodeid)
 	return b;
 }
 
+unsigned wb_in_flight_of(struct wb_table *t, uint64_t nodeid)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (const struct wb_write *w = t->head; w; w = w->next)
+		n += w->nodeid == nodeid;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
 uint64_t wb_end(struct wb_table *t, uint64_t nodeid)
 {
 	uint64_t end = 0;

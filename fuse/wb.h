@@ -83,6 +83,8 @@ bool wb_when_idle(struct wb_table *t, struct wb_waiter *w, uint64_t nodeid, void
                   void *arg);
 /* Has nodeid a WRITE in flight? */
 bool wb_busy(struct wb_table *t, uint64_t nodeid);
+/* How many WRITEs of nodeid are in the table (gathered ones included). */
+unsigned wb_in_flight_of(struct wb_table *t, uint64_t nodeid);
 /* The end of the furthest answered write of nodeid in flight, 0 if none. */
 uint64_t wb_end(struct wb_table *t, uint64_t nodeid);
 /* Counts, for the log and the tests. */

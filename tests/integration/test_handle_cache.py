@@ -297,3 +297,31 @@ def test_own_unlink_keeps_own_lease(samba, mount_factory):
     # five unlinks, each one compound; the listing after them and the
     # negative lookups may ask the server, nothing else does
     assert requests(a) - before <= 5 + 3 + 5, requests(a) - before
+
+
+def test_own_write_to_existing_file_keeps_own_lease(samba, mount_factory):
+    """An open of a file that exists names its directory's lease as the
+    parent's too (ParentLeaseKey): appending to it, truncating it and
+    setting its times through this mount leave this mount's directory
+    lease alone, and the next listing needs no request; another client
+    sees the change."""
+    a = mount_factory(samba)
+    b = mount_factory(samba)
+    make_tree(a, "d", files=("x", "y"))
+    p = os.path.join(a.path, "d")
+    for _ in range(2):
+        assert sorted(os.listdir(p)) == ["x", "y"]
+    settle(a)
+    breaks = stats(a)["lease_breaks"]
+    with open(os.path.join(p, "x"), "a") as f:
+        f.write(" more")
+    os.truncate(os.path.join(p, "y"), 0)
+    os.utime(os.path.join(p, "y"), ns=(10**18, 10**18))
+    settle(a)
+    assert stats(a)["lease_breaks"] == breaks, "A's own write broke A's directory lease"
+    before = settle(a)
+    assert sorted(os.listdir(p)) == ["x", "y"]
+    assert requests(a) - before == 0
+    with open(os.path.join(b.path, "d", "x")) as f:
+        assert f.read() == "x more"
+    assert os.path.getsize(os.path.join(b.path, "d", "y")) == 0

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from test_reconnect import DURABLE, _reconnects, _serving_pids
+from lib.fileops import ctl_stats
 from test_smbrdmactl import ctl_json
 
 MIB = 1 << 20
@@ -226,3 +227,106 @@ def test_gathered_writes_reach_other_readers(samba, mount_factory, tmp_path):
     finally:
         os.close(fd)
     assert _answered_early(a) > 0
+
+
+def _counts(m):
+    """(SMB2 messages, {command: count}) mount m has sent, all channels."""
+    chans = ctl_stats(m)["channels"]
+    cmds = {}
+    for ch in chans:
+        for k, v in ch.get("commands", {}).items():
+            cmds[k] = cmds.get(k, 0) + v
+    return sum(ch["requests"] for ch in chans), cmds
+
+
+def _settled_counts(m):
+    """_counts() once they stand still (a CLOSE follows close(2))."""
+    last = _counts(m)
+    for _ in range(50):
+        time.sleep(0.1)
+        now = _counts(m)
+        if now == last:
+            break
+        last = now
+    return last
+
+
+def _delta(before, after):
+    cmds = {k: v - before[1].get(k, 0) for k, v in after[1].items()}
+    return after[0] - before[0], {k: v for k, v in cmds.items() if v}
+
+
+T1 = 1_500_000_000 * 10**9 + 1234500  # a multiple of SMB's 100 ns
+T2 = 1_600_000_000 * 10**9
+
+
+def test_times_ride_with_the_gathered_write(samba, mount_factory):
+    """tar and cp -p write a small file, then set its times on the open
+    descriptor: the times go to the server with the gathered WRITE, in one
+    compound on the handle (no open by path), and every client sees them
+    after close(2)."""
+    a = mount_factory(samba)
+    b = mount_factory(samba)
+    p = os.path.join(a.path, "t.txt")
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        before = _settled_counts(a)
+        assert os.write(fd, b"hello, times") == 12
+        os.utime(fd, ns=(T2, T1))
+        assert os.fstat(fd).st_mtime_ns == T1
+        assert os.fstat(fd).st_size == 12
+    finally:
+        os.close(fd)
+    reqs, cmds = _delta(before, _settled_counts(a))
+    # WRITE + SET_INFO in one message, then the CLOSE: no CREATE by path
+    assert cmds == {"WRITE": 1, "SET_INFO": 1, "CLOSE": 1}, cmds
+    assert reqs == 2, (reqs, cmds)
+    srv = os.path.join(samba.share_path, "t.txt")
+    with open(srv, "rb") as f:
+        assert f.read() == b"hello, times"
+    assert os.stat(srv).st_mtime_ns == T1
+    assert os.stat(os.path.join(b.path, "t.txt")).st_mtime_ns == T1
+    assert os.stat(p).st_mtime_ns == T1
+
+
+def test_write_after_times_is_not_lost(samba, mount_factory):
+    """A write after the times were set on a gathered write is a new
+    gathered write (the times stay between the two): every byte lands."""
+    m = mount_factory(samba)
+    p = os.path.join(m.path, "w.txt")
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, b"one ")
+        os.utime(fd, ns=(T1, T1))
+        os.write(fd, b"two")
+    finally:
+        os.close(fd)
+    with open(os.path.join(samba.share_path, "w.txt"), "rb") as f:
+        assert f.read() == b"one two"
+    assert os.path.getsize(p) == 7
+
+
+def test_setattr_by_name_uses_our_open_handle(samba, mount_factory):
+    """utime() and truncate() by name while this mount holds the file open
+    for writing go through that handle (as cifs.ko does): one SET_INFO,
+    no open and close by path, and no break of our own lease on the
+    directory."""
+    m = mount_factory(samba)
+    p = os.path.join(m.path, "n.txt")
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, b"0123456789")
+        os.fsync(fd)  # nothing gathered left
+        before = _settled_counts(m)
+        os.truncate(p, 4)
+        os.utime(p, ns=(T1, T1))
+        reqs, cmds = _delta(before, _settled_counts(m))
+        assert cmds.get("CREATE", 0) == 0 and cmds.get("CLOSE", 0) == 0, cmds
+        assert cmds.get("SET_INFO") == 2, cmds
+        assert cmds.get("OPLOCK_BREAK", 0) == 0, cmds
+    finally:
+        os.close(fd)
+    srv = os.path.join(samba.share_path, "n.txt")
+    with open(srv, "rb") as f:
+        assert f.read() == b"0123"
+    assert os.stat(srv).st_mtime_ns == T1

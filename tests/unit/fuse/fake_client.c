@@ -313,6 +313,8 @@ static void run_job(struct smb_client *c, struct job *j, int fail)
 	case OP_WRITE: {
 		ssize_t n = pwrite(fid_fd(j->fid), j->data, j->len, (off_t)j->offset);
 		e = n < 0 ? errno : 0;
+		if (!e && j->set.which) /* smb_write_times() */
+			e = apply_setattr(fid_fd(j->fid), NULL, &j->set);
 		((smb_write_cb)j->cb)(j->arg, 0, errno_to_status(e), n < 0 ? 0 : (size_t)n);
 		break;
 	}
@@ -620,8 +622,10 @@ int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size
 	SUBMIT(j);
 }
 
-int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
-              size_t len, smb_write_cb cb, void *arg)
+/* A WRITE, with new times after it when times is not NULL. */
+static int write_job(struct smb_client *c, struct smb2_fileid fid, uint64_t offset,
+                     const void *data, size_t len, const struct smb_setattr_args *times,
+                     smb_write_cb cb, void *arg)
 {
 	struct job *j = new_job(OP_WRITE, NULL, (void *)cb, arg);
 
@@ -629,6 +633,8 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 		j->fid = fid;
 		j->offset = offset;
 		j->len = len;
+		if (times)
+			j->set = *times;
 		j->data = malloc(len ? len : 1);
 		if (!j->data) {
 			free(j);
@@ -637,6 +643,18 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 		memcpy(j->data, data, len);
 	}
 	SUBMIT(j);
+}
+
+int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
+              size_t len, smb_write_cb cb, void *arg)
+{
+	return write_job(c, fid, offset, data, len, NULL, cb, arg);
+}
+
+int smb_write_times(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
+                    size_t len, const struct smb_setattr_args *times, smb_write_cb cb, void *arg)
+{
+	return write_job(c, fid, offset, data, len, times, cb, arg);
 }
 
 /* No RDMA here: a lent write is an ordinary (copied) one. */

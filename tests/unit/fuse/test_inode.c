@@ -94,6 +94,12 @@ static void test_paths(void)
 	check_path(t, f, NULL, "d/e/f");
 	check_path(t, e, "new", "d/e/new");
 	CHECK_EQ(smb_inode_path(t, 12345, NULL, &p), -ENOENT);
+	/* the directory a path goes through, for ParentLeaseKey */
+	CHECK_EQ(smb_inode_parent(t, f), e);
+	CHECK_EQ(smb_inode_parent(t, e), d);
+	CHECK_EQ(smb_inode_parent(t, d), SMB_ROOT_NODEID);
+	CHECK_EQ(smb_inode_parent(t, SMB_ROOT_NODEID), 0);
+	CHECK_EQ(smb_inode_parent(t, 12345), 0);
 	smb_inode_table_free(t);
 
 	t = smb_inode_table_new("sub/dir", SEC);

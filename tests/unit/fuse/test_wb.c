@@ -39,6 +39,8 @@ static void test_room_and_held_writes(void)
 	CHECK(!wb_add(t, &w[2])); /* 3 MiB in flight: held */
 	CHECK(!wb_add(t, &w[3]));
 	CHECK_EQ(wb_in_flight(t), 4);
+	CHECK_EQ(wb_in_flight_of(t, 7), 4);
+	CHECK_EQ(wb_in_flight_of(t, 8), 0);
 	CHECK_EQ(wb_end(t, 7), 2 * MIB); /* what the kernel was told */
 	wb_done(t, &w[0], on_answer);    /* 3 MiB: still no room */
 	CHECK_EQ(answered_n, 0);
@@ -51,6 +53,7 @@ static void test_room_and_held_writes(void)
 	wb_done(t, &w[3], on_answer);
 	CHECK_EQ(answered_n, 2); /* never twice */
 	CHECK_EQ(wb_in_flight(t), 0);
+	CHECK_EQ(wb_in_flight_of(t, 7), 0);
 	CHECK_EQ(wb_end(t, 7), 0);
 	CHECK_EQ(wb_answered_early(t), 4);
 	wb_free(t);
