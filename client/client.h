@@ -282,6 +282,14 @@ struct smb_open_args {
 int smb_open(struct smb_client *c, const char *path, const struct smb_open_args *args,
              smb_open_cb cb, void *arg);
 int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg);
+/* Close n handles (1 to SMB_CLOSE_BATCH_MAX) in one round trip, a compound
+ * of unrelated CLOSEs.  cb runs once for each, in order, with args[i] and
+ * that CLOSE's own status (or err, the same for all, when the round trip
+ * failed).  -errno: nothing was sent and cb will not run (close them one
+ * by one then). */
+#define SMB_CLOSE_BATCH_MAX 6
+int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, void *const *args, int n,
+                    smb_status_cb cb);
 
 /* create an empty file (FILE_CREATE) + query + close: mknod(S_IFREG). */
 int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg);
@@ -292,6 +300,12 @@ int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
  * server's default, as those two). */
 int smb_create_mode(struct smb_client *c, const char *path, bool dir, uint32_t mode, smb_attr_cb cb,
                     void *arg);
+/* The same, set_mode saying whether mode is given, the open asking for a
+ * lease keyed by lease_id that names the lease of the directory the path
+ * is in (parent_lease_id, 0: none; as smb_unlink_in()): our own mkdir and
+ * mknod do not break our own lease on that directory. */
+int smb_create_in(struct smb_client *c, const char *path, bool dir, bool set_mode, uint32_t mode,
+                  uint64_t lease_id, uint64_t parent_lease_id, smb_attr_cb cb, void *arg);
 /* Delete a file (is_dir false) or an empty directory (true): create with
  * DELETE + FILE_DELETE_ON_CLOSE, then close. */
 int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_cb cb, void *arg);

@@ -186,10 +186,11 @@ struct op {
 	uint8_t create_guid[16];
 	bool want_durable;
 	struct smb2_fileid fid;
-	bool sids_asked;   /* sids_defer() ran a lookup for this answer */
-	uint8_t kind_cls;  /* set_info_chain(): the SET_INFO's class */
-	char *path2;       /* set_info_chain(): a rename's or link's target */
-	uint32_t lock_seq; /* smb_lock(): the LockSequence sent (0: none) */
+	bool sids_asked;           /* sids_defer() ran a lookup for this answer */
+	uint8_t kind_cls;          /* set_info_chain(): the SET_INFO's class */
+	struct close_batch *batch; /* smb_close_batch() */
+	char *path2;               /* set_info_chain(): a rename's or link's target */
+	uint32_t lock_seq;         /* smb_lock(): the LockSequence sent (0: none) */
 };
 
 static struct smb_req *op_req(struct smb_client *c, void *cb, void *arg, struct op **out)
@@ -506,7 +507,12 @@ static int attr_chain(struct smb_client *c, const char *path, const struct smb_o
 	if (!req)
 		return -ENOMEM;
 	req->related = true;
-	int err = add_create(req, path, oa);
+	/* a lease only to name the parent's (smb_create_in()) */
+	uint8_t rqls[SMB2_RQLS_V2_LEN];
+	struct smb2_create_ctx lctx;
+	int err = oa->lease_id && smb_lease_ctx(c, oa, rqls, &lctx)
+	              ? smb_req_add_create(req, path, oa, SMB2_OPLOCK_LEVEL_LEASE, &lctx)
+	              : add_create(req, path, oa);
 	if ((oa->set_mode && c->sess.posix) || oa->create_disposition == FILE_CREATE) {
 		/* mode_fix() may need them, and replay_collision() */
 		op->oa = *oa;
@@ -542,14 +548,24 @@ int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void
 int smb_create_mode(struct smb_client *c, const char *path, bool dir, uint32_t mode, smb_attr_cb cb,
                     void *arg)
 {
+	return smb_create_in(c, path, dir, true, mode, 0, 0, cb, arg);
+}
+
+int smb_create_in(struct smb_client *c, const char *path, bool dir, bool set_mode, uint32_t mode,
+                  uint64_t lease_id, uint64_t parent_lease_id, smb_attr_cb cb, void *arg)
+{
 	struct smb_open_args oa = {
 	    .desired_access = FILE_READ_ATTRIBUTES,
 	    .create_disposition = FILE_CREATE,
 	    .create_options = dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE,
 	    .file_attributes = dir ? FILE_ATTRIBUTE_DIRECTORY : 0,
-	    .set_mode = true,
+	    .set_mode = set_mode,
 	    .mode = mode,
 	};
+	if (parent_lease_id && smb_lease_names_parent(c)) {
+		oa.lease_id = lease_id;
+		oa.parent_lease_id = parent_lease_id;
+	}
 	return attr_chain(c, path, &oa, cb, arg);
 }
 
@@ -904,6 +920,52 @@ int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, vo
 	if (err)
 		smb_opens_remove(c, fid); /* lost in a reconnect, or never sent */
 	return err;
+}
+
+_Static_assert(SMB_CLOSE_BATCH_MAX <= SMB_REQ_MAX_PDU, "a batch of CLOSEs is one request");
+
+struct close_batch {
+	int n;
+	struct smb2_fileid fids[SMB_CLOSE_BATCH_MAX];
+	void *args[SMB_CLOSE_BATCH_MAX];
+};
+
+static void close_batch_done(struct smb_req *req)
+{
+	struct op *op = req->arg;
+	struct close_batch *b = op->batch;
+	smb_status_cb cb = (smb_status_cb)op->cb;
+	for (int i = 0; i < b->n; i++) {
+		uint32_t st = req->err ? 0 : req->pdu[i].rsp_hdr.status;
+		smb_opens_remove(op->c, b->fids[i]);
+		/* sent again after its reply was lost: the first closed it */
+		if (!req->err && smb_req_replayed(req) && st == STATUS_FILE_CLOSED)
+			st = STATUS_SUCCESS;
+		cb(b->args[i], req->err, st);
+	}
+	smb_req_put(req);
+}
+
+int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, void *const *args, int n,
+                    smb_status_cb cb)
+{
+	if (n < 1 || n > SMB_CLOSE_BATCH_MAX)
+		return -EINVAL;
+	struct op *op;
+	struct smb_req *req = op_req(c, (void *)cb, NULL, &op);
+	if (!req)
+		return -ENOMEM;
+	struct close_batch *b = talloc_zero(op, struct close_batch);
+	int err = b ? 0 : -ENOMEM;
+	op->batch = b;
+	for (int i = 0; i < n && !err; i++) {
+		b->fids[i] = fids[i];
+		b->args[i] = args[i];
+		err = add_close(req, fids[i]);
+	}
+	if (b)
+		b->n = n;
+	return op_submit(req, err, close_batch_done);
 }
 
 int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_cb cb, void *arg)

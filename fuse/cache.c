@@ -268,6 +268,9 @@ void smbfs_on_lease_break(void *arg, uint64_t lease_id, uint32_t old_state, uint
 			continue;
 		held |= f->lease;
 		f->lease &= new_state;
+		uint32_t rh = SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING;
+		if ((new_state & rh) != rh)
+			f->lease_lost = true;
 		if (!(new_state & SMB2_LEASE_READ_CACHING) && !fs->keep_cache)
 			f->uncached = true;
 		nodeid = f->nodeid;
@@ -292,8 +295,10 @@ void smbfs_on_lease_break(void *arg, uint64_t lease_id, uint32_t old_state, uint
 uint64_t smbfs_lease_id(struct smbfs *fs, uint64_t nodeid)
 {
 	/* nodeids count up from 1; fresh ids from the top half never meet them */
-	if (nodeid)
-		return nodeid;
+	if (nodeid) {
+		uint64_t key = smb_inode_lease_key(fs->inodes, nodeid);
+		return key ? key : nodeid;
+	}
 	return (1ull << 63) | __atomic_add_fetch(&fs->next_lease_id, 1, __ATOMIC_RELAXED);
 }
 

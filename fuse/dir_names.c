@@ -212,3 +212,63 @@ bool dir_log_allow(struct dir_log_limit *l, uint64_t now_ns, uint64_t window_ns,
 	l->suppressed = 0;
 	return true;
 }
+
+bool dir_fold_plain(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > DIR_NAME_MAX || name[n - 1] == '.' || name[n - 1] == ' ')
+		return false;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (*p > 0x7e || *p < 0x20 || strchr("~:*?\"<>|\\/", *p))
+			return false;
+	return true;
+}
+
+/* name folded into buf (DIR_NAME_MAX + 1 bytes): false if it has a byte
+ * over 0x7f (or is too long). */
+static bool fold(const char *name, char *buf)
+{
+	size_t i = 0;
+	for (; name[i]; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (c > 0x7f || i == DIR_NAME_MAX)
+			return false;
+		buf[i] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+	}
+	buf[i] = '\0';
+	return true;
+}
+
+int dir_fold_add(struct dir_fold_set *s, const char *name)
+{
+	char buf[DIR_NAME_MAX + 1];
+	if (s->unsure)
+		return 0;
+	if (!fold(name, buf)) {
+		s->unsure = true;
+		return 0;
+	}
+	if (dir_name_set_has(&s->set, buf))
+		return 0;
+	char *copy = strdup(buf);
+	if (!copy || dir_name_set_add(&s->set, copy) < 0) {
+		free(copy);
+		s->unsure = true;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+bool dir_fold_may_have(const struct dir_fold_set *s, const char *name)
+{
+	char buf[DIR_NAME_MAX + 1];
+	return s->unsure || !fold(name, buf) || dir_name_set_has(&s->set, buf);
+}
+
+void dir_fold_free(struct dir_fold_set *s)
+{
+	for (size_t i = 0; s->set.slots && i <= s->set.mask; i++)
+		free((char *)s->set.slots[i]);
+	dir_name_set_free(&s->set);
+	s->unsure = false;
+}

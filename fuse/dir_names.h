@@ -74,6 +74,32 @@ int dir_name_set_add(struct dir_name_set *s, const char *name);
 /* Empty the set and give its memory back (a rewound listing refills it). */
 void dir_name_set_free(struct dir_name_set *s);
 
+/* The names of a directory known whole (listed to its end, or made empty
+ * by us, under a lease nothing broke since), folded, to answer a LOOKUP of
+ * a name it lacks without asking the server.  SMB servers match names
+ * without regard to case (Samba's and Windows' upper-casing tables); a
+ * lookup answered "missing" here must be missing there too, so:
+ *  - names are folded ASCII-wise, and a set holding a name with any byte
+ *    over 0x7f is `unsure` (Unicode folding may map such a name onto an
+ *    ASCII one: U+017F to 's') and answers nothing;
+ *  - only a plain name is answered (dir_fold_plain()): ASCII, without what
+ *    a server reads in a name (8.3 short names' '~', streams' ':',
+ *    wildcards, the trailing dot or space Windows strips).
+ * With the SMB3 POSIX extensions names are matched exactly; folding then
+ * only answers less.  Owns copies of its names.  Zero-initialised is
+ * empty.  Threads: none; the caller serialises. */
+struct dir_fold_set {
+	struct dir_name_set set; /* folded copies, owned */
+	bool unsure;
+};
+/* May a lookup of name be answered from a set at all? */
+bool dir_fold_plain(const char *name);
+/* 0, or -ENOMEM (the set is then unsure: it answers nothing). */
+int dir_fold_add(struct dir_fold_set *s, const char *name);
+/* Might the directory hold name (a plain one)?  true when unsure. */
+bool dir_fold_may_have(const struct dir_fold_set *s, const char *name);
+void dir_fold_free(struct dir_fold_set *s);
+
 /* What one listing dropped, for the one log line it gets. */
 #define DIR_DROPS_SHOWN 6 /* names quoted in the line; the rest are counted */
 struct dir_drops {

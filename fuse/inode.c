@@ -36,6 +36,7 @@ struct smb_inode {
 	bool last_name_deleted; /* smb_inode_mark_last_name_deleted() */
 	uint64_t fresh_until_ns;
 	uint64_t stored_ns; /* when attr was stored */
+	uint64_t lease_key; /* smb_inode_set_lease_key(); 0: none */
 	struct smb_attr attr;
 };
 
@@ -511,6 +512,24 @@ static const char *component(const struct smb_inode_table *t, const struct smb_i
 static struct smb_inode *up(const struct smb_inode_table *t, const struct smb_inode *i)
 {
 	return i == t->root ? NULL : i->links->parent;
+}
+
+uint64_t smb_inode_lease_key(struct smb_inode_table *t, uint64_t nodeid)
+{
+	pthread_mutex_lock(&t->lock);
+	const struct smb_inode *i = find_id(t, nodeid);
+	uint64_t key = i ? i->lease_key : 0;
+	pthread_mutex_unlock(&t->lock);
+	return key;
+}
+
+void smb_inode_set_lease_key(struct smb_inode_table *t, uint64_t nodeid, uint64_t key)
+{
+	pthread_mutex_lock(&t->lock);
+	struct smb_inode *i = find_id(t, nodeid);
+	if (i)
+		i->lease_key = key;
+	pthread_mutex_unlock(&t->lock);
 }
 
 uint64_t smb_inode_parent(struct smb_inode_table *t, uint64_t nodeid)

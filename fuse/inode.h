@@ -95,6 +95,13 @@ void smb_inode_dir_changed(struct smb_inode_table *t, uint64_t nodeid, uint64_t 
  * gave none.  0 for an unknown nodeid. */
 uint64_t smb_inode_st_ino(struct smb_inode_table *t, uint64_t nodeid);
 
+/* The lease key this mount opens nodeid with, when it is not the nodeid
+ * itself (a file or directory we made gets a fresh one before it has a
+ * nodeid, and keeps it: one lease per inode, whatever opens it); 0 when
+ * none was set (or nodeid is unknown).  It goes with the inode. */
+uint64_t smb_inode_lease_key(struct smb_inode_table *t, uint64_t nodeid);
+void smb_inode_set_lease_key(struct smb_inode_table *t, uint64_t nodeid, uint64_t key);
+
 /* The parent of nodeid's first name (the one its path goes through); 0
  * for the root or an unknown nodeid. */
 uint64_t smb_inode_parent(struct smb_inode_table *t, uint64_t nodeid);

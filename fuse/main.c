@@ -839,6 +839,8 @@ static int fs_setup(struct smbfs *fs, const struct mount_args *a,
 	fs->direct_io = a->opts.cache == SMB_MOUNT_CACHE_NONE;
 	fs->keep_cache = a->opts.cache == SMB_MOUNT_CACHE_LOOSE;
 	fs->write_behind = !fs->direct_io;
+	/* closes in batches are handles kept a few ms (handlecache) */
+	fs->batch_closes = !fs->direct_io && !a->opts.nohandlecache;
 	fs->max_cached_dirs =
 	    fs->direct_io || a->opts.nohandlecache || a->opts.nolease ? 0 : a->opts.cached_dirs;
 	fs->mfsymlinks = a->opts.mfsymlinks;

@@ -76,7 +76,16 @@ struct smbfs_dir {
 	unsigned seen;             /* entries the server sent, dropped ones included */
 	unsigned server_dots;      /* 1: its "." came, 2: its ".." came */
 	struct dir_name_set names; /* of ents[2..count), for duplicates */
-	struct dir_drops drops;    /* not logged yet */
+	/* The directory's names, folded, once the listing reached its end
+	 * (whole), with those this mount made in it since (also before:
+	 * smbfs_dir_known_add()); what smbfs_dir_lacks() answers from. */
+	bool whole;
+	struct dir_fold_set known;
+	/* Kept from our own mkdir (smbfs_dir_keep_made()): whole and empty
+	 * then, but its listing is never served (what we made in it since
+	 * is in known only); an opendir closes it and lists afresh. */
+	bool made;
+	struct dir_drops drops; /* not logged yet */
 	struct dir_waiter *waiters, **waiters_tail;
 };
 
@@ -102,6 +111,8 @@ static int dir_add(struct smbfs_dir *d, const char *name, const struct smb_attr 
 static void dir_truncate(struct smbfs_dir *d)
 {
 	dir_name_set_free(&d->names);
+	d->whole = false;
+	dir_fold_free(&d->known);
 	while (d->count > 2)
 		free(d->ents[--d->count].name);
 }
@@ -161,6 +172,7 @@ static void dir_destroy(struct smbfs_file *f)
 	drops_take(d, line, sizeof(line));
 	drops_log(d, line);
 	dir_name_set_free(&d->names);
+	dir_fold_free(&d->known);
 	while (d->count)
 		free(d->ents[--d->count].name);
 	free(d->ents);
@@ -338,6 +350,10 @@ static void fetch_done(void *arg, int err, uint32_t status, const struct smb_dir
 	pthread_mutex_lock(&d->lock);
 	if (err == 0 && status == STATUS_NO_MORE_FILES) {
 		d->eof = true;
+		/* the whole listing since the open, or since its restart */
+		d->whole = !d->err;
+		for (size_t i = 2; i < d->count && d->whole; i++)
+			d->whole = dir_fold_add(&d->known, d->ents[i].name) == 0;
 	} else if (e) {
 		d->err = e;
 	} else {
@@ -493,6 +509,7 @@ struct opendir_ctx {
 	fuse_req_t req;
 	struct smbfs *fs;
 	uint64_t nodeid;
+	uint64_t lease_id; /* asked for (smbfs_lease_id()) */
 	struct fuse_file_info fi;
 };
 
@@ -511,7 +528,7 @@ static void opendir_done(void *arg, int err, uint32_t status, struct smb2_fileid
 		if (d) {
 			d->file.fid = fid;
 			d->file.nodeid = ctx->nodeid;
-			d->file.lease_id = ctx->nodeid;
+			d->file.lease_id = ctx->lease_id;
 			d->file.destroy = dir_destroy;
 			d->fs = fs;
 			pthread_mutex_init(&d->lock, NULL);
@@ -572,7 +589,15 @@ static void opendir_done(void *arg, int err, uint32_t status, struct smb2_fileid
 static bool lease_current(const struct smbfs_file *f)
 {
 	uint32_t rh = SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING;
-	return (f->lease & rh) == rh && !f->uncached && !f->closing;
+	return (f->lease & rh) == rh && !f->uncached && !f->closing && !f->lease_lost;
+}
+
+static bool lease_current_now(struct smbfs *fs, const struct smbfs_file *f)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	bool ok = lease_current(f);
+	pthread_mutex_unlock(&fs->handles_lock);
+	return ok;
 }
 
 /* Under handles_lock: f leaves the parked set (it was in it). */
@@ -664,14 +689,50 @@ static struct smbfs_dir *dir_unpark(struct smbfs *fs, uint64_t nodeid)
 
 	pthread_mutex_lock(&fs->handles_lock);
 	for (struct smbfs_file *o = fs->handles; o && !f; o = o->next)
-		if (o->parked && o->nodeid == nodeid && lease_current(o))
+		if (o->parked && o->nodeid == nodeid &&
+		    (lease_current(o) || ((struct smbfs_dir *)o)->made))
 			f = o;
 	if (f)
 		unpark_locked(fs, f);
 	pthread_mutex_unlock(&fs->handles_lock);
 	if (f)
 		stop_park_timer(f);
+	if (f && (((struct smbfs_dir *)f)->made || !lease_current_now(fs, f))) {
+		/* no listing to serve: the opendir lists afresh */
+		smbfs_close_handle(fs, f);
+		f = NULL;
+	}
 	return (struct smbfs_dir *)f;
+}
+
+bool smbfs_dir_keep_made(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid fid,
+                         uint64_t lease_id, const struct smb_attr *attr)
+{
+	uint32_t rh = SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING;
+	if (attr->oplock != SMB2_OPLOCK_LEVEL_LEASE || (attr->lease & rh) != rh)
+		return false;
+	struct smbfs_dir *d = calloc(1, sizeof(*d));
+	if (!d)
+		return false;
+	d->file.fid = fid;
+	d->file.nodeid = nodeid;
+	d->file.lease_id = lease_id;
+	d->file.destroy = dir_destroy;
+	d->fs = fs;
+	pthread_mutex_init(&d->lock, NULL);
+	d->waiters_tail = &d->waiters;
+	d->file.opened_ns = smbfs_now_ns();
+	d->eof = true;
+	d->whole = true; /* made empty under the lease granted with it */
+	d->made = true;
+	smbfs_track_handle(fs, &d->file);
+	bool keep;
+	smbfs_lease_open(fs, &d->file, attr, &keep);
+	if (!dir_park(fs, d)) {
+		smbfs_close_handle(fs, &d->file);
+		/* closed and freed, but the caller must not close fid again */
+	}
+	return true;
 }
 
 struct unpark_wait {
@@ -772,12 +833,79 @@ void smbfs_dirs_lease_lost(struct smbfs *fs)
 		         fs->source, DIR_CACHE_MS / 1000);
 }
 
+/* Loop thread: the directory handles of nodeid (open or kept) whose lease
+ * holds R and H since their open, at most cap, into out[]. */
+static size_t leased_dirs(struct smbfs *fs, uint64_t nodeid, struct smbfs_dir **out, size_t cap)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f && n < cap; f = f->next)
+		if (f->nodeid == nodeid && f->destroy == dir_destroy && f->lease_id &&
+		    lease_current(f))
+			out[n++] = (struct smbfs_dir *)f;
+	pthread_mutex_unlock(&fs->handles_lock);
+	return n;
+}
+
+bool smbfs_dir_lacks(struct smbfs *fs, uint64_t nodeid, const char *name)
+{
+	struct smbfs_dir *dirs[4];
+	bool lacks = false;
+
+	if (!dir_fold_plain(name))
+		return false;
+	/* Handles are freed on this thread only: the ones found stay. */
+	size_t n = leased_dirs(fs, nodeid, dirs, 4);
+	for (size_t i = 0; i < n && !lacks; i++) {
+		pthread_mutex_lock(&dirs[i]->lock);
+		lacks = dirs[i]->whole && !dir_fold_may_have(&dirs[i]->known, name);
+		pthread_mutex_unlock(&dirs[i]->lock);
+	}
+	return lacks;
+}
+
+void smbfs_dir_known_add(struct smbfs *fs, uint64_t nodeid, const char *name)
+{
+	struct smbfs_dir **dirs = NULL;
+	size_t n = 0, cap = 0;
+
+	/* Every handle of the directory, leased or not, takes the name: a
+	 * set must hold every name (one that cannot take it, for lack of
+	 * memory, answers nothing more).  Handles are freed on this thread
+	 * only, so the ones found stay until the end. */
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f; f = f->next) {
+		if (f->nodeid != nodeid || f->destroy != dir_destroy)
+			continue;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 4;
+			struct smbfs_dir **p = realloc(dirs, c * sizeof(*p));
+			if (!p) {
+				/* the rest keep no set at all */
+				((struct smbfs_dir *)f)->file.lease_lost = true;
+				continue;
+			}
+			dirs = p;
+			cap = c;
+		}
+		dirs[n++] = (struct smbfs_dir *)f;
+	}
+	pthread_mutex_unlock(&fs->handles_lock);
+	for (size_t i = 0; i < n; i++) {
+		pthread_mutex_lock(&dirs[i]->lock);
+		if (dir_fold_add(&dirs[i]->known, name) < 0)
+			dirs[i]->whole = false;
+		pthread_mutex_unlock(&dirs[i]->lock);
+	}
+	free(dirs);
+}
+
 bool smbfs_dir_leased(struct smbfs *fs, uint64_t nodeid, uint64_t *since_ns)
 {
 	bool leased = false;
 	pthread_mutex_lock(&fs->handles_lock);
 	for (struct smbfs_file *f = fs->handles; f; f = f->next) {
-		if (f->nodeid != nodeid || f->lease_id != nodeid || f->destroy != dir_destroy ||
+		if (f->nodeid != nodeid || !f->lease_id || f->destroy != dir_destroy ||
 		    !lease_current(f))
 			continue;
 		if (!leased || f->opened_ns < *since_ns)
@@ -826,7 +954,8 @@ void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	args.share_access = FILE_SHARE_ALL;
 	args.create_disposition = FILE_OPEN;
 	args.create_options = FILE_DIRECTORY_FILE;
-	args.lease_id = ino; /* a directory lease where the server grants them (cache.c) */
+	/* a directory lease where the server grants them (cache.c) */
+	args.lease_id = ctx->lease_id = smbfs_lease_id(fs, ino);
 	rc = smb_open(fs->client, path, &args, opendir_done, ctx);
 	free(path);
 	if (rc < 0) {

@@ -89,8 +89,7 @@ static void close_ignored(void *arg, int err, uint32_t status)
 {
 }
 
-/* Close a handle nobody will ever use (we could not hand it out). */
-static void close_fid(struct smbfs *fs, struct smb2_fileid fid)
+void smbfs_close_fid(struct smbfs *fs, struct smb2_fileid fid)
 {
 	if (smb_close(fs->client, fid, close_ignored, NULL) < 0)
 		smb_warn("%s: could not close an unused handle", fs->source);
@@ -106,6 +105,115 @@ void smbfs_close_handle(struct smbfs *fs, struct smbfs_file *f)
 
 	if (rc < 0)
 		close_done(f, rc, 0);
+}
+
+/* ---- closes in batches --------------------------------------------------------
+ *
+ * A released file's CLOSE waits up to CLOSE_BATCH_MS for others, and goes
+ * with up to SMB_CLOSE_BATCH_MAX - 1 of them in one compound: the kernel
+ * answered close(2) already, nothing waits on it, and the server keeps the
+ * file open a few ms longer (its lease too; our handles share everything).
+ * What must not find the file open waits (smbfs_closes_wait()). */
+#define CLOSE_BATCH_MS 10
+
+struct smbfs_close_waiter {
+	void (*then)(void *arg);
+	void *arg;
+	struct smbfs_close_waiter *next;
+};
+
+static void closes_settled(struct smbfs *fs)
+{
+	struct smbfs_close_waiter *w = fs->close_waiters;
+	fs->close_waiters = NULL;
+	while (w) {
+		struct smbfs_close_waiter *next = w->next;
+		w->then(w->arg);
+		free(w);
+		w = next;
+	}
+}
+
+static void deferred_close_done(void *arg, int err, uint32_t status)
+{
+	struct smbfs_file *f = arg;
+	struct smbfs *fs = f->fs;
+	close_done(f, err, status);
+	if (!--fs->closes_out && fs->close_waiters)
+		closes_settled(fs);
+}
+
+static void send_closes(struct smbfs *fs)
+{
+	struct smb2_fileid fids[SMB_CLOSE_BATCH_MAX];
+	void *args[SMB_CLOSE_BATCH_MAX];
+	int n = fs->close_n;
+
+	if (fs->close_timer)
+		ev_timer_cancel(fs->close_timer);
+	fs->close_timer = NULL;
+	fs->close_n = 0;
+	for (int i = 0; i < n; i++) {
+		fids[i] = fs->close_q[i]->fid;
+		args[i] = fs->close_q[i];
+	}
+	if (n == 0 || smb_close_batch(fs->client, fids, args, n, deferred_close_done) == 0)
+		return;
+	/* one by one, then (a handle a reconnect lost fails alone) */
+	for (int i = 0; i < n; i++)
+		if (smb_close(fs->client, fids[i], deferred_close_done, args[i]) < 0)
+			deferred_close_done(args[i], -EIO, 0);
+}
+
+static void close_timer_fired(void *arg)
+{
+	struct smbfs *fs = arg;
+	fs->close_timer = NULL; /* fired: freed by the loop */
+	send_closes(fs);
+}
+
+void smbfs_close_later(struct smbfs *fs, struct smbfs_file *f)
+{
+	fuse_req_t req = f->release_req;
+	/* not while an op waits for the deferred ones (it would wait on) */
+	if (!fs->batch_closes || !fs->client || fs->close_waiters) {
+		smbfs_close_handle(fs, f);
+		return;
+	}
+	f->release_req = NULL;
+	pthread_mutex_lock(&fs->handles_lock);
+	f->closing = true;
+	pthread_mutex_unlock(&fs->handles_lock);
+	f->close_deferred = true;
+	fs->closes_out++;
+	fs->close_q[fs->close_n++] = f;
+	if (req)
+		fuse_reply_err(req, 0); /* close(2) returned long ago */
+	if (fs->close_n == SMB_CLOSE_BATCH_MAX ||
+	    (!fs->close_timer && ev_timer_add(smb_client_loop(fs->client), CLOSE_BATCH_MS,
+	                                      close_timer_fired, fs, &fs->close_timer) < 0))
+		send_closes(fs);
+}
+
+bool smbfs_closes_wait(struct smbfs *fs, uint64_t nodeid, void (*then)(void *arg), void *arg)
+{
+	bool pending = false;
+	if (!fs->closes_out)
+		return false;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f && !pending; f = f->next)
+		pending = f->close_deferred && (!nodeid || f->nodeid == nodeid);
+	pthread_mutex_unlock(&fs->handles_lock);
+	if (!pending)
+		return false;
+	struct smbfs_close_waiter *w = malloc(sizeof(*w));
+	if (w) {
+		*w = (struct smbfs_close_waiter){
+		    .then = then, .arg = arg, .next = fs->close_waiters};
+		fs->close_waiters = w;
+	}
+	send_closes(fs); /* may complete them all at once (and run w) */
+	return w != NULL;
 }
 
 /* ---- open, create ------------------------------------------------------------ */
@@ -202,7 +310,7 @@ static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fi
 		f = new_handle(fid, ctx->nodeid, ctx->lease_id, ctx->fi.flags);
 		if (!f) {
 			e = ENOMEM;
-			close_fid(fs, fid);
+			smbfs_close_fid(fs, fid);
 		}
 	}
 	if (e) {
@@ -254,7 +362,7 @@ void smbfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	args.lease_id = ctx->lease_id = smbfs_lease_id(fs, ino);
 	/* our own changes through it (size, times) then leave our lease of
 	 * its directory alone (ParentLeaseKey, as smbfs_create()) */
-	args.parent_lease_id = smb_inode_parent(fs->inodes, ino);
+	args.parent_lease_id = smbfs_parent_lease_id(fs, smb_inode_parent(fs->inodes, ino));
 	if (fi->flags & O_TRUNC)
 		smb_inode_invalidate_attr(fs->inodes, ino);
 	rc = smb_open(fs->client, path, &args, open_done, ctx);
@@ -277,6 +385,7 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 	int rc = smb_errno(err, status);
 
 	smb_inode_dir_changed(fs->inodes, ctx->parent, smbfs_wall_ns());
+	smbfs_dir_known_add(fs, ctx->parent, ctx->name);
 	if (rc) {
 		free(ctx);
 		fuse_reply_err(req, rc);
@@ -284,13 +393,15 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 	}
 	rc = smb_inode_link(fs->inodes, ctx->parent, ctx->name, attr, smbfs_now_ns(), &nodeid,
 	                    &st_ino);
+	if (rc == 0 && ctx->lease_id != nodeid) /* every open of it names this lease */
+		smb_inode_set_lease_key(fs->inodes, nodeid, ctx->lease_id);
 	f = rc == 0 ? new_handle(fid, nodeid, ctx->lease_id, ctx->fi.flags) : NULL;
 	if (!f) {
 		/* The file exists on the server now, but we cannot hand it
 		 * out; a later lookup will find it. */
 		if (rc == 0)
 			smbfs_forget_count(fs, nodeid, 1);
-		close_fid(fs, fid);
+		smbfs_close_fid(fs, fid);
 		free(ctx);
 		fuse_reply_err(req, rc ? -rc : ENOMEM);
 		return;
@@ -353,7 +464,7 @@ void smbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	/* The new name, and what is written through this handle, do not
 	 * break our own lease on the directory (ParentLeaseKey): the kernel
 	 * and the inode table know of them already. */
-	args.parent_lease_id = parent;
+	args.parent_lease_id = smbfs_parent_lease_id(fs, parent);
 	/* As cifs.ko does: a new file without any write bit is READONLY. */
 	args.file_attributes = (mode & (S_IWUSR | S_IWGRP | S_IWOTH)) ? FILE_ATTRIBUTE_NORMAL
 	                                                              : FILE_ATTRIBUTE_READONLY;
@@ -913,7 +1024,12 @@ void smbfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	smb_inode_invalidate_attr(fs->inodes, f->nodeid);
 	smbfs_plocks_release(fs, f);
 	f->release_req = req;
-	smbfs_close_handle(fs, f);
+	/* A handle holding a flock closes at once: its CLOSE ends the lock,
+	 * which another client may be waiting for. */
+	if (f->flock)
+		smbfs_close_handle(fs, f);
+	else
+		smbfs_close_later(fs, f);
 }
 
 void smbfs_wb_clamp_size(struct smbfs *fs, uint64_t nodeid, struct stat *st)

@@ -164,20 +164,17 @@ static void new_entry_stat(void *arg, int err, uint32_t status, const struct smb
 	struct smbfs *fs = ctx->fs;
 	fuse_req_t req = ctx->req;
 	uint64_t nodeid, st_ino;
-	struct fuse_entry_param e;
 	int rc = smb_errno(err, status);
 	if (rc == 0)
 		rc = -smb_inode_link(fs->inodes, ctx->parent, ctx->name, attr, smbfs_now_ns(),
 		                     &nodeid, &st_ino);
 	smb_inode_dir_changed(fs->inodes, ctx->parent, smbfs_wall_ns());
+	smbfs_dir_known_add(fs, ctx->parent, ctx->name);
 	new_ctx_free(ctx);
-	if (rc) {
+	if (rc)
 		fuse_reply_err(req, rc);
-		return;
-	}
-	smbfs_fill_entry(fs, nodeid, st_ino, attr, &e);
-	if (fuse_reply_entry(req, &e) == -ENOENT)
-		smbfs_forget_count(fs, nodeid, 1);
+	else
+		smbfs_reply_entry(fs, req, nodeid, st_ino, attr);
 }
 
 /* The name was made: stat it for the entry (a failure to stat fails the op
@@ -190,6 +187,7 @@ static void new_made(void *arg, int err, uint32_t status)
 		rc = -smbfs_stat(ctx->fs, ctx->path, new_entry_stat, ctx);
 	if (rc) {
 		fuse_req_t req = ctx->req;
+		smbfs_dir_known_add(ctx->fs, ctx->parent, ctx->name);
 		new_ctx_free(ctx);
 		fuse_reply_err(req, rc);
 	}
@@ -213,9 +211,11 @@ static char *new_path_or_reply(fuse_req_t req, uint64_t parent, const char *name
  * context owns path once it exists) and answer the kernel. */
 static void new_failed(fuse_req_t req, struct new_ctx *ctx, char *path, int rc)
 {
-	if (ctx)
+	if (ctx) {
+		/* it may be there all the same (a reply lost) */
+		smbfs_dir_known_add(ctx->fs, ctx->parent, ctx->name);
 		new_ctx_free(ctx);
-	else
+	} else
 		free(path);
 	fuse_reply_err(req, -rc);
 }
@@ -246,9 +246,11 @@ void smbfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	if (!path)
 		return;
 	struct new_ctx *ctx = new_ctx_new(req, parent, name, path);
-	int rc = !ctx        ? -ENOMEM
-	         : fs->posix ? smb_create_mode(fs->client, path, false, mode, new_entry_stat, ctx)
-	                     : smb_create_file(fs->client, path, new_entry_stat, ctx);
+	/* our own lease on parent stays (ParentLeaseKey) */
+	int rc =
+	    ctx ? smb_create_in(fs->client, path, false, fs->posix, mode, smbfs_lease_id(fs, 0),
+	                        smbfs_parent_lease_id(fs, parent), new_entry_stat, ctx)
+	        : -ENOMEM;
 	if (rc < 0)
 		new_failed(req, ctx, path, rc);
 }

@@ -21,6 +21,7 @@ struct name_ctx {
 	uint64_t parent, newparent;
 	const char *name, *newname;
 	bool cleared_readonly; /* unlink: READONLY was cleared for a retry */
+	uint64_t lease_id;     /* mkdir: the new directory's lease */
 	char *from, *to;       /* rename past an open target: the paths (malloc'd) */
 	char buf[];
 };
@@ -77,29 +78,34 @@ static char *child_path_or_reply(fuse_req_t req, uint64_t parent, const char *na
 
 /* ---- lookup and mkdir: reply with a new entry ---------------------------------- */
 
+void smbfs_reply_entry(struct smbfs *fs, fuse_req_t req, uint64_t nodeid, uint64_t st_ino,
+                       const struct smb_attr *attr)
+{
+	struct fuse_entry_param e;
+
+	smbfs_fill_entry(fs, nodeid, st_ino, attr, &e);
+	/* The kernel never saw the entry if the request was interrupted: take
+	 * back the lookup count it will not forget. */
+	if (fuse_reply_entry(req, &e) == -ENOENT)
+		smbfs_forget_count(fs, nodeid, 1);
+}
+
 static void entry_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
 {
 	struct name_ctx *ctx = arg;
 	struct smbfs *fs = ctx->fs;
 	fuse_req_t req = ctx->req;
-	struct fuse_entry_param e;
 	uint64_t nodeid, st_ino;
 	int rc = smb_errno(err, status);
 
 	if (rc == 0)
 		rc = -smb_inode_link(fs->inodes, ctx->parent, ctx->name, attr, smbfs_now_ns(),
 		                     &nodeid, &st_ino);
-	if (rc) {
-		free(ctx);
-		fuse_reply_err(req, rc);
-		return;
-	}
 	free(ctx);
-	smbfs_fill_entry(fs, nodeid, st_ino, attr, &e);
-	/* The kernel never saw the entry if the request was interrupted: take
-	 * back the lookup count it will not forget. */
-	if (fuse_reply_entry(req, &e) == -ENOENT)
-		smbfs_forget_count(fs, nodeid, 1);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else
+		smbfs_reply_entry(fs, req, nodeid, st_ino, attr);
 }
 
 void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -120,10 +126,13 @@ void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct smb_attr attr;
 	if (fs->timeout > 0 && smbfs_dir_leased(fs, parent, &since) &&
 	    smb_inode_lookup_kept(fs->inodes, parent, name, since, &attr, &nodeid, &st_ino) == 0) {
-		struct fuse_entry_param e;
-		smbfs_fill_entry(fs, nodeid, st_ino, &attr, &e);
-		if (fuse_reply_entry(req, &e) == -ENOENT)
-			smbfs_forget_count(fs, nodeid, 1);
+		smbfs_reply_entry(fs, req, nodeid, st_ino, &attr);
+		return;
+	}
+	/* And a name its whole listing lacks is not there (tar x, cp -r and
+	 * git checkout look up every name before they create it). */
+	if (fs->timeout > 0 && smbfs_dir_lacks(fs, parent, name)) {
+		fuse_reply_err(req, ENOENT);
 		return;
 	}
 	path = child_path_or_reply(req, parent, name);
@@ -142,8 +151,38 @@ static void mkdir_done(void *arg, int err, uint32_t status, const struct smb_att
 {
 	struct name_ctx *ctx = arg;
 
+	smbfs_dir_known_add(ctx->fs, ctx->parent, ctx->name);
 	smb_inode_dir_changed(ctx->fs->inodes, ctx->parent, smbfs_wall_ns());
 	entry_done(arg, err, status, attr);
+}
+
+/* mkdir that kept the new directory open (smbfs_dir_keep_made()). */
+static void mkdir_open_done(void *arg, int err, uint32_t status, struct smb2_fileid fid,
+                            const struct smb_attr *attr)
+{
+	struct name_ctx *ctx = arg;
+	struct smbfs *fs = ctx->fs;
+	fuse_req_t req = ctx->req;
+	uint64_t nodeid, st_ino;
+	int rc = smb_errno(err, status);
+
+	smbfs_dir_known_add(fs, ctx->parent, ctx->name);
+	smb_inode_dir_changed(fs->inodes, ctx->parent, smbfs_wall_ns());
+	if (!rc)
+		rc = -smb_inode_link(fs->inodes, ctx->parent, ctx->name, attr, smbfs_now_ns(),
+		                     &nodeid, &st_ino);
+	else
+		fid = (struct smb2_fileid){0};
+	if (!rc) /* every open of it names this lease */
+		smb_inode_set_lease_key(fs->inodes, nodeid, ctx->lease_id);
+	bool kept = !rc && smbfs_dir_keep_made(fs, nodeid, fid, ctx->lease_id, attr);
+	if (!kept && !smb_errno(err, status))
+		smbfs_close_fid(fs, fid);
+	name_ctx_free(ctx);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else
+		smbfs_reply_entry(fs, req, nodeid, st_ino, attr);
 }
 
 void smbfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -161,9 +200,30 @@ void smbfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	if (!path)
 		return;
 	ctx = name_ctx_new(req, parent, name, 0, NULL);
-	rc = !ctx        ? -ENOMEM
-	     : fs->posix ? smb_create_mode(fs->client, path, true, mode, mkdir_done, ctx)
-	                 : smb_mkdir(fs->client, path, mkdir_done, ctx);
+	if (ctx && fs->max_cached_dirs && fs->timeout > 0) {
+		/* Made open, under a lease of its own, and kept: it is empty,
+		 * and stays known whole while the lease holds (tar x, cp -r:
+		 * what is made in it next needs no LOOKUP). */
+		struct smb_open_args oa = {
+		    .desired_access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+		    .share_access = FILE_SHARE_ALL,
+		    .create_disposition = FILE_CREATE,
+		    .create_options = FILE_DIRECTORY_FILE,
+		    .file_attributes = FILE_ATTRIBUTE_DIRECTORY,
+		    .set_mode = fs->posix,
+		    .mode = mode,
+		    .lease_id = ctx->lease_id = smbfs_lease_id(fs, 0),
+		    /* our own lease on parent stays */
+		    .parent_lease_id = smbfs_parent_lease_id(fs, parent),
+		};
+		rc = smb_open(fs->client, path, &oa, mkdir_open_done, ctx);
+	} else {
+		/* our own lease on parent stays (ParentLeaseKey) */
+		rc = ctx ? smb_create_in(fs->client, path, true, fs->posix, mode,
+		                         smbfs_lease_id(fs, 0), smbfs_parent_lease_id(fs, parent),
+		                         mkdir_done, ctx)
+		         : -ENOMEM;
+	}
 	free(path);
 	if (rc < 0) {
 		free(ctx);
@@ -603,7 +663,8 @@ void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	if (!ctx->has_fid) {
 		/* by path: our own lease on the directory stays */
 		ctx->args.lease_id = smbfs_lease_id(fs, ino);
-		ctx->args.parent_lease_id = smb_inode_parent(fs->inodes, ino);
+		ctx->args.parent_lease_id =
+		    smbfs_parent_lease_id(fs, smb_inode_parent(fs->inodes, ino));
 	}
 	if (fs->posix && (to_set & FUSE_SET_ATTR_UID)) {
 		ctx->args.which |= SMB_SET_UID;
@@ -830,6 +891,12 @@ static int hide_open_file(struct smbfs *fs, uint64_t parent, const char *name, c
 	return rc;
 }
 
+struct after_unpark;
+static struct after_unpark *after_unpark_new(fuse_req_t req, fuse_ino_t parent, const char *name,
+                                             fuse_ino_t newparent, const char *newname,
+                                             unsigned flags);
+static void unlink_again(void *arg);
+
 static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bool is_dir)
 {
 	struct smbfs *fs = smbfs_of(req);
@@ -851,8 +918,8 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bo
 	else if (nodeid && smbfs_open_fid(fs, nodeid, NULL))
 		rc = hide_open_file(fs, parent, name, path, nodeid, unlink_done, ctx);
 	else /* our own lease on the directory stays (it changes nothing we keep) */
-		rc = smb_unlink_in(fs->client, path, is_dir, smbfs_lease_id(fs, nodeid), parent,
-		                   unlink_done, ctx);
+		rc = smb_unlink_in(fs->client, path, is_dir, smbfs_lease_id(fs, nodeid),
+		                   smbfs_parent_lease_id(fs, parent), unlink_done, ctx);
 	free(path);
 	if (rc < 0) {
 		free(ctx);
@@ -862,6 +929,15 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, bo
 
 void smbfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct smbfs *fs = smbfs_of(req);
+	/* A file whose CLOSE was put off would be found open (and the name
+	 * hidden instead of removed): the CLOSE goes first. */
+	uint64_t nodeid = smb_inode_find(fs->inodes, parent, name);
+	struct after_unpark *u =
+	    nodeid && fs->closes_out ? after_unpark_new(req, parent, name, 0, NULL, 0) : NULL;
+	if (u && smbfs_closes_wait(fs, nodeid, unlink_again, u))
+		return;
+	free(u);
 	remove_entry(req, parent, name, false);
 }
 
@@ -888,6 +964,13 @@ static struct after_unpark *after_unpark_new(fuse_req_t req, fuse_ino_t parent, 
 	u->name = memcpy(u->buf, name, a);
 	u->newname = newname ? memcpy(u->buf + a, newname, b) : NULL;
 	return u;
+}
+
+static void unlink_again(void *arg)
+{
+	struct after_unpark *u = arg;
+	smbfs_unlink(u->req, u->parent, u->name);
+	free(u);
 }
 
 static void rmdir_again(void *arg)
@@ -930,6 +1013,7 @@ static void rename_done(void *arg, int err, uint32_t status)
 	}
 	smb_inode_dir_changed(fs->inodes, ctx->parent, smbfs_wall_ns());
 	smb_inode_dir_changed(fs->inodes, ctx->newparent, smbfs_wall_ns());
+	smbfs_dir_known_add(fs, ctx->newparent, ctx->newname);
 	name_ctx_free(ctx);
 	fuse_reply_err(req, e);
 }
@@ -976,10 +1060,21 @@ void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 	/* The server refuses to move a directory with open handles under it,
 	 * and to replace one that is open: the handles kept under leases go
 	 * first (all of them: which are under it is not worth working out). */
-	if (maybe_dir(fs, parent, name) || maybe_dir(fs, newparent, newname)) {
+	bool dirs = maybe_dir(fs, parent, name) || maybe_dir(fs, newparent, newname);
+	if (dirs) {
 		struct after_unpark *u =
 		    after_unpark_new(req, parent, name, newparent, newname, flags);
 		if (u && smbfs_dirs_unpark(fs, 0, rename_again, u))
+			return;
+		free(u);
+	}
+	/* So do CLOSEs put off (smbfs_close_later()): any, under a
+	 * directory; the target's, which would be found open. */
+	uint64_t over = smb_inode_find(fs->inodes, newparent, newname);
+	if (fs->closes_out && (dirs || over)) {
+		struct after_unpark *u =
+		    after_unpark_new(req, parent, name, newparent, newname, flags);
+		if (u && smbfs_closes_wait(fs, dirs ? 0 : over, rename_again, u))
 			return;
 		free(u);
 	}

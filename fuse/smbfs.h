@@ -76,6 +76,16 @@ struct smbfs {
 	 * handles_lock. */
 	unsigned max_cached_dirs;
 	unsigned parked_dirs;
+	/* CLOSEs of released files waiting to go out together (ops_file.c,
+	 * smbfs_close_later()); loop thread only.  closes_out counts the
+	 * deferred CLOSEs queued or sent and not yet answered; close_waiters
+	 * run once it is 0 (smbfs_closes_wait()). */
+	bool batch_closes;
+	struct smbfs_file *close_q[SMB_CLOSE_BATCH_MAX];
+	int close_n;
+	struct ev_timer *close_timer;
+	unsigned closes_out;
+	struct smbfs_close_waiter *close_waiters;
 };
 
 /* An open handle: fi->fh points at one of these from open/create/opendir to
@@ -92,6 +102,11 @@ struct smbfs_file {
 	bool uncached;          /* no oplock: its inode's attributes are not
 	                           cached (cache.c; under handles_lock) */
 	bool closing;           /* its CLOSE is under way (under handles_lock) */
+	bool close_deferred;    /* that CLOSE waits to go with others, or went (smbfs_close_later();
+	                           loop thread) */
+	bool lease_lost;        /* a break took R or H from its lease: what was kept under it
+	                           is stale even if a later open gets them back (ops_dir.c;
+	                           under handles_lock) */
 	bool direct;            /* opened with direct_io (no page cache) */
 	int wb_err;             /* a write answered early failed: errno for the next write, flush or
 	                           fsync (ops_file.c; under handles_lock) */
@@ -123,6 +138,22 @@ static inline struct smbfs_file *smbfs_file_of(const struct fuse_file_info *fi)
 void smbfs_track_handle(struct smbfs *fs, struct smbfs_file *f);
 /* Close f->fid, then reply 0 to f->release_req if set, and free f. */
 void smbfs_close_handle(struct smbfs *fs, struct smbfs_file *f);
+/* A released file's CLOSE: sent with others in one compound (up to
+ * SMB_CLOSE_BATCH_MAX, within CLOSE_BATCH_MS; tar x and cp -r close a
+ * file every millisecond or two), else at once as smbfs_close_handle().
+ * The release is answered now.  f is `closing` from here on: its FileId is
+ * used no more, and smbfs_open_fid() still counts it open until the CLOSE
+ * is answered.  Loop thread. */
+void smbfs_close_later(struct smbfs *fs, struct smbfs_file *f);
+/* Must an op wait for deferred CLOSEs first (an unlink, a rename: the
+ * server would find the file open)?  If nodeid (0: any) has one queued or
+ * in flight: the queue is sent now, then(arg) runs once every deferred
+ * CLOSE out at this call is answered (releases meanwhile close at once),
+ * and true is returned.  false: nothing to wait for (or no memory to
+ * wait with), go on.  Loop thread. */
+bool smbfs_closes_wait(struct smbfs *fs, uint64_t nodeid, void (*then)(void *arg), void *arg);
+/* Close a handle nobody will ever use (we could not hand it out). */
+void smbfs_close_fid(struct smbfs *fs, struct smb2_fileid fid);
 /* Teardown, after smb_client_destroy(): free the handles never released. */
 void smbfs_free_handles(struct smbfs *fs);
 
@@ -148,6 +179,10 @@ void smbfs_post_init(struct smbfs *fs);
  * (fuse_reply_err(req, 0)), which only ops without data may use. */
 void smbfs_reply_status(fuse_req_t req, int err, uint32_t status);
 
+/* Reply to a LOOKUP (or mkdir, mknod, ...) with nodeid, just linked; an
+ * interrupted request gives its lookup count back. */
+void smbfs_reply_entry(struct smbfs *fs, fuse_req_t req, uint64_t nodeid, uint64_t st_ino,
+                       const struct smb_attr *attr);
 /* Fill a fuse_entry_param for a freshly linked inode. */
 void smbfs_fill_entry(struct smbfs *fs, uint64_t nodeid, uint64_t st_ino,
                       const struct smb_attr *attr, struct fuse_entry_param *e);
@@ -274,8 +309,16 @@ void smbfs_on_break(void *arg, struct smb2_fileid fid, uint8_t level);
 /* smb_lease_break_cb of the engine (smb_client_set_lease_break_cb). */
 void smbfs_on_lease_break(void *arg, uint64_t lease_id, uint32_t old_state, uint32_t new_state,
                           struct smb_lease_ack *ack);
-/* The lease_id to open nodeid with (0: a new file, not known yet: a fresh id). */
+/* The lease_id to open nodeid with: the key it was made with
+ * (smb_inode_lease_key()), else nodeid; 0: a new file, not known yet: a
+ * fresh id.  Also what an open in a directory names as its parent's. */
 uint64_t smbfs_lease_id(struct smbfs *fs, uint64_t nodeid);
+/* The lease key of directory parent, for an open in it to name as its
+ * parent's (ParentLeaseKey); 0 for 0 (no parent known). */
+static inline uint64_t smbfs_parent_lease_id(struct smbfs *fs, uint64_t parent)
+{
+	return parent ? smbfs_lease_id(fs, parent) : 0;
+}
 /* f was just opened (and tracked) with attr: record its lease, which is the
  * state of every handle sharing it.  Returns whether its data may be
  * cached (cache=strict: a lease with R, or an oplock), and sets *keep when
@@ -324,6 +367,24 @@ void smbfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * directory with an open handle, and refuses to move one with open
  * handles under it).  then NULL: close them, wait for nothing (false). */
 bool smbfs_dirs_unpark(struct smbfs *fs, uint64_t nodeid, void (*then)(void *arg), void *arg);
+/* Our own mkdir opened the new directory nodeid (fid, under the lease
+ * lease_id with the state in attr): keep the handle (as a released one,
+ * handlecache) while the lease holds R and H, the directory known whole
+ * and empty, so that LOOKUPs of the names to be made in it need no round
+ * trip (smbfs_dir_lacks()).  true: the handle is taken care of (kept, or
+ * closed); false: not taken (no such lease), the caller closes fid. */
+bool smbfs_dir_keep_made(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid fid,
+                         uint64_t lease_id, const struct smb_attr *attr);
+/* Is name surely not in directory nodeid?  true when a handle of it (open
+ * or kept) holds its whole listing under a lease unbroken since the open,
+ * and the listing, with what this mount made in it since, lacks the name
+ * (dir_names.h dir_fold_set: without regard to case; plain names only).
+ * A LOOKUP is then answered ENOENT with no round trip.  Loop thread. */
+bool smbfs_dir_lacks(struct smbfs *fs, uint64_t nodeid, const char *name);
+/* This mount made (or may have made) name in directory nodeid: every
+ * listing of it kept takes the name.  Called by create, mkdir, mknod,
+ * symlink, link and rename whether they succeeded or not.  Loop thread. */
+void smbfs_dir_known_add(struct smbfs *fs, uint64_t nodeid, const char *name);
 /* A break took R or H from a lease: close the kept handles that no longer
  * hold both (any thread; the work is posted to the loop thread). */
 void smbfs_dirs_lease_lost(struct smbfs *fs);

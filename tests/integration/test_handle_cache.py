@@ -325,3 +325,102 @@ def test_own_write_to_existing_file_keeps_own_lease(samba, mount_factory):
     with open(os.path.join(b.path, "d", "x")) as f:
         assert f.read() == "x more"
     assert os.path.getsize(os.path.join(b.path, "d", "y")) == 0
+
+
+def test_missing_names_of_a_listed_directory_need_no_request(samba, mount_factory):
+    """A directory listed whole under its lease answers a LOOKUP of a name
+    it lacks with no request (tar x, cp -r, compilers' include searches);
+    a name that differs only in case goes to the server (Samba matches
+    names without regard to case) and is found; another client's new
+    file breaks the lease first and is found at once."""
+    a = mount_factory(samba, options=["actimeo=60"])
+    b = mount_factory(samba)
+    make_tree(a, "d", files=("Foo", "bar"))
+    p = os.path.join(a.path, "d")
+    for _ in range(2):
+        assert sorted(os.listdir(p)) == ["Foo", "bar"]
+        os.stat(p)
+    before = settle(a)
+    for n in ("nope", "missing.h", "x" * 200):
+        assert not os.path.exists(os.path.join(p, n))
+    assert requests(a) == before, "a LOOKUP of a missing name went to the server"
+    # the same name in another case is the server's to decide
+    assert os.stat(os.path.join(p, "foo")).st_size == 3
+    assert requests(a) > before
+    with open(os.path.join(b.path, "d", "nope"), "w") as f:
+        f.write("from b")
+    wait_until(lambda: os.path.exists(os.path.join(p, "nope")),
+               "another client's new file is not found after the break")
+    with open(os.path.join(p, "nope")) as f:
+        assert f.read() == "from b"
+
+
+def test_new_directory_knows_it_is_empty(samba, mount_factory):
+    """A directory this mount makes is kept open under a lease of its own,
+    known empty: LOOKUPs of the names made in it next need no request, so
+    making a file there is one CREATE, and the CLOSEs of several go out
+    together; what is made is found in any case; another client's file
+    made in it is found too."""
+    a = mount_factory(samba, options=["actimeo=60"])
+    b = mount_factory(samba)
+    p = os.path.join(a.path, "new")
+    os.mkdir(p)
+    assert [o["caching"]["text"] for o in dir_opens(samba, "new")] == ["RH"]
+    before = settle(a)
+    for i in range(12):
+        fd = os.open(os.path.join(p, f"f{i}"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.close(fd)
+    spent = settle(a) - before
+    # 12 CREATEs; their CLOSEs at most 6 to a request; no LOOKUP
+    assert spent <= 12 + 4, spent
+    cmds = ctl_stats(a)["channels"][0]["commands"]
+    assert cmds.get("CLOSE", 0) >= 12
+    # our own names, in any case, are found: none is answered "missing"
+    assert os.path.exists(os.path.join(p, "F3"))
+    assert os.path.exists(os.path.join(p, "f11"))
+    assert sorted(os.listdir(os.path.join(b.path, "new"))) == sorted(f"f{i}" for i in range(12))
+    with open(os.path.join(b.path, "new", "late"), "w") as f:
+        f.write("b")
+    wait_until(lambda: os.path.exists(os.path.join(p, "late")),
+               "another client's file in a new directory is not found")
+    assert sorted(os.listdir(p)) == sorted([f"f{i}" for i in range(12)] + ["late"])
+
+
+def test_non_ascii_name_makes_a_listing_answer_nothing(samba, mount_factory):
+    """A listing holding a name with a byte over 0x7f answers no LOOKUP
+    itself (Unicode case folding may map such a name onto an ASCII one,
+    as U+017F onto "s"): a missing name then goes to the server."""
+    a = mount_factory(samba, options=["actimeo=60"])
+    make_tree(a, "u", files=("\u017f", "plain"))
+    p = os.path.join(a.path, "u")
+    for _ in range(2):
+        assert sorted(os.listdir(p)) == sorted(["\u017f", "plain"])
+        os.stat(p)
+    before = settle(a)
+    assert not os.path.exists(os.path.join(p, "t"))
+    assert requests(a) > before, "a missing name was answered from an unsure listing"
+
+
+def test_unlink_and_rmdir_right_after_close(samba, mount_factory):
+    """A CLOSE put off to go with others goes first when the file is
+    unlinked or renamed over, so nothing is found open: rm -rf right
+    after tar x leaves no hidden name, and the directory goes."""
+    a = mount_factory(samba)
+    p = os.path.join(a.path, "t")
+    os.mkdir(p)
+    for i in range(5):
+        with open(os.path.join(p, f"g{i}"), "w") as f:
+            f.write("x" * i)
+    with open(os.path.join(p, "src"), "w") as f:
+        f.write("new")
+    os.rename(os.path.join(p, "src"), os.path.join(p, "g0"))
+    with open(os.path.join(p, "g0")) as f:
+        assert f.read() == "new"
+    srv = os.path.join(samba.share_path, "t")
+    for i in range(5):
+        os.unlink(os.path.join(p, f"g{i}"))
+        # removed, not hidden as a file still open
+        assert sorted(os.listdir(srv)) == [f"g{k}" for k in range(i + 1, 5)]
+    os.rmdir(p)
+    assert not os.path.exists(os.path.join(samba.share_path, "t"))
+    assert [n for n in os.listdir(samba.share_path) if n.startswith(".smbrdma-gone")] == []

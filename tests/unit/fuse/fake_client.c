@@ -231,8 +231,15 @@ static void run_job(struct smb_client *c, struct job *j, int fail)
 			break;
 		}
 		mode_t mode = (o->file_attributes & FILE_ATTRIBUTE_READONLY) ? 0444 : 0644;
-		fd = open(p, flags, mode);
-		e = fd < 0 ? errno : 0;
+		e = 0;
+		if ((o->create_options & FILE_DIRECTORY_FILE) && (flags & O_CREAT)) {
+			/* a directory made open (smbfs_mkdir): open(2) cannot */
+			if (mkdir(p, 0755) < 0 && (errno != EEXIST || (flags & O_EXCL)))
+				e = errno;
+			flags &= ~(O_CREAT | O_EXCL | O_TRUNC);
+		}
+		fd = e ? -1 : open(p, flags, mode);
+		e = e ? e : fd < 0 ? errno : 0;
 		if (!e && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) &&
 		    (o->create_options & FILE_NON_DIRECTORY_FILE)) {
 			close(fd);
@@ -540,6 +547,24 @@ int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, vo
 	SUBMIT(j);
 }
 
+/* One job per handle: the fake has no compounds (and nothing to save). */
+int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, void *const *args, int n,
+                    smb_status_cb cb)
+{
+	if (n < 1 || n > SMB_CLOSE_BATCH_MAX)
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		int rc = smb_close(c, fids[i], cb, args[i]);
+		if (rc < 0) {
+			/* the ones already queued run; this one and the rest fail */
+			for (int k = i; k < n; k++)
+				cb(args[k], rc, 0);
+			return 0;
+		}
+	}
+	return 0;
+}
+
 int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 {
 	SUBMIT(new_job(OP_MKDIR, path, (void *)cb, arg));
@@ -708,6 +733,16 @@ int smb_set_ea(struct smb_client *c, const char *path, const char *name, const v
 int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 {
 	return -EOPNOTSUPP;
+}
+
+int smb_create_in(struct smb_client *c, const char *path, bool dir, bool set_mode, uint32_t mode,
+                  uint64_t lease_id, uint64_t parent_lease_id, smb_attr_cb cb, void *arg)
+{
+	(void)lease_id;
+	(void)parent_lease_id;
+	if (set_mode)
+		return smb_create_mode(c, path, dir, mode, cb, arg);
+	return dir ? smb_mkdir(c, path, cb, arg) : smb_create_file(c, path, cb, arg);
 }
 
 int smb_create_mode(struct smb_client *c, const char *path, bool dir, uint32_t mode, smb_attr_cb cb,

@@ -149,11 +149,55 @@ static void test_rate_limit(void)
 	CHECK_EQ(sup, 0);
 }
 
+static void test_fold(void)
+{
+	struct dir_fold_set s = {0};
+
+	/* what may be answered from a set at all */
+	CHECK(dir_fold_plain("Makefile"));
+	CHECK(dir_fold_plain("a b.c"));
+	CHECK(!dir_fold_plain(""));
+	CHECK(!dir_fold_plain("PROGRA~1"));    /* an 8.3 short name */
+	CHECK(!dir_fold_plain("file:stream")); /* a stream */
+	CHECK(!dir_fold_plain("a*"));
+	CHECK(!dir_fold_plain("trailing.")); /* Windows strips the dot */
+	CHECK(!dir_fold_plain("trailing "));
+	CHECK(!dir_fold_plain("caf\xc3\xa9"));
+	CHECK(!dir_fold_plain("back\\slash"));
+
+	/* an empty set lacks every name; names match without regard to case */
+	CHECK(!dir_fold_may_have(&s, "x"));
+	CHECK_EQ(dir_fold_add(&s, "Foo.TXT"), 0);
+	CHECK_EQ(dir_fold_add(&s, "foo.txt"), 0); /* the same, once */
+	CHECK(dir_fold_may_have(&s, "foo.txt"));
+	CHECK(dir_fold_may_have(&s, "FOO.txt"));
+	CHECK(!dir_fold_may_have(&s, "foo.tx"));
+	for (int i = 0; i < 500; i++) { /* growth keeps every name */
+		char n[16];
+		snprintf(n, sizeof(n), "N%d", i);
+		CHECK_EQ(dir_fold_add(&s, n), 0);
+	}
+	CHECK(dir_fold_may_have(&s, "n499"));
+	CHECK(dir_fold_may_have(&s, "foo.txt"));
+	CHECK(!dir_fold_may_have(&s, "n500"));
+	/* a name past ASCII makes the set unsure: it lacks nothing then
+	 * (U+017F upper-cases to 'S') */
+	CHECK_EQ(dir_fold_add(&s, "\xc5\xbf"), 0);
+	CHECK(s.unsure);
+	CHECK(dir_fold_may_have(&s, "s"));
+	CHECK(dir_fold_may_have(&s, "zzz"));
+	dir_fold_free(&s);
+	CHECK(!s.unsure);
+	CHECK(!dir_fold_may_have(&s, "foo.txt"));
+	dir_fold_free(&s); /* twice is fine */
+}
+
 int main(void)
 {
 	RUN(test_check);
 	RUN(test_set);
 	RUN(test_drops);
 	RUN(test_rate_limit);
+	RUN(test_fold);
 	return check_report();
 }
