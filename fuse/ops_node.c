@@ -1069,14 +1069,22 @@ void smbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 		free(u);
 	}
 	/* So do CLOSEs put off (smbfs_close_later()): any, under a
-	 * directory; the target's, which would be found open. */
-	uint64_t over = smb_inode_find(fs->inodes, newparent, newname);
-	if (fs->closes_out && (dirs || over)) {
-		struct after_unpark *u =
-		    after_unpark_new(req, parent, name, newparent, newname, flags);
-		if (u && smbfs_closes_wait(fs, dirs ? 0 : over, rename_again, u))
-			return;
-		free(u);
+	 * directory; the target's, which would be found open; the
+	 * source's, whose lease Samba would break (and wait for) first
+	 * (git renames index.lock right after closing it). */
+	if (fs->closes_out) {
+		uint64_t ids[2] = {smb_inode_find(fs->inodes, parent, name),
+		                   smb_inode_find(fs->inodes, newparent, newname)};
+		for (int i = 0; i < (dirs ? 1 : 2); i++) {
+			uint64_t id = dirs ? 0 : ids[i];
+			if (!dirs && !id)
+				continue;
+			struct after_unpark *u =
+			    after_unpark_new(req, parent, name, newparent, newname, flags);
+			if (u && smbfs_closes_wait(fs, id, rename_again, u))
+				return;
+			free(u);
+		}
 	}
 
 	/* SMB has no atomic exchange and no whiteouts. */

@@ -1,0 +1,154 @@
+/* tests/unit/client/test_chains.c — the compounds the FUSE layer sends to
+ * save round trips, against the scripted peer of peer.h, in-process:
+ *  - smb_write_times(): a WRITE carrying its data in its body and a
+ *    SET_INFO FileBasicInformation on the same handle, one message, the
+ *    SET_INFO related (so it runs only after the WRITE succeeded); the data
+ *    lands, the callback gets the bytes written, a failed WRITE fails the
+ *    whole (and the SET_INFO is not carried out); bad arguments are refused
+ *    before anything is sent;
+ *  - smb_close_batch(): several CLOSEs in one message, none related, each
+ *    callback with its own CLOSE's status (one refused leaves the others
+ *    closed). */
+#include "client/client.h"
+#include "common/log.h"
+#include "tests/unit/check.h"
+#include "tests/unit/client/engine.h"
+#include "tests/unit/client/peer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+static bool mount(struct env *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->p = peer_new();
+	peer_add_file(e->p, "a.txt", "a", 1);
+	peer_add_file(e->p, "b.txt", "b", 1);
+	peer_add_file(e->p, "c.txt", "c", 1);
+	struct smb_client_opts o;
+	env_opts(&o);
+	return env_connect(e, &o);
+}
+
+static uint64_t requests(struct env *e)
+{
+	struct smb_client_stats st;
+	smb_client_get_stats(e->c, &st);
+	uint64_t n = 0;
+	for (int i = 0; i < st.nchannels; i++)
+		n += st.channels[i].requests;
+	return n;
+}
+
+static void test_write_times(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	struct wait w;
+	env_open(&e, "w.txt", FILE_CREATE, &w);
+	CHECK_EQ(w.status, STATUS_SUCCESS);
+	struct smb2_fileid fid = w.fid;
+	struct smb_setattr_args t = {.which = SMB_SET_MTIME, .mtime = 132000000000000000ull};
+
+	/* refused before anything goes out */
+	uint64_t r0 = requests(&e);
+	CHECK_EQ(smb_write_times(e.c, fid, 0, "x", 0, &t, write_cb, &w), -EINVAL);
+	char *big = calloc(1, SMB_WRITE_TIMES_MAX + 1);
+	CHECK_EQ(smb_write_times(e.c, fid, 0, big, SMB_WRITE_TIMES_MAX + 1, &t, write_cb, &w),
+	         -EINVAL);
+	free(big);
+	struct smb_setattr_args size = {.which = SMB_SET_SIZE | SMB_SET_MTIME};
+	CHECK_EQ(smb_write_times(e.c, fid, 0, "x", 1, &size, write_cb, &w), -EINVAL);
+	CHECK_EQ(requests(&e), r0);
+
+	int from = peer_nrecords(e.p);
+	w_init(&w);
+	CHECK_EQ(smb_write_times(e.c, fid, 0, "hello, times", 12, &t, write_cb, &w), 0);
+	CHECK(w_wait(&w));
+	CHECK_EQ(w.err, 0);
+	CHECK_EQ(w.status, STATUS_SUCCESS);
+	CHECK_EQ(w.n, 12);
+	CHECK_EQ(requests(&e), r0 + 1); /* one message */
+	struct peer_rec r[4];
+	CHECK_EQ(peer_records(e.p, from, r, 4), 2);
+	CHECK_EQ(r[0].command, SMB2_WRITE);
+	CHECK_EQ(r[0].length, 12);
+	CHECK(!(r[0].flags & SMB2_FLAGS_RELATED_OPERATIONS));
+	CHECK_EQ(r[1].command, SMB2_SET_INFO);
+	CHECK_EQ(r[1].info_class, FileBasicInformation);
+	CHECK(r[1].flags & SMB2_FLAGS_RELATED_OPERATIONS);
+	CHECK_EQ(r[1].status, STATUS_SUCCESS);
+	char got[32];
+	CHECK_EQ(peer_file_data(e.p, "w.txt", got, sizeof(got)), 12);
+	CHECK(memcmp(got, "hello, times", 12) == 0);
+
+	/* a WRITE refused: the whole fails with its status, and the SET_INFO
+	 * after it is not carried out */
+	struct peer_match m = {.command = SMB2_WRITE, .info_class = -1, .disposition = -1};
+	int hook = peer_on(e.p, &m, PEER_STATUS, STATUS_DISK_FULL);
+	from = peer_nrecords(e.p);
+	w_init(&w);
+	CHECK_EQ(smb_write_times(e.c, fid, 12, "more", 4, &t, write_cb, &w), 0);
+	CHECK(w_wait(&w));
+	CHECK_EQ(peer_hook_fired(e.p, hook), 1);
+	CHECK_EQ(w.status, STATUS_DISK_FULL);
+	CHECK_EQ(w.n, 0);
+	CHECK_EQ(peer_records(e.p, from, r, 4), 2);
+	CHECK(r[1].status != STATUS_SUCCESS);
+	CHECK_EQ(peer_file_data(e.p, "w.txt", got, sizeof(got)), 12);
+	env_close(&e, fid);
+	env_unmount(&e);
+}
+
+static void test_close_batch(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	static const char *names[3] = {"a.txt", "b.txt", "c.txt"};
+	struct smb2_fileid fids[3];
+	struct wait w[3];
+	void *args[3];
+	for (int i = 0; i < 3; i++) {
+		env_open(&e, names[i], FILE_OPEN, &w[i]);
+		CHECK_EQ(w[i].status, STATUS_SUCCESS);
+		fids[i] = w[i].fid;
+		w_init(&w[i]);
+		args[i] = &w[i];
+	}
+	CHECK_EQ(smb_close_batch(e.c, fids, args, 0, status_cb), -EINVAL);
+	CHECK_EQ(smb_close_batch(e.c, fids, args, SMB_CLOSE_BATCH_MAX + 1, status_cb), -EINVAL);
+
+	struct peer_match m = {
+	    .command = SMB2_CLOSE, .info_class = -1, .path = "b.txt", .disposition = -1};
+	int hook = peer_on(e.p, &m, PEER_STATUS, STATUS_ACCESS_DENIED);
+	uint64_t r0 = requests(&e);
+	int from = peer_nrecords(e.p);
+	CHECK_EQ(smb_close_batch(e.c, fids, args, 3, status_cb), 0);
+	for (int i = 0; i < 3; i++)
+		CHECK(w_wait(&w[i]));
+	CHECK_EQ(requests(&e), r0 + 1); /* one message */
+	CHECK_EQ(peer_hook_fired(e.p, hook), 1);
+	CHECK_EQ(w[0].status, STATUS_SUCCESS);
+	CHECK_EQ(w[1].status, STATUS_ACCESS_DENIED);
+	CHECK_EQ(w[2].status, STATUS_SUCCESS);
+	struct peer_rec r[4];
+	CHECK_EQ(peer_records(e.p, from, r, 4), 3);
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(r[i].command, SMB2_CLOSE);
+		CHECK(!(r[i].flags & SMB2_FLAGS_RELATED_OPERATIONS));
+		CHECK(strcmp(r[i].path, names[i]) == 0);
+	}
+	env_unmount(&e);
+}
+
+int main(void)
+{
+	smb_log_init("test_chains", false, getenv("TEST_DEBUG") ? LOG_DEBUG : LOG_WARNING);
+	RUN(test_write_times);
+	RUN(test_close_batch);
+	return check_report();
+}
