@@ -96,9 +96,12 @@ void smb_inode_dir_changed(struct smb_inode_table *t, uint64_t nodeid, uint64_t 
 uint64_t smb_inode_st_ino(struct smb_inode_table *t, uint64_t nodeid);
 
 /* The lease key this mount opens nodeid with, when it is not the nodeid
- * itself (a file or directory we made gets a fresh one before it has a
- * nodeid, and keeps it: one lease per inode, whatever opens it); 0 when
- * none was set (or nodeid is unknown).  It goes with the inode. */
+ * itself (a directory we made gets a fresh one before it has a nodeid, and
+ * keeps it: one lease per directory, whatever opens it); 0 when none was
+ * set (or nodeid is unknown).  It goes with the inode.  Not for files: a
+ * server ties a lease to the name it was first opened by ([MS-SMB2]
+ * 3.3.5.9.8), and a file with two names (hard links) opened through both
+ * under one key is refused (STATUS_INVALID_PARAMETER). */
 uint64_t smb_inode_lease_key(struct smb_inode_table *t, uint64_t nodeid);
 void smb_inode_set_lease_key(struct smb_inode_table *t, uint64_t nodeid, uint64_t key);
 

@@ -327,6 +327,20 @@ static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fi
 	free(ctx);
 }
 
+/* An open run again once the inode's put-off CLOSE is answered. */
+struct open_again {
+	fuse_req_t req;
+	fuse_ino_t ino;
+	struct fuse_file_info fi;
+};
+
+static void open_again(void *arg)
+{
+	struct open_again o = *(struct open_again *)arg;
+	free(arg);
+	smbfs_open(o.req, o.ino, &o.fi);
+}
+
 void smbfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct smbfs *fs = smbfs_of(req);
@@ -338,6 +352,20 @@ void smbfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (fs->ro && writes(fi->flags)) {
 		fuse_reply_err(req, EROFS);
 		return;
+	}
+	/* The open asks for the inode's lease, which the handle whose CLOSE
+	 * was put off still holds under the name it was opened by: a server
+	 * refuses the key under another name (a hard link, a directory
+	 * renamed above: STATUS_INVALID_PARAMETER), so that CLOSE goes
+	 * first. */
+	if (fs->closes_out) {
+		struct open_again *o = malloc(sizeof(*o));
+		if (o) {
+			*o = (struct open_again){.req = req, .ino = ino, .fi = *fi};
+			if (smbfs_closes_wait(fs, ino, open_again, o))
+				return;
+			free(o);
+		}
 	}
 	rc = smb_inode_path(fs->inodes, ino, NULL, &path);
 	if (rc < 0) {
@@ -393,8 +421,6 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 	}
 	rc = smb_inode_link(fs->inodes, ctx->parent, ctx->name, attr, smbfs_now_ns(), &nodeid,
 	                    &st_ino);
-	if (rc == 0 && ctx->lease_id != nodeid) /* every open of it names this lease */
-		smb_inode_set_lease_key(fs->inodes, nodeid, ctx->lease_id);
 	f = rc == 0 ? new_handle(fid, nodeid, ctx->lease_id, ctx->fi.flags) : NULL;
 	if (!f) {
 		/* The file exists on the server now, but we cannot hand it

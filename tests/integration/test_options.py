@@ -457,9 +457,11 @@ def test_soft_and_hard(samba, mount_factory, scale, mode):
     reconnect, and completes once smbd goes on (SIGCONT)."""
     timeout = 2
     m = mount_factory(samba, options=[mode, f"timeout={timeout}", "echo_interval=2"])
-    os.listdir(m.path)
-    # made on the server, never looked up through the mount: the call must
-    # go to the server
+    os.stat(m.path)
+    # made on the server, never looked up through the mount, in a directory
+    # it never listed (a whole listing under a lease would know the name is
+    # missing: Samba breaks no lease for a file made behind its back): the
+    # call must go to the server
     _server_file(samba, "late.txt", b"hello")
     result = {}
 
