@@ -925,6 +925,12 @@ void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	smbfs_post_init(fs);
+	/* A listing from the server carries times, and a kept handle's goes
+	 * to the server again at its rewind: after the CLOSEs put off (ls -l
+	 * right after cp, make after an edit). */
+	struct smbfs_held a = {.op = SMBFS_HELD_OPENDIR, .req = req, .ino = ino};
+	if (smbfs_hold_for_close(fs, 0, &a, fi))
+		return;
 	struct smbfs_dir *kept = dir_unpark(fs, ino);
 	if (kept) {
 		/* Held under the lease all along: the kernel's listing is good. */

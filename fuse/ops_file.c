@@ -957,7 +957,35 @@ static void held_resume(void *arg)
 		smbfs_copy_file_range(a.req, a.ino, a.off, fi, a.ino2, a.off2,
 		                      a.has_fi2 ? &a.fi2 : NULL, a.size, a.n);
 		break;
+	case SMBFS_HELD_GETATTR:
+		smbfs_getattr(a.req, a.ino, fi);
+		break;
+	case SMBFS_HELD_LOOKUP:
+		smbfs_lookup(a.req, a.ino, a.name);
+		break;
+	case SMBFS_HELD_OPENDIR:
+		smbfs_opendir(a.req, a.ino, &a.fi);
+		break;
 	}
+}
+
+bool smbfs_hold_for_close(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a,
+                          const struct fuse_file_info *fi)
+{
+	if (!fs->closes_out)
+		return false;
+	struct held_op *h = malloc(sizeof(*h));
+	if (!h)
+		return false; /* without the wait; the op goes on */
+	h->a = *a;
+	if (fi) {
+		h->a.fi = *fi;
+		h->a.has_fi = true;
+	}
+	if (smbfs_closes_wait(fs, nodeid, held_resume, h))
+		return true;
+	free(h);
+	return false;
 }
 
 bool smbfs_hold_for_writes(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a,

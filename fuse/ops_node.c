@@ -116,6 +116,13 @@ void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	smbfs_post_init(fs);
+	if (fs->closes_out && strlen(name) <= SMBFS_NAME_MAX) {
+		struct smbfs_held a = {.op = SMBFS_HELD_LOOKUP, .req = req, .ino = parent};
+		strcpy(a.name, name);
+		uint64_t known = smb_inode_find(fs->inodes, parent, name);
+		if (known && smbfs_hold_for_close(fs, known, &a, NULL))
+			return;
+	}
 	/* Under the parent's directory lease (held since `since`) a name
 	 * still names the file it named, and what was stored of that file
 	 * since is good, as cifs.ko trusts a dentry under a cached directory
@@ -353,6 +360,9 @@ void smbfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct stat st;
 
 	smbfs_post_init(fs);
+	struct smbfs_held a = {.op = SMBFS_HELD_GETATTR, .req = req, .ino = ino};
+	if (smbfs_hold_for_close(fs, ino, &a, fi))
+		return;
 	double timeout = smbfs_attr_timeout(fs, ino);
 	uint64_t since;
 	/* A directory we hold under a lease with R keeps the attributes
@@ -609,6 +619,11 @@ void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	int rc;
 	/* New times after a write still gathered go out with it. */
 	if (!fs->ro && defer_times(fs, req, ino, attr, to_set))
+		return;
+	/* After the CLOSE put off, which would move the mtime again. */
+	struct smbfs_held c = {
+	    .op = SMBFS_HELD_SETATTR, .req = req, .ino = ino, .n = to_set, .st = *attr};
+	if (smbfs_hold_for_close(fs, ino, &c, fi))
 		return;
 	/* A truncate or new times must land after the writes in flight. */
 	struct smbfs_held a = {

@@ -258,6 +258,9 @@ enum smbfs_held_kind {
 	SMBFS_HELD_FALLOCATE,
 	SMBFS_HELD_LSEEK,
 	SMBFS_HELD_COPY,
+	SMBFS_HELD_GETATTR, /* these three wait for closes (smbfs_hold_for_close()) */
+	SMBFS_HELD_LOOKUP,
+	SMBFS_HELD_OPENDIR,
 };
 struct smbfs_held {
 	enum smbfs_held_kind op;
@@ -265,11 +268,20 @@ struct smbfs_held {
 	fuse_ino_t ino, ino2; /* ino2, fi2, off2: copy_file_range's destination */
 	struct fuse_file_info fi, fi2;
 	bool has_fi, has_fi2;
-	size_t size;          /* read, copy_file_range */
-	off_t off, off2, len; /* len: fallocate */
-	int n;                /* datasync, to_set, mode, whence or flags */
-	struct stat st;       /* setattr */
+	size_t size;                   /* read, copy_file_range */
+	off_t off, off2, len;          /* len: fallocate */
+	int n;                         /* datasync, to_set, mode, whence or flags */
+	struct stat st;                /* setattr */
+	char name[SMBFS_NAME_MAX + 1]; /* lookup (ino: the parent) */
 };
+/* nodeid (0: any inode) has a CLOSE put off (smbfs_close_later()): keep a
+ * copy of *a (as smbfs_hold_for_writes()) and run the op again once that
+ * CLOSE is answered; true, and the caller returns.  Samba moves a file's
+ * mtime to its last write only at its close (or 2 s after): a stat, a
+ * setattr or a listing right after close(2) must not see the server before
+ * it (make compares the times).  false: go on now. */
+bool smbfs_hold_for_close(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a,
+                          const struct fuse_file_info *fi);
 /* nodeid has WRITEs in flight: keep a copy of *a (with *fi as a->fi when fi
  * is not NULL) and run the op again (from the completion of the last, on
  * the loop thread) once it has none; true, and the caller returns.  false:

@@ -163,6 +163,11 @@ class SmbProxy:
         self.corrupted = 0        # how many signatures we corrupted
         self.corrupted_events = []  # (command, message_id)
         self.responses = []       # (command, flags, status) for every response seen
+        # (command, flags, status) of every oplock or lease break notification:
+        # MessageId 0xFFFFFFFFFFFFFFFF, answers no request, and is sent
+        # unsigned ([MS-SMB2] 3.3.4.6, 3.3.4.7; the client checks no signature
+        # on it, 3.2.5.1.3): not in responses
+        self.notifications = []
         self.requests = []        # (command, flags) for every request seen
         self._lose = []           # lose_reply() predicates still armed
         self._losing = set()      # (connection, MessageId) whose answer is lost
@@ -389,6 +394,9 @@ class SmbProxy:
         buf = None
         with self._lock:
             for off, cmd, flags, status, mid in parse_headers(payload):
+                if mid == 0xFFFFFFFFFFFFFFFF:
+                    self.notifications.append((cmd, flags, status))
+                    continue
                 self.responses.append((cmd, flags, status))
                 if (conn_no, mid) in self._losing and status != STATUS_PENDING:
                     self._losing.discard((conn_no, mid))
