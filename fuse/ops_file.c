@@ -969,19 +969,28 @@ static void held_resume(void *arg)
 	}
 }
 
+/* A copy of *a (with *fi, if any, as its fi), or NULL. */
+static struct held_op *held_new(const struct smbfs_held *a, const struct fuse_file_info *fi)
+{
+	struct held_op *h = malloc(sizeof(*h));
+	if (h) {
+		h->a = *a;
+		if (fi) {
+			h->a.fi = *fi;
+			h->a.has_fi = true;
+		}
+	}
+	return h;
+}
+
 bool smbfs_hold_for_close(struct smbfs *fs, uint64_t nodeid, const struct smbfs_held *a,
                           const struct fuse_file_info *fi)
 {
 	if (!fs->closes_out)
 		return false;
-	struct held_op *h = malloc(sizeof(*h));
+	struct held_op *h = held_new(a, fi);
 	if (!h)
 		return false; /* without the wait; the op goes on */
-	h->a = *a;
-	if (fi) {
-		h->a.fi = *fi;
-		h->a.has_fi = true;
-	}
 	if (smbfs_closes_wait(fs, nodeid, held_resume, h))
 		return true;
 	free(h);
@@ -995,14 +1004,9 @@ bool smbfs_hold_for_writes(struct smbfs *fs, uint64_t nodeid, const struct smbfs
 	if (!wb_busy(fs->wb, nodeid))
 		return false;
 	smbfs_send_gathered(fs, nodeid);
-	struct held_op *h = malloc(sizeof(*h));
+	struct held_op *h = held_new(a, fi);
 	if (!h)
 		return false; /* without the wait; the op goes on */
-	h->a = *a;
-	if (fi) {
-		h->a.fi = *fi;
-		h->a.has_fi = true;
-	}
 	if (wb_when_idle(fs->wb, &h->q, nodeid, held_resume, h))
 		return true;
 	free(h);
