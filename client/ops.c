@@ -147,6 +147,26 @@ static int add_set_info(struct smb_req *req, struct smb2_fileid fid, uint8_t cls
 	return add_set_info_of(req, fid, SMB2_0_INFO_FILE, cls, 0, buf, len);
 }
 
+/* SET_INFO FileBasicInformation with what of a's times and attributes
+ * a->which names (the rest 0: left unchanged). */
+static int add_set_basic(struct smb_req *req, struct smb2_fileid fid,
+                         const struct smb_setattr_args *a)
+{
+	struct smb2_file_basic_info bi = {0};
+	if (a->which & SMB_SET_ATIME)
+		bi.last_access_time = a->atime;
+	if (a->which & SMB_SET_MTIME)
+		bi.last_write_time = a->mtime;
+	if (a->which & SMB_SET_CTIME)
+		bi.change_time = a->ctime;
+	if (a->which & SMB_SET_ATTRIBUTES)
+		bi.file_attributes =
+		    a->file_attributes ? a->file_attributes : FILE_ATTRIBUTE_NORMAL;
+	uint8_t *b = talloc_size(req, 48);
+	ssize_t l = b ? smb2_file_basic_info_encode(b, 48, &bi) : -ENOMEM;
+	return l < 0 ? (int)l : add_set_info(req, fid, FileBasicInformation, b, (size_t)l);
+}
+
 /* SET_INFO of a security descriptor carrying a POSIX chmod/chown. */
 static int add_set_posix_sd(struct smb_req *req, struct smb2_fileid fid,
                             const struct smb_setattr_args *a)
@@ -1090,21 +1110,8 @@ int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid
 		err = l < 0 ? (int)l : add_set_info(req, f, FileEndOfFileInformation, b, (size_t)l);
 	}
 	if (!err &&
-	    (args->which & (SMB_SET_ATIME | SMB_SET_MTIME | SMB_SET_CTIME | SMB_SET_ATTRIBUTES))) {
-		struct smb2_file_basic_info bi = {0};
-		if (args->which & SMB_SET_ATIME)
-			bi.last_access_time = args->atime;
-		if (args->which & SMB_SET_MTIME)
-			bi.last_write_time = args->mtime;
-		if (args->which & SMB_SET_CTIME)
-			bi.change_time = args->ctime;
-		if (args->which & SMB_SET_ATTRIBUTES)
-			bi.file_attributes =
-			    args->file_attributes ? args->file_attributes : FILE_ATTRIBUTE_NORMAL;
-		uint8_t *b = talloc_size(req, 48);
-		ssize_t l = b ? smb2_file_basic_info_encode(b, 48, &bi) : -ENOMEM;
-		err = l < 0 ? (int)l : add_set_info(req, f, FileBasicInformation, b, (size_t)l);
-	}
+	    (args->which & (SMB_SET_ATIME | SMB_SET_MTIME | SMB_SET_CTIME | SMB_SET_ATTRIBUTES)))
+		err = add_set_basic(req, f, args);
 	if (!err) {
 		op->kind = req->npdu;
 		err = add_query_attr(req, f);
@@ -1661,16 +1668,8 @@ int smb_write_times(struct smb_client *c, struct smb2_fileid fid, uint64_t offse
 	req->related = true;
 	op->kind = (int)len; /* what the WRITE asked for */
 	int err = add_write_in_body(req, fid, offset, data, len);
-	if (!err) {
-		struct smb2_file_basic_info bi = {0};
-		if (times->which & SMB_SET_ATIME)
-			bi.last_access_time = times->atime;
-		if (times->which & SMB_SET_MTIME)
-			bi.last_write_time = times->mtime;
-		uint8_t *b = talloc_size(req, 48);
-		ssize_t l = b ? smb2_file_basic_info_encode(b, 48, &bi) : -ENOMEM;
-		err = l < 0 ? (int)l : add_set_info(req, fid, FileBasicInformation, b, (size_t)l);
-	}
+	if (!err)
+		err = add_set_basic(req, fid, times);
 	return op_submit(req, err, write_times_done);
 }
 
