@@ -282,14 +282,26 @@ struct smb_open_args {
 int smb_open(struct smb_client *c, const char *path, const struct smb_open_args *args,
              smb_open_cb cb, void *arg);
 int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg);
-/* Close n handles (1 to SMB_CLOSE_BATCH_MAX) in one round trip, a compound
- * of unrelated CLOSEs.  cb runs once for each, in order, with args[i] and
- * that CLOSE's own status (or err, the same for all, when the round trip
- * failed).  -errno: nothing was sent and cb will not run (close them one
- * by one then). */
+/* Close n handles in one round trip, a compound of unrelated CLOSEs.
+ * mtimes may be NULL; else a nonzero mtimes[i] (NT time) is set as the
+ * file's LastWriteTime just before its CLOSE (a SET_INFO in the same
+ * compound, its outcome ignored): the time a stat showed while the file
+ * was open stays, where the server would move it to the time of the
+ * CLOSE (Samba, Windows).  The compound carries at most
+ * SMB_CLOSE_BATCH_MAX PDUs: n plus the nonzero mtimes.  cb runs once for
+ * each handle, in order, with args[i] and that CLOSE's own status (or
+ * err, the same for all, when the round trip failed).  -errno: nothing
+ * was sent and cb will not run (close them one by one then). */
 #define SMB_CLOSE_BATCH_MAX 6
-int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, void *const *args, int n,
-                    smb_status_cb cb);
+static inline int smb_close_batch_pdus(const uint64_t *mtimes, int n)
+{
+	int npdu = n;
+	for (int i = 0; mtimes && i < n; i++)
+		npdu += mtimes[i] != 0;
+	return npdu;
+}
+int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, const uint64_t *mtimes,
+                    void *const *args, int n, smb_status_cb cb);
 
 /* create an empty file (FILE_CREATE) + query + close: mknod(S_IFREG). */
 int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg);

@@ -948,6 +948,7 @@ struct close_batch {
 	int n;
 	struct smb2_fileid fids[SMB_CLOSE_BATCH_MAX];
 	void *args[SMB_CLOSE_BATCH_MAX];
+	int pdu[SMB_CLOSE_BATCH_MAX]; /* the index of each one's CLOSE */
 };
 
 static void close_batch_done(struct smb_req *req)
@@ -956,7 +957,7 @@ static void close_batch_done(struct smb_req *req)
 	struct close_batch *b = op->batch;
 	smb_status_cb cb = (smb_status_cb)op->cb;
 	for (int i = 0; i < b->n; i++) {
-		uint32_t st = req->err ? 0 : req->pdu[i].rsp_hdr.status;
+		uint32_t st = req->err ? 0 : req->pdu[b->pdu[i]].rsp_hdr.status;
 		smb_opens_remove(op->c, b->fids[i]);
 		/* sent again after its reply was lost: the first closed it */
 		if (!req->err && smb_req_replayed(req) && st == STATUS_FILE_CLOSED)
@@ -966,10 +967,10 @@ static void close_batch_done(struct smb_req *req)
 	smb_req_put(req);
 }
 
-int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, void *const *args, int n,
-                    smb_status_cb cb)
+int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, const uint64_t *mtimes,
+                    void *const *args, int n, smb_status_cb cb)
 {
-	if (n < 1 || n > SMB_CLOSE_BATCH_MAX)
+	if (n < 1 || smb_close_batch_pdus(mtimes, n) > SMB_CLOSE_BATCH_MAX)
 		return -EINVAL;
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, NULL, &op);
@@ -981,7 +982,13 @@ int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, void *
 	for (int i = 0; i < n && !err; i++) {
 		b->fids[i] = fids[i];
 		b->args[i] = args[i];
-		err = add_close(req, fids[i]);
+		if (mtimes && mtimes[i]) {
+			struct smb_setattr_args t = {.which = SMB_SET_MTIME, .mtime = mtimes[i]};
+			err = add_set_basic(req, fids[i], &t);
+		}
+		b->pdu[i] = req->npdu;
+		if (!err)
+			err = add_close(req, fids[i]);
 	}
 	if (b)
 		b->n = n;

@@ -95,14 +95,52 @@ void smbfs_close_fid(struct smbfs *fs, struct smb2_fileid fid)
 		smb_warn("%s: could not close an unused handle", fs->source);
 }
 
+void smbfs_times_told(struct smbfs *fs, uint64_t ino, const struct smb_attr *attr)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f; f = f->next)
+		if (f->nodeid == ino && f->wrote && !f->closing) {
+			f->mtime_told = true;
+			f->told_mtime = attr->last_write_time;
+		}
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+void smbfs_times_moved(struct smbfs *fs, uint64_t ino, bool set)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f; f = f->next)
+		if (f->nodeid == ino) {
+			f->mtime_told = false;
+			if (set)
+				f->wrote = false;
+		}
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+/* The mtime f's CLOSE keeps (0: none), once f is `closing`. */
+static uint64_t mtime_to_keep(struct smbfs *fs, struct smbfs_file *f)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	uint64_t t = f->mtime_told ? f->told_mtime : 0;
+	pthread_mutex_unlock(&fs->handles_lock);
+	return t;
+}
+
 void smbfs_close_handle(struct smbfs *fs, struct smbfs_file *f)
 {
 	/* from now on nobody else may use its FileId (smbfs_open_fid) */
 	pthread_mutex_lock(&fs->handles_lock);
 	f->closing = true;
 	pthread_mutex_unlock(&fs->handles_lock);
-	int rc = smb_close(fs->client, f->fid, close_done, f);
+	uint64_t keep = mtime_to_keep(fs, f);
+	void *arg = f;
+	int rc = -1;
 
+	if (keep)
+		rc = smb_close_batch(fs->client, &f->fid, &keep, &arg, 1, close_done);
+	if (rc < 0)
+		rc = smb_close(fs->client, f->fid, close_done, f);
 	if (rc < 0)
 		close_done(f, rc, 0);
 }
@@ -146,6 +184,7 @@ static void deferred_close_done(void *arg, int err, uint32_t status)
 static void send_closes(struct smbfs *fs)
 {
 	struct smb2_fileid fids[SMB_CLOSE_BATCH_MAX];
+	uint64_t mtimes[SMB_CLOSE_BATCH_MAX];
 	void *args[SMB_CLOSE_BATCH_MAX];
 	int n = fs->close_n;
 
@@ -153,11 +192,13 @@ static void send_closes(struct smbfs *fs)
 		ev_timer_cancel(fs->close_timer);
 	fs->close_timer = NULL;
 	fs->close_n = 0;
+	fs->close_pdus = 0;
 	for (int i = 0; i < n; i++) {
 		fids[i] = fs->close_q[i]->fid;
+		mtimes[i] = mtime_to_keep(fs, fs->close_q[i]);
 		args[i] = fs->close_q[i];
 	}
-	if (n == 0 || smb_close_batch(fs->client, fids, args, n, deferred_close_done) == 0)
+	if (n == 0 || smb_close_batch(fs->client, fids, mtimes, args, n, deferred_close_done) == 0)
 		return;
 	/* one by one, then (a handle a reconnect lost fails alone) */
 	for (int i = 0; i < n; i++)
@@ -184,12 +225,16 @@ void smbfs_close_later(struct smbfs *fs, struct smbfs_file *f)
 	pthread_mutex_lock(&fs->handles_lock);
 	f->closing = true;
 	pthread_mutex_unlock(&fs->handles_lock);
+	int pdus = mtime_to_keep(fs, f) ? 2 : 1;
+	if (fs->close_pdus + pdus > SMB_CLOSE_BATCH_MAX)
+		send_closes(fs);
 	f->close_deferred = true;
 	fs->closes_out++;
 	fs->close_q[fs->close_n++] = f;
+	fs->close_pdus += pdus;
 	if (req)
 		fuse_reply_err(req, 0); /* close(2) returned long ago */
-	if (fs->close_n == SMB_CLOSE_BATCH_MAX ||
+	if (fs->close_pdus == SMB_CLOSE_BATCH_MAX ||
 	    (!fs->close_timer && ev_timer_add(smb_client_loop(fs->client), CLOSE_BATCH_MS,
 	                                      close_timer_fired, fs, &fs->close_timer) < 0))
 		send_closes(fs);
@@ -867,6 +912,10 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	}
 	smb_debug("write nodeid %llu: %zu bytes at %lld", (unsigned long long)ino, size,
 	          (long long)off);
+	smbfs_times_moved(fs, ino, false);
+	pthread_mutex_lock(&fs->handles_lock);
+	f->wrote = true;
+	pthread_mutex_unlock(&fs->handles_lock);
 	bool behind = may_write_behind(fs, f, fi);
 	bool small = behind && size < GATHER_SMALL;
 	if (small && gather_append(fs, f, buf, size, off)) {

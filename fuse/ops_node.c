@@ -301,6 +301,7 @@ static void reply_attr(struct smbfs *fs, fuse_req_t req, uint64_t ino, const str
 
 	smb_inode_set_attr(fs->inodes, ino, attr, smbfs_now_ns());
 	inode_stat(fs, ino, attr, smb_inode_st_ino(fs->inodes, ino), &st);
+	smbfs_times_told(fs, ino, attr);
 	fuse_reply_attr(req, &st, smbfs_attr_timeout(fs, ino));
 }
 
@@ -374,6 +375,7 @@ void smbfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	    (fresh || (smbfs_dir_leased(fs, ino, &since) &&
 	               smb_inode_attr_valid_since(fs->inodes, ino, since)))) {
 		inode_stat(fs, ino, &attr, st_ino, &st);
+		smbfs_times_told(fs, ino, &attr);
 		fuse_reply_attr(req, &st, timeout);
 		return;
 	}
@@ -617,6 +619,9 @@ void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	bool fresh;
 	char *path = NULL;
 	int rc;
+	/* A truncate or new times: what a stat showed is not the mtime to keep. */
+	if (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME))
+		smbfs_times_moved(fs, ino, to_set & FUSE_SET_ATTR_MTIME);
 	/* New times after a write still gathered go out with it. */
 	if (!fs->ro && defer_times(fs, req, ino, attr, to_set))
 		return;

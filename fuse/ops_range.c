@@ -57,6 +57,7 @@ void smbfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 {
 	struct smbfs *fs = smbfs_of(req);
 	struct smbfs_file *in = smbfs_file_of(fi_in), *out = smbfs_file_of(fi_out);
+	smbfs_times_moved(fs, ino_out, false);
 	/* The server copies what it has: after the writes in flight on either
 	 * file (the op runs again from the top once each is idle). */
 	struct smbfs_held a = {.op = SMBFS_HELD_COPY,
@@ -165,6 +166,7 @@ void smbfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
 	const int known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
 	struct smbfs_held a = {
 	    .op = SMBFS_HELD_FALLOCATE, .req = req, .ino = ino, .n = mode, .off = off, .len = len};
+	smbfs_times_moved(fs, ino, false);
 	if (smbfs_hold_for_writes(fs, ino, &a, fi))
 		return;
 	if (fs->ro) {

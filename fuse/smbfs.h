@@ -83,6 +83,7 @@ struct smbfs {
 	bool batch_closes;
 	struct smbfs_file *close_q[SMB_CLOSE_BATCH_MAX];
 	int close_n;
+	int close_pdus; /* PDUs those CLOSEs take (smb_close_batch()) */
 	struct ev_timer *close_timer;
 	unsigned closes_out;
 	struct smbfs_close_waiter *close_waiters;
@@ -114,6 +115,14 @@ struct smbfs_file {
 	                           struct write_ctx; set and taken under handles_lock, on the loop
 	                           thread) */
 	fuse_req_t release_req; /* answered once the close completes */
+	/* A stat showed the kernel the file's mtime after the last write(2)
+	 * through this mount: its CLOSE keeps that time (smb_close_batch()'s
+	 * mtimes), or a cold mount's git would find every file it checked out
+	 * changed (Samba moves the mtime to the CLOSE's time).  Under
+	 * handles_lock (smbfs_times_told(), smbfs_times_moved()). */
+	bool wrote;          /* a write(2) came through it since the last setattr of its mtime */
+	bool mtime_told;     /* told_mtime was shown since the last write */
+	uint64_t told_mtime; /* NT time */
 	/* A directory handle the kernel released, kept open while its lease
 	 * holds R and H, for the next opendir (ops_dir.c; under handles_lock,
 	 * changed on the loop thread only); park_timer closes it. */
@@ -152,6 +161,14 @@ void smbfs_close_later(struct smbfs *fs, struct smbfs_file *f);
  * and true is returned.  false: nothing to wait for (or no memory to
  * wait with), go on.  Loop thread. */
 bool smbfs_closes_wait(struct smbfs *fs, uint64_t nodeid, void (*then)(void *arg), void *arg);
+/* The kernel is being told ino's attributes: an open handle of it that
+ * wrote keeps attr's mtime at its CLOSE (smbfs_file.mtime_told). */
+void smbfs_times_told(struct smbfs *fs, uint64_t ino, const struct smb_attr *attr);
+/* ino's mtime moves (a write, a truncate, a server-side copy): what was
+ * told before is no longer the time to keep.  set: a setattr gave it an
+ * mtime, which the server keeps through the CLOSE: nothing to keep until
+ * the next write. */
+void smbfs_times_moved(struct smbfs *fs, uint64_t ino, bool set);
 /* Close a handle nobody will ever use (we could not hand it out). */
 void smbfs_close_fid(struct smbfs *fs, struct smb2_fileid fid);
 /* Teardown, after smb_client_destroy(): free the handles never released. */

@@ -330,3 +330,50 @@ def test_setattr_by_name_uses_our_open_handle(samba, mount_factory):
     with open(srv, "rb") as f:
         assert f.read() == b"0123"
     assert os.stat(srv).st_mtime_ns == T1
+
+
+def test_mtime_a_stat_showed_is_kept(samba, mount_factory):
+    """git checks a file out with write, fstat, close, and keeps the mtime
+    fstat showed in its index.  Samba shows the file's old mtime while it
+    is open and moves it to the time of the CLOSE (which waits a few ms to
+    go with others): the CLOSE must keep the shown time, or a git status
+    on a fresh mount finds files changed and reads them all again.  The
+    SET_INFO that keeps it rides in the CLOSEs' compound; a write after
+    the stat lets the server decide again."""
+    a = mount_factory(samba)
+    b = mount_factory(samba)
+    shown = {}
+    before = _settled_counts(a)
+    for i in range(5):  # two compounds of SET_INFO + CLOSE pairs
+        fd = os.open(os.path.join(a.path, f"g{i}.c"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            assert os.write(fd, b"int x;\n" * (i + 1)) == 7 * (i + 1)
+            shown[i] = os.fstat(fd).st_mtime_ns
+        finally:
+            os.close(fd)
+    reqs, cmds = _delta(before, _settled_counts(a))
+    assert cmds.get("SET_INFO") == 5, cmds
+    # per file a LOOKUP, the CREATE, the WRITE, the fstat; two for the CLOSEs
+    assert reqs <= 5 * 4 + 2, (reqs, cmds)
+    for i in range(5):
+        assert os.stat(os.path.join(samba.share_path, f"g{i}.c")).st_mtime_ns == shown[i], i
+        assert os.stat(os.path.join(b.path, f"g{i}.c")).st_mtime_ns == shown[i], i
+        assert os.stat(os.path.join(a.path, f"g{i}.c")).st_mtime_ns == shown[i], i
+
+    # written after the stat: no time kept, the server's stands
+    p = os.path.join(a.path, "later.c")
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, b"a")
+        os.fstat(fd)
+        before = _settled_counts(a)
+        os.write(fd, b"b")
+    finally:
+        os.close(fd)
+    reqs, cmds = _delta(before, _settled_counts(a))
+    assert cmds.get("SET_INFO", 0) == 0, cmds
+    with open(os.path.join(samba.share_path, "later.c"), "rb") as f:
+        assert f.read() == b"ab"
+    # SMB carries times in 100 ns units
+    srv_mtime = os.stat(os.path.join(samba.share_path, "later.c")).st_mtime_ns
+    assert os.stat(p).st_mtime_ns // 100 == srv_mtime // 100

@@ -103,38 +103,61 @@ static void test_write_times(void)
 	env_unmount(&e);
 }
 
-static void test_close_batch(void)
-{
-	struct env e;
-	if (!mount(&e))
-		return;
-	static const char *names[3] = {"a.txt", "b.txt", "c.txt"};
+static const char *const names[3] = {"a.txt", "b.txt", "c.txt"};
+
+/* names[0..2] open, ready for a batch: fids[i], args[i] = &w[i]. */
+struct three {
 	struct smb2_fileid fids[3];
 	struct wait w[3];
 	void *args[3];
-	for (int i = 0; i < 3; i++) {
-		env_open(&e, names[i], FILE_OPEN, &w[i]);
-		CHECK_EQ(w[i].status, STATUS_SUCCESS);
-		fids[i] = w[i].fid;
-		w_init(&w[i]);
-		args[i] = &w[i];
-	}
-	CHECK_EQ(smb_close_batch(e.c, fids, args, 0, status_cb), -EINVAL);
-	CHECK_EQ(smb_close_batch(e.c, fids, args, SMB_CLOSE_BATCH_MAX + 1, status_cb), -EINVAL);
+};
 
+static bool mount_three(struct env *e, struct three *t)
+{
+	if (!mount(e))
+		return false;
+	for (int i = 0; i < 3; i++) {
+		env_open(e, names[i], FILE_OPEN, &t->w[i]);
+		CHECK_EQ(t->w[i].status, STATUS_SUCCESS);
+		t->fids[i] = t->w[i].fid;
+		w_init(&t->w[i]);
+		t->args[i] = &t->w[i];
+	}
+	return true;
+}
+
+/* Close the three in one batch, b.txt's `refused` PDU answered
+ * STATUS_ACCESS_DENIED; returns the index of the peer's first record of
+ * it. */
+static int close_three(struct env *e, struct three *t, const uint64_t *mtimes, uint16_t refused)
+{
 	struct peer_match m = {
-	    .command = SMB2_CLOSE, .info_class = -1, .path = "b.txt", .disposition = -1};
-	int hook = peer_on(e.p, &m, PEER_STATUS, STATUS_ACCESS_DENIED);
-	uint64_t r0 = requests(&e);
-	int from = peer_nrecords(e.p);
-	CHECK_EQ(smb_close_batch(e.c, fids, args, 3, status_cb), 0);
+	    .command = refused, .info_class = -1, .path = "b.txt", .disposition = -1};
+	int hook = peer_on(e->p, &m, PEER_STATUS, STATUS_ACCESS_DENIED);
+	uint64_t r0 = requests(e);
+	int from = peer_nrecords(e->p);
+	CHECK_EQ(smb_close_batch(e->c, t->fids, mtimes, t->args, 3, status_cb), 0);
 	for (int i = 0; i < 3; i++)
-		CHECK(w_wait(&w[i]));
-	CHECK_EQ(requests(&e), r0 + 1); /* one message */
-	CHECK_EQ(peer_hook_fired(e.p, hook), 1);
-	CHECK_EQ(w[0].status, STATUS_SUCCESS);
-	CHECK_EQ(w[1].status, STATUS_ACCESS_DENIED);
-	CHECK_EQ(w[2].status, STATUS_SUCCESS);
+		CHECK(w_wait(&t->w[i]));
+	CHECK_EQ(requests(e), r0 + 1); /* one message */
+	CHECK_EQ(peer_hook_fired(e->p, hook), 1);
+	return from;
+}
+
+static void test_close_batch(void)
+{
+	struct env e;
+	struct three t;
+	if (!mount_three(&e, &t))
+		return;
+	CHECK_EQ(smb_close_batch(e.c, t.fids, NULL, t.args, 0, status_cb), -EINVAL);
+	CHECK_EQ(smb_close_batch(e.c, t.fids, NULL, t.args, SMB_CLOSE_BATCH_MAX + 1, status_cb),
+	         -EINVAL);
+
+	int from = close_three(&e, &t, NULL, SMB2_CLOSE);
+	CHECK_EQ(t.w[0].status, STATUS_SUCCESS);
+	CHECK_EQ(t.w[1].status, STATUS_ACCESS_DENIED);
+	CHECK_EQ(t.w[2].status, STATUS_SUCCESS);
 	struct peer_rec r[4];
 	CHECK_EQ(peer_records(e.p, from, r, 4), 3);
 	for (int i = 0; i < 3; i++) {
@@ -145,10 +168,47 @@ static void test_close_batch(void)
 	env_unmount(&e);
 }
 
+/* A nonzero mtime goes as a SET_INFO FileBasicInformation of that
+ * LastWriteTime right before its handle's CLOSE; each callback gets its
+ * CLOSE's status, not the SET_INFO's; the PDUs are counted against
+ * SMB_CLOSE_BATCH_MAX. */
+static void test_close_batch_mtimes(void)
+{
+	struct env e;
+	struct three t;
+	if (!mount_three(&e, &t))
+		return;
+	const uint64_t when = 133000000000000000ULL;
+	uint64_t mtimes[3] = {0, when, when + 1};
+	uint64_t all[SMB_CLOSE_BATCH_MAX] = {when, when, when, 0, 0, 0};
+	struct smb2_fileid many[SMB_CLOSE_BATCH_MAX] = {t.fids[0], t.fids[1], t.fids[2], t.fids[0]};
+	void *margs[SMB_CLOSE_BATCH_MAX] = {0};
+	CHECK_EQ(smb_close_batch(e.c, many, all, margs, 4, status_cb), -EINVAL); /* 7 PDUs */
+
+	int from = close_three(&e, &t, mtimes, SMB2_SET_INFO);
+	/* the SET_INFO's refusal is not the CLOSE's */
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(t.w[i].status, STATUS_SUCCESS);
+	struct peer_rec r[6];
+	CHECK_EQ(peer_records(e.p, from, r, 6), 5);
+	static const uint16_t want[5] = {SMB2_CLOSE, SMB2_SET_INFO, SMB2_CLOSE, SMB2_SET_INFO,
+	                                 SMB2_CLOSE};
+	static const char *path[5] = {"a.txt", "b.txt", "b.txt", "c.txt", "c.txt"};
+	for (int i = 0; i < 5; i++) {
+		CHECK_EQ(r[i].command, want[i]);
+		CHECK(!(r[i].flags & SMB2_FLAGS_RELATED_OPERATIONS));
+		CHECK(strcmp(r[i].path, path[i]) == 0);
+	}
+	CHECK_EQ(r[1].info_class, FileBasicInformation);
+	CHECK_EQ(r[3].info_class, FileBasicInformation);
+	env_unmount(&e);
+}
+
 int main(void)
 {
 	smb_log_init("test_chains", false, getenv("TEST_DEBUG") ? LOG_DEBUG : LOG_WARNING);
 	RUN(test_write_times);
 	RUN(test_close_batch);
+	RUN(test_close_batch_mtimes);
 	return check_report();
 }

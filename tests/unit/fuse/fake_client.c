@@ -548,10 +548,10 @@ int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, vo
 }
 
 /* One job per handle: the fake has no compounds (and nothing to save). */
-int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, void *const *args, int n,
-                    smb_status_cb cb)
+int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, const uint64_t *mtimes,
+                    void *const *args, int n, smb_status_cb cb)
 {
-	if (n < 1 || n > SMB_CLOSE_BATCH_MAX)
+	if (n < 1 || smb_close_batch_pdus(mtimes, n) > SMB_CLOSE_BATCH_MAX)
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {
 		int rc = smb_close(c, fids[i], cb, args[i]);
