@@ -277,6 +277,9 @@ struct smb_open_args {
 	                                POSIX create context); ignored otherwise */
 	uint32_t mode;
 };
+/* Does the server grant directory leases on this session (3.x and
+ * SMB2_GLOBAL_CAP_DIRECTORY_LEASING)? */
+bool smb_client_leases_dirs(const struct smb_client *c);
 /* create (+ query FileAllInformation for the file id and link count), keeping
  * the handle open; close it with smb_close(). */
 int smb_open(struct smb_client *c, const char *path, const struct smb_open_args *args,

@@ -56,6 +56,11 @@ static uint64_t lease_id_of(const struct smb_client *c, const uint8_t key[16])
 	return id;
 }
 
+bool smb_client_leases_dirs(const struct smb_client *c)
+{
+	return smb_lease_names_parent(c);
+}
+
 bool smb_lease_names_parent(const struct smb_client *c)
 {
 	/* v2 leases (3.x) carry the key; a server without directory leases

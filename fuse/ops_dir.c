@@ -705,13 +705,16 @@ static struct smbfs_dir *dir_unpark(struct smbfs *fs, uint64_t nodeid)
 	return (struct smbfs_dir *)f;
 }
 
-bool smbfs_dir_keep_made(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid fid,
-                         uint64_t lease_id, const struct smb_attr *attr)
+/* Park a handle opened under a lease with R and H (opened_ns: when the
+ * open was sent, or earlier); made: by our mkdir, so whole and empty. */
+static bool dir_keep(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid fid, uint64_t lease_id,
+                     const struct smb_attr *attr, bool made, uint64_t opened_ns)
 {
 	uint32_t rh = SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING;
 	if (attr->oplock != SMB2_OPLOCK_LEVEL_LEASE || (attr->lease & rh) != rh)
 		return false;
 	struct smbfs_dir *d = calloc(1, sizeof(*d));
+	struct smb_attr dotdot = {.file_attributes = FILE_ATTRIBUTE_DIRECTORY};
 	if (!d)
 		return false;
 	d->file.fid = fid;
@@ -721,10 +724,15 @@ bool smbfs_dir_keep_made(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid f
 	d->fs = fs;
 	pthread_mutex_init(&d->lock, NULL);
 	d->waiters_tail = &d->waiters;
-	d->file.opened_ns = smbfs_now_ns();
-	d->eof = true;
-	d->whole = true; /* made empty under the lease granted with it */
-	d->made = true;
+	d->file.opened_ns = opened_ns;
+	d->eof = made;
+	d->whole = made; /* made empty under the lease granted with it */
+	d->made = made;
+	/* the next opendir serves a kept handle's listing from the top */
+	if (!made && (dir_add(d, ".", attr) < 0 || dir_add(d, "..", &dotdot) < 0)) {
+		dir_destroy(&d->file);
+		return false;
+	}
 	smbfs_track_handle(fs, &d->file);
 	bool keep;
 	smbfs_lease_open(fs, &d->file, attr, &keep);
@@ -733,6 +741,75 @@ bool smbfs_dir_keep_made(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid f
 		/* closed and freed, but the caller must not close fid again */
 	}
 	return true;
+}
+
+bool smbfs_dir_keep_made(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid fid,
+                         uint64_t lease_id, const struct smb_attr *attr)
+{
+	return dir_keep(fs, nodeid, fid, lease_id, attr, true, smbfs_now_ns());
+}
+
+/* ---- the share's root, kept ---------------------------------------------------
+ *
+ * Nothing opendirs the root when a user works below it (ls -lR $M/tree),
+ * yet the kernel asks for its attributes and looks its names up again
+ * every actimeo.  Like cifs.ko's cached root handle, a stat of the root
+ * opens it under a lease (CREATE + QUERY_INFO, the cost of the stat by
+ * path it replaces) and parks that handle: the root's attributes and the
+ * names in it are then answered from the inode table while the lease
+ * holds (smbfs_dir_leased()). */
+
+struct root_ctx {
+	struct smbfs *fs;
+	uint64_t lease_id;
+	uint64_t sent_ns;
+	smb_attr_cb cb;
+	void *arg;
+};
+
+static void root_opened(void *arg, int err, uint32_t status, struct smb2_fileid fid,
+                        const struct smb_attr *attr)
+{
+	struct root_ctx ctx = *(struct root_ctx *)arg;
+	free(arg);
+	if (!err && status == STATUS_SUCCESS) {
+		/* the attributes first: stored after the lease began */
+		smb_inode_set_attr(ctx.fs->inodes, FUSE_ROOT_ID, attr, smbfs_now_ns());
+		bool kept =
+		    dir_keep(ctx.fs, FUSE_ROOT_ID, fid, ctx.lease_id, attr, false, ctx.sent_ns);
+		if (!kept)
+			smbfs_close_fid(ctx.fs, fid);
+		else
+			smb_debug("%s: the root's handle is kept under its lease", ctx.fs->source);
+	}
+	ctx.cb(ctx.arg, err, status, attr);
+}
+
+int smbfs_stat_root(struct smbfs *fs, smb_attr_cb cb, void *arg)
+{
+	uint64_t since;
+	if (!fs->max_cached_dirs || !fs->client || fs->direct_io || fs->timeout <= 0 ||
+	    !smb_client_leases_dirs(fs->client) || smbfs_dir_leased(fs, FUSE_ROOT_ID, &since))
+		return smbfs_stat(fs, "", cb, arg);
+	struct root_ctx *ctx = malloc(sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	*ctx = (struct root_ctx){.fs = fs,
+	                         .lease_id = smbfs_lease_id(fs, FUSE_ROOT_ID),
+	                         .sent_ns = smbfs_now_ns(),
+	                         .cb = cb,
+	                         .arg = arg};
+	struct smb_open_args args = {
+	    .desired_access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+	    .share_access = FILE_SHARE_ALL,
+	    .create_disposition = FILE_OPEN,
+	    .create_options = FILE_DIRECTORY_FILE,
+	    .lease_id = ctx->lease_id,
+	};
+	int rc = smb_open(fs->client, "", &args, root_opened, ctx);
+	if (rc < 0)
+		free(ctx);
+	return rc;
 }
 
 struct unpark_wait {

@@ -340,6 +340,8 @@ static void getattr_from_server(fuse_req_t req, fuse_ino_t ino, struct fuse_file
 	} else if (smbfs_open_fid(fs, ino, &fid)) {
 		/* by a handle we hold: right even after its name went away */
 		rc = smb_fstat(fs->client, fid, getattr_done, ctx);
+	} else if (ino == FUSE_ROOT_ID) {
+		rc = smbfs_stat_root(fs, getattr_done, ctx);
 	} else {
 		rc = smb_inode_path(fs->inodes, ino, NULL, &path);
 		if (rc == 0)

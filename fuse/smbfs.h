@@ -404,6 +404,11 @@ bool smbfs_dirs_unpark(struct smbfs *fs, uint64_t nodeid, void (*then)(void *arg
  * closed); false: not taken (no such lease), the caller closes fid. */
 bool smbfs_dir_keep_made(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid fid,
                          uint64_t lease_id, const struct smb_attr *attr);
+/* smbfs_stat() of the share's root that, where the server leases
+ * directories and handlecache is on, opens the root under a lease and
+ * keeps the handle (as a released one), so that its attributes and its
+ * names need no round trip while the lease holds.  Loop thread. */
+int smbfs_stat_root(struct smbfs *fs, smb_attr_cb cb, void *arg);
 /* Is name surely not in directory nodeid?  true when a handle of it (open
  * or kept) holds its whole listing under a lease unbroken since the open,
  * and the listing, with what this mount made in it since, lacks the name

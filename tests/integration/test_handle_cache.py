@@ -424,3 +424,31 @@ def test_unlink_and_rmdir_right_after_close(samba, mount_factory):
     os.rmdir(p)
     assert not os.path.exists(os.path.join(samba.share_path, "t"))
     assert [n for n in os.listdir(samba.share_path) if n.startswith(".smbrdma-gone")] == []
+
+
+def test_ls_lR_past_actimeo_makes_no_request(samba, mount_factory):
+    """ls -lR of a tree below the share's root, again after the attributes
+    expired (actimeo=1): nothing opendirs the root, yet the kernel asks for
+    its attributes and looks the tree's name up again.  A stat of the root
+    keeps its handle under a lease, as cifs.ko keeps its root handle, so
+    those are answered without the server, and the listings come from the
+    kept handles: no request at all."""
+    for d, names in (("t", ()), ("t/d1", ("a", "b")), ("t/d2", ("c",))):
+        os.makedirs(os.path.join(samba.share_path, d), exist_ok=True)
+        for n in names:
+            with open(os.path.join(samba.share_path, d, n), "w") as f:
+                f.write(n)
+    a = mount_factory(samba, options=["actimeo=1"])
+    ls = ["ls", "-lR", os.path.join(a.path, "t")]
+    subprocess.run(ls, capture_output=True, text=True, check=True)
+    # (a listing counts a directory's links as 1 where a stat has the
+    # server's count: the second listing shows what the stats brought)
+    first = subprocess.run(ls, capture_output=True, text=True, check=True).stdout
+    assert [o["caching"]["text"] for o in dir_opens(samba, ".")] == ["RH"], \
+        "the share root's handle is not kept with its lease"
+    before = settle(a)
+    time.sleep(1.5)  # past actimeo: the kernel asks again
+    again = subprocess.run(ls, capture_output=True, text=True, check=True).stdout
+    assert again == first
+    assert requests(a) == before, "ls -lR past actimeo went to the server"
+    assert stats(a)["lease_breaks"] == 0

@@ -77,6 +77,15 @@ def lease_stats(m):
     return {k: s[k] for k in ("leases_granted", "lease_breaks", "lease_break_acks")}
 
 
+def wait_until(cond, timeout=20, what="a condition"):
+    """Poll cond() every 50 ms until it is true; fails the test after
+    timeout seconds (scaled)."""
+    deadline = time.monotonic() + timeout * timeout_scale()
+    while not cond():
+        assert time.monotonic() < deadline, f"{what} not met after {timeout} s"
+        time.sleep(0.05)
+
+
 def wait_for_lease_breaks(m, n, timeout=20):
     """Wait until mount m has seen n lease breaks (a break of another
     client's read caching is not waited for by the server: the writer's

@@ -813,6 +813,12 @@ void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg)
 	/* the fake grants no oplocks and breaks none */
 }
 
+bool smb_client_leases_dirs(const struct smb_client *c)
+{
+	(void)c;
+	return false; /* nor directory leases */
+}
+
 void smb_client_set_lease_break_cb(struct smb_client *c, smb_lease_break_cb cb, void *arg)
 {
 	/* nor leases */

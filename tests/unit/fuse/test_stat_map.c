@@ -51,6 +51,9 @@ static void test_dir(void)
 	/* READONLY on a directory means nothing to POSIX */
 	CHECK_EQ(st.st_mode, S_IFDIR | 0755);
 	CHECK_EQ(st.st_nlink, 2);
+	a.nlink = 1; /* Samba's and Windows' count: 2, as a listing's */
+	smb_attr_to_stat(&a, &policy, 5, &st);
+	CHECK_EQ(st.st_nlink, 2);
 	a.nlink = 4;
 	smb_attr_to_stat(&a, &policy, 5, &st);
 	CHECK_EQ(st.st_nlink, 4);
