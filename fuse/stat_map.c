@@ -43,10 +43,11 @@ void smb_attr_to_stat(const struct smb_attr *a, const struct smb_stat_policy *p,
 		posix_to_stat(a, p, st);
 	} else if (a->file_attributes & FILE_ATTRIBUTE_DIRECTORY) {
 		st->st_mode = S_IFDIR | (p->dir_mode & 07777);
-		/* Samba and Windows count a directory's links as 1, and a
-		 * listing carries no count: 2 for both, as cifs.ko fakes it
-		 * (a count past 1 is the server's real one). */
-		st->st_nlink = a->nlink > 1 ? a->nlink : 2;
+		/* Samba and Windows count a directory's links as 1 ("not
+		 * counted", as btrfs, which find(1) takes as such), and a
+		 * listing carries no count: 1 for both, so that a listing
+		 * and a stat agree. */
+		st->st_nlink = a->nlink ? a->nlink : 1;
 	} else {
 		st->st_mode = S_IFREG | (p->file_mode & 07777);
 		/* Like cifs.ko: READONLY means no one may write, whatever

@@ -50,10 +50,7 @@ static void test_dir(void)
 	smb_attr_to_stat(&a, &policy, 5, &st);
 	/* READONLY on a directory means nothing to POSIX */
 	CHECK_EQ(st.st_mode, S_IFDIR | 0755);
-	CHECK_EQ(st.st_nlink, 2);
-	a.nlink = 1; /* Samba's and Windows' count: 2, as a listing's */
-	smb_attr_to_stat(&a, &policy, 5, &st);
-	CHECK_EQ(st.st_nlink, 2);
+	CHECK_EQ(st.st_nlink, 1); /* a listing's: as Samba's and Windows' count */
 	a.nlink = 4;
 	smb_attr_to_stat(&a, &policy, 5, &st);
 	CHECK_EQ(st.st_nlink, 4);
