@@ -1067,6 +1067,16 @@ bool smbfs_hold_for_writes(struct smbfs *fs, uint64_t nodeid, const struct smbfs
 void smbfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct smbfs *fs = smbfs_of(req);
+	/* The mtime a stat showed since the last write goes with the gathered
+	 * write (a SET_INFO in its compound, which the server keeps through
+	 * the CLOSE) rather than with the CLOSE, whose batch it would halve. */
+	if (fi && fi->fh) {
+		struct smbfs_file *f = smbfs_file_of(fi);
+		uint64_t told = mtime_to_keep(fs, f);
+		struct smb_setattr_args t = {.which = SMB_SET_MTIME, .mtime = told};
+		if (told && smbfs_gather_times(fs, ino, &t))
+			smbfs_times_moved(fs, ino, true);
+	}
 	/* close(2) returns once the writes answered early are on the server,
 	 * with the error of one that failed. */
 	struct smbfs_held a = {.op = SMBFS_HELD_FLUSH, .req = req, .ino = ino};
