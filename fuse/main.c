@@ -559,6 +559,42 @@ static void fuse_pump_stop_cb(void *arg)
 	}
 }
 
+struct quiesce_call {
+	struct smbfs *fs;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	bool done;
+};
+
+/* Loop thread: smbfs_quiesce(), then wake the caller of quiesce(). */
+static void quiesce_cb(void *arg)
+{
+	struct quiesce_call *q = arg;
+	smbfs_quiesce(q->fs);
+	pthread_mutex_lock(&q->lock);
+	q->done = true;
+	pthread_cond_signal(&q->cv);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* smbfs_quiesce() on the loop thread, waited for: a deferred CLOSE's or a
+ * kept directory's timer firing while smb_client_destroy() takes the
+ * connections away would build a request on a connection gone. */
+static void quiesce(struct smbfs *fs)
+{
+	struct quiesce_call q = {.fs = fs, .done = false};
+	pthread_mutex_init(&q.lock, NULL);
+	pthread_cond_init(&q.cv, NULL);
+	if (ev_call(smb_client_loop(fs->client), quiesce_cb, &q) == 0) {
+		pthread_mutex_lock(&q.lock);
+		while (!q.done)
+			pthread_cond_wait(&q.cv, &q.lock);
+		pthread_mutex_unlock(&q.lock);
+	}
+	pthread_cond_destroy(&q.cv);
+	pthread_mutex_destroy(&q.lock);
+}
+
 /* Wait for a blocked signal (returned) or the end of the session (0). */
 static int fuse_pump_wait(struct fuse_pump *p, const sigset_t *sigs)
 {
@@ -1007,6 +1043,7 @@ unmount:
 	/* Stop reading requests, then fail what is still pending while the
 	 * session can take replies. */
 	ev_call(smb_client_loop(fs.client), fuse_pump_stop_cb, &pump);
+	quiesce(&fs);
 	smb_ctl_stop(ctl); /* smbrdmactl: before the client goes */
 	smb_log(LOG_NOTICE,
 	        "%s: %llu writes were answered before they reached the server (write-behind)",

@@ -240,6 +240,14 @@ void smbfs_close_later(struct smbfs *fs, struct smbfs_file *f)
 		send_closes(fs);
 }
 
+void smbfs_quiesce(struct smbfs *fs)
+{
+	fs->batch_closes = false;
+	send_closes(fs);
+	fs->max_cached_dirs = 0;
+	smbfs_dirs_unpark(fs, 0, NULL, NULL);
+}
+
 bool smbfs_closes_wait(struct smbfs *fs, uint64_t nodeid, void (*then)(void *arg), void *arg)
 {
 	bool pending = false;

@@ -154,6 +154,11 @@ void smbfs_close_handle(struct smbfs *fs, struct smbfs_file *f);
  * used no more, and smbfs_open_fid() still counts it open until the CLOSE
  * is answered.  Loop thread. */
 void smbfs_close_later(struct smbfs *fs, struct smbfs_file *f);
+/* Unmount, before smb_client_destroy(): no timer may start a request
+ * after this (the client's connections go away under the loop thread).
+ * The CLOSEs put off go now, kept directory handles are closed, and from
+ * here on no CLOSE is put off and no handle kept.  Loop thread. */
+void smbfs_quiesce(struct smbfs *fs);
 /* Must an op wait for deferred CLOSEs first (an unlink, a rename: the
  * server would find the file open)?  If nodeid (0: any) has one queued or
  * in flight: the queue is sent now, then(arg) runs once every deferred
