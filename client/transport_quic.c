@@ -1080,21 +1080,6 @@ static int quic_connect(struct smb_transport *t, const struct sockaddr *addr, so
 
 /* ---- teardown, info -------------------------------------------------------------- */
 
-struct quic_barrier {
-	pthread_mutex_t lock;
-	pthread_cond_t cv;
-	bool done;
-};
-
-static void quic_barrier_cb(void *arg)
-{
-	struct quic_barrier *b = arg;
-	pthread_mutex_lock(&b->lock);
-	b->done = true;
-	pthread_cond_signal(&b->cv);
-	pthread_mutex_unlock(&b->lock);
-}
-
 static void quic_destroy(struct smb_transport *t)
 {
 	struct quic_transport *q = to_quic(t);
@@ -1105,13 +1090,8 @@ static void quic_destroy(struct smb_transport *t)
 		q->evf = NULL;
 	}
 	/* Calls queued for q before now (kicks) run before the barrier. */
-	struct quic_barrier b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
-	if (t->loop && ev_call(t->loop, quic_barrier_cb, &b) == 0) {
-		pthread_mutex_lock(&b.lock);
-		while (!b.done)
-			pthread_cond_wait(&b.cv, &b.lock);
-		pthread_mutex_unlock(&b.lock);
-	}
+	if (t->loop)
+		ev_call_wait(t->loop, NULL, NULL);
 	if (q->timer)
 		ev_timer_cancel(q->timer);
 	quic_complete_list(q->out_head, -ECONNABORTED);

@@ -279,6 +279,38 @@ int ev_call(struct ev_loop *loop, ev_fn fn, void *arg)
 	return 0;
 }
 
+struct call_wait {
+	ev_fn fn;
+	void *arg;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	bool done;
+};
+
+static void call_wait_cb(void *arg)
+{
+	struct call_wait *w = arg;
+	if (w->fn)
+		w->fn(w->arg);
+	pthread_mutex_lock(&w->lock);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int ev_call_wait(struct ev_loop *loop, ev_fn fn, void *arg)
+{
+	struct call_wait w = {fn, arg, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+	int rc = ev_call(loop, call_wait_cb, &w);
+	if (rc == 0) {
+		pthread_mutex_lock(&w.lock);
+		while (!w.done)
+			pthread_cond_wait(&w.cv, &w.lock);
+		pthread_mutex_unlock(&w.lock);
+	}
+	return rc;
+}
+
 int ev_timer_add(struct ev_loop *loop, uint64_t ms, ev_fn fn, void *arg, struct ev_timer **out)
 {
 	struct ev_timer *t = malloc(sizeof(*t));

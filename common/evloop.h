@@ -39,6 +39,10 @@ void ev_fd_del(struct ev_fd *f);
 /* Run fn(arg) on the loop thread soon (FIFO order).  Safe from any thread,
  * including the loop thread itself (then it runs after the current callback). */
 int ev_call(struct ev_loop *loop, ev_fn fn, void *arg);
+/* ev_call(), then wait until fn(arg) has returned (fn may be NULL: a
+ * barrier, every call queued before has run).  Not from the loop thread
+ * (it would wait for itself).  0, or ev_call()'s -errno (fn not run). */
+int ev_call_wait(struct ev_loop *loop, ev_fn fn, void *arg);
 
 /* One-shot timer, milliseconds from now; ev_timer_cancel() before it fires
  * frees it and guarantees fn is not called (when called on the loop thread;

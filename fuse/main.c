@@ -559,40 +559,10 @@ static void fuse_pump_stop_cb(void *arg)
 	}
 }
 
-struct quiesce_call {
-	struct smbfs *fs;
-	pthread_mutex_t lock;
-	pthread_cond_t cv;
-	bool done;
-};
-
-/* Loop thread: smbfs_quiesce(), then wake the caller of quiesce(). */
+/* Loop thread, at unmount (ev_call_wait()). */
 static void quiesce_cb(void *arg)
 {
-	struct quiesce_call *q = arg;
-	smbfs_quiesce(q->fs);
-	pthread_mutex_lock(&q->lock);
-	q->done = true;
-	pthread_cond_signal(&q->cv);
-	pthread_mutex_unlock(&q->lock);
-}
-
-/* smbfs_quiesce() on the loop thread, waited for: a deferred CLOSE's or a
- * kept directory's timer firing while smb_client_destroy() takes the
- * connections away would build a request on a connection gone. */
-static void quiesce(struct smbfs *fs)
-{
-	struct quiesce_call q = {.fs = fs, .done = false};
-	pthread_mutex_init(&q.lock, NULL);
-	pthread_cond_init(&q.cv, NULL);
-	if (ev_call(smb_client_loop(fs->client), quiesce_cb, &q) == 0) {
-		pthread_mutex_lock(&q.lock);
-		while (!q.done)
-			pthread_cond_wait(&q.cv, &q.lock);
-		pthread_mutex_unlock(&q.lock);
-	}
-	pthread_cond_destroy(&q.cv);
-	pthread_mutex_destroy(&q.lock);
+	smbfs_quiesce(arg);
 }
 
 /* Wait for a blocked signal (returned) or the end of the session (0). */
@@ -1043,7 +1013,11 @@ unmount:
 	/* Stop reading requests, then fail what is still pending while the
 	 * session can take replies. */
 	ev_call(smb_client_loop(fs.client), fuse_pump_stop_cb, &pump);
-	quiesce(&fs);
+	/* and nothing on the loop may start a request after this: a
+	 * deferred CLOSE's or a kept directory's timer firing while
+	 * smb_client_destroy() takes the connections away would build one
+	 * on a connection gone */
+	ev_call_wait(smb_client_loop(fs.client), quiesce_cb, &fs);
 	smb_ctl_stop(ctl); /* smbrdmactl: before the client goes */
 	smb_log(LOG_NOTICE,
 	        "%s: %llu writes were answered before they reached the server (write-behind)",

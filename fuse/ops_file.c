@@ -106,7 +106,9 @@ void smbfs_times_told(struct smbfs *fs, uint64_t ino, const struct smb_attr *att
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
-void smbfs_times_moved(struct smbfs *fs, uint64_t ino, bool set)
+/* smbfs_times_moved(); writer, when not NULL, is the handle a write(2)
+ * came through: it wrote (under the same lock). */
+static void times_moved(struct smbfs *fs, uint64_t ino, bool set, struct smbfs_file *writer)
 {
 	pthread_mutex_lock(&fs->handles_lock);
 	for (struct smbfs_file *f = fs->handles; f; f = f->next)
@@ -115,7 +117,14 @@ void smbfs_times_moved(struct smbfs *fs, uint64_t ino, bool set)
 			if (set)
 				f->wrote = false;
 		}
+	if (writer)
+		writer->wrote = true;
 	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+void smbfs_times_moved(struct smbfs *fs, uint64_t ino, bool set)
+{
+	times_moved(fs, ino, set, NULL);
 }
 
 /* The mtime f's CLOSE keeps (0: none), once f is `closing`. */
@@ -920,10 +929,7 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	}
 	smb_debug("write nodeid %llu: %zu bytes at %lld", (unsigned long long)ino, size,
 	          (long long)off);
-	smbfs_times_moved(fs, ino, false);
-	pthread_mutex_lock(&fs->handles_lock);
-	f->wrote = true;
-	pthread_mutex_unlock(&fs->handles_lock);
+	times_moved(fs, ino, false, f);
 	bool behind = may_write_behind(fs, f, fi);
 	bool small = behind && size < GATHER_SMALL;
 	if (small && gather_append(fs, f, buf, size, off)) {
