@@ -4,7 +4,8 @@ must never do is lose data: another client that opens the file sees every
 byte (the lease break waits for the writes in flight), a WRITE that fails
 after its write(2) returned is reported by close(2) or fsync(2), and a
 connection that dies with writes in flight either replays them after the
-reconnect or tells the writer.
+reconnect or tells the writer; so do small writes still gathered when
+the connection dies.
 
 The daemon logs at unmount how many writes it answered early; each test
 checks that write-behind really ran (else it would prove nothing)."""
@@ -227,6 +228,55 @@ def test_gathered_writes_reach_other_readers(samba, mount_factory, tmp_path):
     finally:
         os.close(fd)
     assert _answered_early(a) > 0
+
+
+@pytest.mark.parametrize("durable", [True, False], ids=["durable", "by-path"])
+def test_gathered_writes_outlive_a_killed_connection(samba_factory, mount_factory, durable,
+                                                     tmp_path):
+    """Small writes the mount holds gathered, not yet sent, when the file
+    is closed: smbd is stopped first, so the WRITE close(2) sends is not
+    answered, and then killed.  After the reconnect the server has every
+    byte write(2) accepted, or close(2) reports an error: never a file
+    that silently ends early."""
+    srv = samba_factory(extra_global=DURABLE if durable else [])
+    m = _mount(mount_factory, srv, tmp_path, "m", options=["timeout=30"])
+    data = os.urandom(64 * 1024 + 100)
+    srv_file = os.path.join(srv.share_path, "g.bin")
+    fd = os.open(os.path.join(m.path, "g.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    pids = _serving_pids(srv)  # first: ss is slow, and a gathered write waits 1 s at most
+    for off in range(0, len(data), 1000):
+        os.write(fd, data[off:off + 1000])
+    # the server has not got the last writes: they are gathered
+    held = os.path.getsize(srv_file) < len(data)
+    done = {}
+
+    def closer():
+        try:
+            os.close(fd)
+            done["error"] = None
+        except OSError as e:
+            done["error"] = e
+
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    t = threading.Thread(target=closer)
+    try:
+        t.start()
+        t.join(timeout=0.5)
+        blocked = t.is_alive()  # close(2) waits for the gathered WRITE
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+    t.join(timeout=60)
+    assert not t.is_alive()
+    assert held and blocked, (held, blocked, "the test proves nothing")
+    assert _reconnects(m) >= 1
+    if done["error"] is None:
+        with open(srv_file, "rb") as f:
+            assert f.read() == data
+    else:
+        print("close(2) reported:", done["error"])
+    assert _answered_early(m) > 0
 
 
 def _counts(m):
