@@ -261,6 +261,7 @@ class SmbrdmaMount:
                     raise MountFailed(f"mount not live after {self.timeout:.0f}s; log:\n"
                                       f"{self.log_text()[-4000:]}")
                 time.sleep(0.05)
+            self._wait_ready(min(deadline, time.monotonic() + 10))
         else:
             try:
                 r = subprocess.run(self.cmd, stdin=subprocess.DEVNULL, capture_output=True,
@@ -278,6 +279,19 @@ class SmbrdmaMount:
                 self.stop(check=False)
                 raise MountFailed("mount command returned 0 but the mount is not live")
         return self
+
+    def _wait_ready(self, until):
+        """-f: the mount is live (FUSE INIT done) a moment before the daemon
+        has its control socket and logs "mounted ... on"; a test that runs
+        smbrdmactl at once would find no socket.  Wait for the line (or a
+        warning that there is no socket), as the daemonizing mount command
+        does before it returns."""
+        while time.monotonic() < until and self.proc.poll() is None:
+            text = self.log_text()
+            if f"on {self.path}" in text and "mounted " in text or \
+                    "no control socket for smbrdmactl" in text:
+                return
+            time.sleep(0.01)
 
     def alive(self):
         if self.foreground:
