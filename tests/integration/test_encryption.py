@@ -37,7 +37,7 @@ import pytest
 from conftest import BIG_MIB, SMALL_MIB, env_int
 from lib.fileops import MIB
 from lib.mount import is_mounted, pids_for_mountpoint, run_mount_command, timeout_scale
-from lib.sessioninfo import CIPHERS, client_report, only_session
+from lib.sessioninfo import CIPHERS, client_report, encrypted, only_session, use_the_tree
 from lib.smbproxy import (C2S, COMMAND_NAMES, DIRECTIONS, S2C, SMB2_CLOSE, SMB2_CREATE,
                           SMB2_FLUSH, SMB2_NEGOTIATE, SMB2_QUERY_DIRECTORY, SMB2_QUERY_INFO,
                           SMB2_READ, SMB2_SESSION_SETUP, SMB2_SET_INFO,
@@ -161,7 +161,8 @@ def check_encryption_reports(srv, m, cipher, session_degree="full"):
     assert rep.get("encryption") is True, f"client report: encryption {rep.get('encryption')!r}"
     assert rep.get("cipher") == cipher, f"client report: cipher {rep.get('cipher')!r}, " \
                                         f"want {cipher!r}"
-    sess, tcons = only_session(srv)
+    use_the_tree(m)
+    sess, tcons = only_session(srv, until=encrypted)
     assert sess["encryption"]["cipher"] == cipher, \
         f"smbstatus: session encrypted with {sess['encryption']}, want {cipher}"
     assert sess["encryption"]["degree"] in (session_degree, "full"), sess["encryption"]
@@ -245,7 +246,8 @@ def test_share_that_demands_encryption(samba_factory, mount_factory, proxy_facto
     m = mount_factory(srv, port=px.port)
     rep = client_report(m.path)
     assert rep.get("encryption") is True, f"client report: encryption {rep.get('encryption')!r}"
-    sess, tcons = only_session(srv)
+    use_the_tree(m)
+    sess, tcons = only_session(srv, until=encrypted)
     assert rep.get("cipher") == sess["encryption"]["cipher"] and rep["cipher"] in CIPHERS, \
         f"client says cipher {rep.get('cipher')!r}, smbstatus {sess['encryption']}"
     assert tcons and all(t["encryption"]["degree"] == "full" for t in tcons), tcons

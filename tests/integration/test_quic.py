@@ -24,7 +24,7 @@ from lib.mount import MountFailed, SmbrdmaMount, daemon_binary, timeout_scale
 from lib.netns import netns_factory  # noqa: F401
 from lib.quic import QuicRelay, make_certs
 from lib.samba import free_port
-from lib.sessioninfo import client_report, ctl_binary, only_session
+from lib.sessioninfo import client_report, ctl_binary, encrypted, only_session, signed
 
 BIG_MIB = 128
 
@@ -128,7 +128,7 @@ def test_quic_signed_and_sealed_sessions(samba, certs, relay_factory, mount_fact
         f.write(data)
     with open(os.path.join(m.path, "f.bin"), "rb") as f:
         assert f.read() == data
-    sess, tcons = only_session(samba)
+    sess, tcons = only_session(samba, until=signed if option == "sign" else encrypted)
     if option == "sign":
         assert rep["signing"] is True
         assert sess["signing"]["degree"] != "none", sess

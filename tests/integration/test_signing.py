@@ -26,7 +26,8 @@ import pytest
 from conftest import SMALL_MIB
 from lib.fileops import short_file_test
 from lib.mount import is_mounted
-from lib.sessioninfo import SAMBA_SIGNING_NAME, client_report, only_session
+from lib.sessioninfo import (SAMBA_SIGNING_NAME, client_report, only_session, signed,
+                             use_the_tree)
 from lib.smbproxy import (C2S, FSCTL_VALIDATE_NEGOTIATE_INFO, S2C, SMB2_CREATE,
                           SMB2_FLAGS_SIGNED, SMB2_IOCTL, SMB2_NEGOTIATE, SMB2_READ,
                           SMB2_SESSION_SETUP, STATUS_PENDING)
@@ -59,7 +60,8 @@ def check_signing_reports(srv, m, want_alg, want_dialect_name):
     assert rep["signing"] is True, f"client report: signing {rep['signing']!r}"
     assert rep["signing_algorithm"] == want_alg, \
         f"client report: signing_algorithm {rep['signing_algorithm']!r}, want {want_alg!r}"
-    sess, tcons = only_session(srv)
+    use_the_tree(m)
+    sess, tcons = only_session(srv, until=signed)
     assert sess["session_dialect"] == want_dialect_name, sess
     assert sess["signing"] == {"cipher": SAMBA_SIGNING_NAME[want_alg], "degree": "full"}, \
         f"smbstatus session signing {sess['signing']}, want {SAMBA_SIGNING_NAME[want_alg]}"

@@ -16,6 +16,7 @@ session entry and only the degree from the tcon entry.
 import json
 import os
 import subprocess
+import time
 
 from .mount import build_dir, timeout_scale
 
@@ -51,14 +52,48 @@ def smbstatus(srv):
             from None
 
 
-def only_session(srv):
+def only_session(srv, until=None, timeout=10):
     """(session, [tcons of srv's share in that session]) of the one
-    authenticated session on srv; fails if there is not exactly one."""
-    st = smbstatus(srv)
-    sessions = [s for s in st.get("sessions", {}).values() if s.get("username") == srv.user]
-    assert len(sessions) == 1, f"want one session of {srv.user}, smbstatus says:\n" \
-                               f"{json.dumps(st.get('sessions'), indent=1)}"
-    sess = sessions[0]
-    tcons = [t for t in st.get("tcons", {}).values()
-             if t.get("session_id") == sess["session_id"] and t.get("service") == srv.share]
-    return sess, tcons
+    authenticated session on srv; fails if there is not exactly one.
+
+    A session's cipher shows "-" until smbd has stored that it processed an
+    encrypted request (see use_the_tree()), and smbd may store it after its
+    reply.  until(sess, tcons), if given, is what the caller expects:
+    smbstatus is asked again (within timeout seconds) until it holds, and
+    the last answer is returned for the caller's own assertions."""
+    deadline = time.monotonic() + timeout * timeout_scale()
+    while True:
+        st = smbstatus(srv)
+        sessions = [s for s in st.get("sessions", {}).values() if s.get("username") == srv.user]
+        assert len(sessions) == 1, f"want one session of {srv.user}, smbstatus says:\n" \
+                                   f"{json.dumps(st.get('sessions'), indent=1)}"
+        sess = sessions[0]
+        tcons = [t for t in st.get("tcons", {}).values()
+                 if t.get("session_id") == sess["session_id"] and t.get("service") == srv.share]
+        if until is None or until(sess, tcons) or time.monotonic() > deadline:
+            return sess, tcons
+        time.sleep(0.1)
+
+
+def use_the_tree(m):
+    """Send requests on mount m's tree connect (a file made and removed):
+    smbd marks a session encrypted or signed in what smbstatus reads only
+    once it has processed such a request, and a fresh mount may have sent
+    none yet (the kernel had what it asked for)."""
+    p = os.path.join(m.path, f".smbstatus-probe-{os.getpid()}")
+    with open(p, "wb") as f:
+        f.write(b"x")
+    os.unlink(p)
+
+
+def encrypted(sess, tcons):
+    """for only_session(until=): smbd has stored the session's cipher, and
+    the tree connect's."""
+    return sess["encryption"]["cipher"] != "-" and bool(tcons) and \
+        all(t["encryption"]["degree"] != "none" for t in tcons)
+
+
+def signed(sess, tcons):
+    """for only_session(until=): smbd has stored the session's signing."""
+    return sess["signing"]["cipher"] != "-" and bool(tcons) and \
+        all(t["signing"]["degree"] != "none" for t in tcons)
