@@ -40,6 +40,13 @@ enum { SMB_SEC_NTLMSSP = 0, SMB_SEC_KRB5 = 1 };
  * otherwise: 3.0, the first with a signed check of the negotiation. */
 #define SMB_CLIENT_MIN_DIALECT SMB2_DIALECT_0300
 
+/* SMB Direct channels per RDMA interface when rdma_channels is 0: two, as
+ * Windows opens (ConnectionCountPerRdmaNetworkInterface).  Soft-RoCE runs a
+ * queue pair on one CPU at a time, and the guest benchmark
+ * (bench/results/20261126-175632-vm-compare-baseline.txt) has two beating
+ * one on 1 MiB write, read and 4 KiB reads. */
+#define SMB_RDMA_CHANNELS_DEFAULT 2u
+
 struct smb_client_opts {
 	const char *host; /* name or address: the server's name in the UNC, in
 	                     Kerberos and in messages */
@@ -92,9 +99,10 @@ struct smb_client_opts {
 	unsigned rdma_threshold;     /* READ/WRITE above this go by RDMA offload; 0 = 4096 */
 	bool multichannel;           /* open more channels to the server's interfaces */
 	unsigned max_channels;       /* channels in all with multichannel; 0 = 2 */
-	unsigned rdma_channels;      /* SMB Direct channels per RDMA interface; 0 = 1.  Above 1
-	                              * without multichannel: that many to the mount's own
-	                              * address (needs the server's MULTI_CHANNEL) */
+	unsigned rdma_channels;      /* SMB Direct channels per RDMA interface; 0 =
+	                              * SMB_RDMA_CHANNELS_DEFAULT.  Above 1 without
+	                              * multichannel: that many to the mount's own address
+	                              * (needs the server's MULTI_CHANNEL; else one) */
 	unsigned mc_requery_s;       /* re-query the interface list; 0 = 600 s */
 	bool no_rdma_channels;       /* multichannel: TCP channels only */
 	unsigned mc_echo_ms;         /* multichannel keepalive per channel; 0 = 5000 */
@@ -103,6 +111,12 @@ struct smb_client_opts {
 	bool posix;                  /* offer the SMB3 POSIX extensions (3.1.1); they are
 	                                used when the server accepts them: see smb_attr */
 };
+
+/* SMB Direct channels per RDMA interface the options ask for. */
+static inline unsigned smb_rdma_channels(const struct smb_client_opts *o)
+{
+	return o->rdma_channels ? o->rdma_channels : SMB_RDMA_CHANNELS_DEFAULT;
+}
 
 /* Connect, negotiate, authenticate, tree connect.  On failure returns -errno
  * and writes a one-line human explanation into errbuf (e.g. "logon failure

@@ -612,7 +612,7 @@ static unsigned rdma_channels_max(const struct smb_client_opts *o)
 	if (o->multichannel)
 		return o->max_channels ? o->max_channels : 2;
 	if (o->rdma)
-		return o->rdma_channels ? o->rdma_channels : 1;
+		return smb_rdma_channels(o);
 	return 0;
 }
 

@@ -101,7 +101,7 @@ struct smb_mount_opts {
 	unsigned timeout;         /* s, timeout=; 0: the engine's default (60) */
 	bool multichannel;        /* more channels to the server's interfaces */
 	unsigned max_channels;    /* 0: the engine's default (2); 1..32 */
-	unsigned rdma_channels;   /* 0: the engine's default (1); 1..8 */
+	unsigned rdma_channels;   /* 0: the engine's default (2); 1..8 */
 	char *interfaces;         /* "eth1:eth2" or NULL: local interfaces for channels */
 	char *daemon_user;        /* daemon_user=: who the daemon runs as (fuse/privs.h);
 	                             NULL: smbrdma, else nobody; "root": keep root */

@@ -53,7 +53,9 @@ enum smbrdma_sec {
 };
 
 enum {
-	SMBRDMA_F_RDMA = 1u << 0,         /* first channel over SMB Direct, not TCP */
+	SMBRDMA_F_RDMA = 1u << 0,         /* first channel over SMB Direct, not TCP, and
+	                                     a second to the same address when the server
+	                                     offers multichannel (two queue pairs) */
 	SMBRDMA_F_MULTICHANNEL = 1u << 1, /* bind channels to every server interface */
 	SMBRDMA_F_SIGN = 1u << 2,         /* require signing */
 	SMBRDMA_F_SEAL = 1u << 3,         /* require encryption */

@@ -192,7 +192,7 @@ static int mgr_start(struct smb_client *c)
 	if (err)
 		return err;
 	c->mgr_state = m;
-	if ((o->multichannel || (o->rdma_channels > 1 && c->chans[0]->rdma)) &&
+	if ((o->multichannel || (smb_rdma_channels(o) > 1 && c->chans[0]->rdma)) &&
 	    (err = smb_mc_new(c, &m->slot, &m->park, &m->mc)) < 0)
 		return err;
 	if (pthread_create(&m->thread, NULL, mgr_thread, m) == 0)

@@ -564,17 +564,20 @@ int smb_mc_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb_par
                struct smb_mc **out)
 {
 	const struct smb_client_opts *o = c->opts;
+	/* Only the default rdma_channels brought us here: a server that cannot
+	 * bind a second channel is no news worth a warning. */
+	int level = o->multichannel || o->rdma_channels > 1 ? LOG_WARNING : LOG_INFO;
 	*out = NULL;
 	if (c->sess.dialect < SMB2_DIALECT_0300 ||
 	    !(c->sess.server_caps & SMB2_GLOBAL_CAP_MULTI_CHANNEL)) {
-		smb_warn("%s: the server does not offer multichannel (SMB %s%s); one channel",
-		         c->host, smb2_dialect_str(c->sess.dialect),
-		         c->sess.dialect >= SMB2_DIALECT_0300 ? ", no MULTI_CHANNEL capability"
-		                                              : "");
+		smb_log(level, "%s: the server does not offer multichannel (SMB %s%s); one channel",
+		        c->host, smb2_dialect_str(c->sess.dialect),
+		        c->sess.dialect >= SMB2_DIALECT_0300 ? ", no MULTI_CHANNEL capability"
+		                                             : "");
 		return 0;
 	}
 	if (c->sess.guest) {
-		smb_warn("%s: a guest session cannot bind channels; one channel", c->host);
+		smb_log(level, "%s: a guest session cannot bind channels; one channel", c->host);
 		return 0;
 	}
 	struct smb_mc *mc = talloc_zero(c, struct smb_mc);
@@ -584,7 +587,7 @@ int smb_mc_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb_par
 	mc->opts = o;
 	mc->slot = slot;
 	mc->park = park;
-	mc->rdma_per_iface = o->rdma_channels ? o->rdma_channels : 1;
+	mc->rdma_per_iface = smb_rdma_channels(o);
 	mc->addr_only = !o->multichannel;
 	if (mc->addr_only)
 		mc->max_channels = mc->rdma_per_iface;

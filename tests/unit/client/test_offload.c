@@ -131,6 +131,8 @@ static bool fx_up(struct fx *x, struct peer *p, struct smb_client_opts *o)
 		o = &d;
 	}
 	o->rdma = true;
+	if (!o->rdma_channels)
+		o->rdma_channels = 1; /* these look at channels[0]: see test_two_by_default */
 	if (!env_connect(&x->e, o))
 		return false;
 	static struct smb_client_stats st;
@@ -661,6 +663,29 @@ static void test_server_max_io(void)
 	}
 }
 
+/* An rdma mount without rdma_channels= opens SMB_RDMA_CHANNELS_DEFAULT (two)
+ * SMB Direct channels to the server's one address, the second bound to the
+ * session (the guest suite moves I/O over both against ksmbd). */
+static void test_two_by_default(void)
+{
+	struct env e = {.p = new_peer()};
+	struct smb_client_opts o;
+	env_opts(&o);
+	o.rdma = true;
+	if (!env_connect(&e, &o))
+		return;
+	static struct smb_client_stats st;
+	smb_client_get_stats(e.c, &st);
+	CHECK_EQ(st.nchannels, (int)SMB_RDMA_CHANNELS_DEFAULT);
+	for (int i = 0; i < st.nchannels; i++) {
+		CHECK(strcmp(st.channels[i].transport, "rdma") == 0);
+		CHECK(strcmp(st.channels[i].state, "up") == 0);
+		/* the same address (the emulated transport shows no port for a bound one) */
+		CHECK(strncmp(st.channels[i].remote, "127.0.0.1:", 10) == 0);
+	}
+	env_unmount(&e);
+}
+
 static bool chan_dead(void *arg)
 {
 	return strcmp(stats(arg)->channels[0].state, "dead") == 0;
@@ -777,6 +802,7 @@ int main(void)
 	RUN(test_lent);
 	RUN(test_registration_refused);
 	RUN(test_server_max_io);
+	RUN(test_two_by_default);
 	RUN(test_io_while_reconnecting);
 	RUN(test_conn_lost_under_io);
 	RUN(test_destroy_with_read_pending);

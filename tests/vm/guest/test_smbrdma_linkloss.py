@@ -40,8 +40,8 @@ import time
 
 import pytest
 
-from vmlab import (is_mounted, mount_smbrdma, recreate_rxe, run, rxe_active, sha256_file,
-                   smbrdmactl, stats, umount, write_random_file)
+from vmlab import (is_mounted, mount_smbrdma, rdma_totals, recreate_rxe, run, rxe_active,
+                   sha256_file, smbrdmactl, stats, umount, write_random_file)
 
 # The daemon's own deadlines (smbd/smbd_conn.c smbd_conn_params_default, client/session.c):
 # a silent connection is probed after idle_timeout_ms = 120 s and declared dead when the
@@ -268,8 +268,8 @@ def test_link_loss_fails_inflight_io_then_new_mount_works(lab, how, tmp_path):
         writer = Writer(mnt / "inflight.bin")
         assert writer.wait_progress(3, 120), f"the writer made no progress: {writer.tail()}"
         before = stats(mnt)
-        assert before["channels"][0]["transport"] == "rdma", before
-        assert before["channels"][0]["rdma_read_bytes"] > 0, before
+        assert rdma_totals(before)["rdma"] == len(before["channels"]), before
+        assert rdma_totals(before)["rdma_read_bytes"] > 0, before
 
         t0 = time.monotonic()
         killer = _kill_link(lab, how)
@@ -307,10 +307,10 @@ def test_link_loss_fails_inflight_io_then_new_mount_works(lab, how, tmp_path):
                 problems.append(f"smbrdmactl stats of the dead mount failed {when}: "
                                 f"{r.stderr.strip()}")
                 continue
-            state = json.loads(r.stdout)["channels"][0]["state"]
-            note(f"smbrdmactl stats of the dead mount {when}: state={state}")
-            if state == "up":
-                problems.append(f"the dead mount's channel says it is up: {r.stdout}")
+            states = [c["state"] for c in json.loads(r.stdout)["channels"]]
+            note(f"smbrdmactl stats of the dead mount {when}: states={states}")
+            if "up" in states:
+                problems.append(f"a channel of the dead mount says it is up: {r.stdout}")
 
         if killer.poll() is None:
             try:
@@ -399,8 +399,8 @@ def test_link_loss_fails_inflight_io_then_new_mount_works(lab, how, tmp_path):
         run(["cp", str(mnt2 / "after.bin"), str(back)], timeout=300)
         assert sha256_file(back) == want, "read back different bytes after the link came back"
         st = stats(mnt2)
-        ch = st["channels"][0]
-        assert ch["transport"] == "rdma" and ch["state"] == "up", st
+        ch = rdma_totals(st)
+        assert ch["up"] >= 1 and ch["rdma"] == len(st["channels"]), st
         assert ch["rdma_write_bytes"] >= 8 << 20, st
         note(f"a new mount over {addr} wrote and read back 8 MiB")
         os.unlink(mnt2 / "after.bin")

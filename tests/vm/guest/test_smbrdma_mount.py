@@ -15,8 +15,8 @@ import subprocess
 
 import pytest
 
-from vmlab import (KERNEL_61, daemon, mount_smbrdma, run, sha256_file, stats, umount,
-                   write_random_file)
+from vmlab import (KERNEL_61, daemon, mount_smbrdma, rdma_totals, run, sha256_file, stats,
+                   umount, write_random_file)
 
 MiB = 1 << 20
 # 256 MiB over both RDMA devices (the issue's acceptance).  TCP gets 64 MiB: a 256 MiB round
@@ -29,9 +29,11 @@ def _check_offload(st, kind, direction, size):
     """Over RDMA the payload moves by RDMA, not inline: >= 95% of the bytes, and the daemon
     copies none of it (reads land in registered buffers and go to FUSE from there; writes
     go from registered FUSE request buffers).  On rxe (memory windows) the server
-    invalidates the tokens remotely (Send-with-Invalidate)."""
-    ch = st["channels"][0]
-    assert ch["transport"] == "rdma", st
+    invalidates the tokens remotely (Send-with-Invalidate).  Counted over the mount's SMB
+    Direct channels: two, the default rdma_channels=2."""
+    ch = rdma_totals(st)
+    # the default: two SMB Direct channels (queue pairs) to the one address
+    assert ch["up"] == 2 and ch["rdma"] == len(st["channels"]), st
     moved = ch["rdma_read_bytes"] if direction == "write" else ch["rdma_write_bytes"]
     inline = ch["bytes_sent"] if direction == "write" else ch["bytes_received"]
     assert moved >= size, f"only {moved} of {size} payload bytes moved by RDMA: {st}"

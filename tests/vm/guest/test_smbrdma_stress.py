@@ -19,7 +19,7 @@ import os
 
 import pytest
 
-from vmlab import mount_smbrdma, run, stats, umount
+from vmlab import mount_smbrdma, rdma_totals, run, stats, umount
 
 RUNTIME = int(os.environ.get("SMBRDMA_STRESS_SECONDS", "60"))
 SMALL_RUNTIME = 10
@@ -48,8 +48,9 @@ def _fio(lab, name, filename, args, runtime):
 
 
 def _chan(st):
-    ch = st["channels"][0]
-    assert ch["transport"] == "rdma" and ch["state"] == "up", st
+    """The mount's SMB Direct channels (two by default) added up."""
+    ch = rdma_totals(st)
+    assert ch["up"] >= 1 and ch["rdma"] == len(st["channels"]), st
     return ch
 
 

@@ -78,6 +78,21 @@ def stats(mnt, timeout=60):
     return json.loads(r.stdout)
 
 
+def rdma_totals(st):
+    """A mount's SMB Direct channels' counters added up (an rdma mount opens
+    rdma_channels= of them to the server's address, two by default), with
+    "up": how many of them are up and "rdma": how many there are."""
+    chans = [c for c in st["channels"] if c["transport"] == "rdma"]
+    tot = {}
+    for c in chans:
+        for k, v in c.items():
+            if isinstance(v, int) and not isinstance(v, bool) and k != "index":
+                tot[k] = tot.get(k, 0) + v
+    tot["up"] = sum(c["state"] == "up" for c in chans)
+    tot["rdma"] = len(chans)
+    return tot
+
+
 def umount(mnt, tries=50):
     """umount, retrying while busy; lazy as a last resort."""
     for _ in range(tries):
