@@ -1077,35 +1077,9 @@ static int fake_timers_armed(void)
 
 /* Run fn(arg) on the loop thread and wait until it has returned (after
  * everything posted before it). */
-struct on_loop {
-	void (*fn)(void *arg);
-	void *arg;
-	pthread_mutex_t m;
-	pthread_cond_t cv;
-	bool done;
-};
-static void on_loop_cb(void *arg)
-{
-	struct on_loop *o = arg;
-	if (o->fn)
-		o->fn(o->arg);
-	pthread_mutex_lock(&o->m);
-	o->done = true;
-	pthread_cond_signal(&o->cv);
-	pthread_mutex_unlock(&o->m);
-}
 static void run_on_loop(void (*fn)(void *arg), void *arg)
 {
-	struct on_loop o = {.fn = fn, .arg = arg};
-	pthread_mutex_init(&o.m, NULL);
-	pthread_cond_init(&o.cv, NULL);
-	CHECK_EQ(ev_call(loop, on_loop_cb, &o), 0);
-	pthread_mutex_lock(&o.m);
-	while (!o.done)
-		pthread_cond_wait(&o.cv, &o.m);
-	pthread_mutex_unlock(&o.m);
-	pthread_cond_destroy(&o.cv);
-	pthread_mutex_destroy(&o.m);
+	CHECK_EQ(ev_call_wait(loop, fn, arg), 0);
 }
 static void loop_sync(void)
 {
