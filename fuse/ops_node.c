@@ -275,6 +275,7 @@ struct attr_ctx {
 	fuse_req_t req;
 	struct smbfs *fs;
 	uint64_t ino;
+	bool borrowed; /* asked by a handle smbfs_open_fid() lent */
 };
 
 /* The stat of ino.  A link count of 0 from the server reads "unknown" in
@@ -305,16 +306,41 @@ static void reply_attr(struct smbfs *fs, fuse_req_t req, uint64_t ino, const str
 	fuse_reply_attr(req, &st, smbfs_attr_timeout(fs, ino));
 }
 
+static int getattr_by_path(struct attr_ctx *ctx);
+
 static void getattr_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
 {
 	struct attr_ctx ctx = *(struct attr_ctx *)arg;
 	int e = smb_errno(err, status);
 
+	/* A lent handle can be closed before the server reads our request
+	 * (a kept directory's, at a lease break; a file's, released by
+	 * another process): the name is still there to ask by. */
+	if (e == EBADF && ctx.borrowed) {
+		struct attr_ctx *again = arg;
+		again->borrowed = false;
+		e = -getattr_by_path(again);
+		if (!e)
+			return;
+	}
 	free(arg);
 	if (e)
 		fuse_reply_err(ctx.req, e);
 	else
 		reply_attr(ctx.fs, ctx.req, ctx.ino, attr);
+}
+
+static int getattr_by_path(struct attr_ctx *ctx)
+{
+	struct smbfs *fs = ctx->fs;
+	char *path = NULL;
+	if (ctx->ino == FUSE_ROOT_ID)
+		return smbfs_stat_root(fs, getattr_done, ctx);
+	int rc = smb_inode_path(fs->inodes, ctx->ino, NULL, &path);
+	if (rc == 0)
+		rc = smbfs_stat(fs, path, getattr_done, ctx);
+	free(path);
+	return rc;
 }
 
 /* Ask the server for ino's attributes (by handle when there is one) and
@@ -323,30 +349,23 @@ static void getattr_from_server(fuse_req_t req, fuse_ino_t ino, struct fuse_file
 {
 	struct smbfs *fs = smbfs_of(req);
 	struct attr_ctx *ctx = malloc(sizeof(*ctx));
-	char *path = NULL;
 	int rc;
 
 	if (!ctx) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ctx->req = req;
-	ctx->fs = fs;
-	ctx->ino = ino;
+	*ctx = (struct attr_ctx){.req = req, .fs = fs, .ino = ino};
 	struct smb2_fileid fid;
 	if (fi && fi->fh) {
 		const struct smbfs_file *f = smbfs_file_of(fi);
 		rc = smb_fstat(fs->client, f->fid, getattr_done, ctx);
 	} else if (smbfs_open_fid(fs, ino, &fid)) {
 		/* by a handle we hold: right even after its name went away */
+		ctx->borrowed = true;
 		rc = smb_fstat(fs->client, fid, getattr_done, ctx);
-	} else if (ino == FUSE_ROOT_ID) {
-		rc = smbfs_stat_root(fs, getattr_done, ctx);
 	} else {
-		rc = smb_inode_path(fs->inodes, ino, NULL, &path);
-		if (rc == 0)
-			rc = smbfs_stat(fs, path, getattr_done, ctx);
-		free(path);
+		rc = getattr_by_path(ctx);
 	}
 	if (rc < 0) {
 		free(ctx);
@@ -397,6 +416,7 @@ struct setattr_ctx {
 	struct smbfs *fs;
 	uint64_t ino;
 	bool has_fid;
+	bool borrowed; /* fid is one smbfs_writable_fid() lent */
 	struct smb2_fileid fid;
 	bool set_mode;
 	mode_t mode;
@@ -422,6 +442,33 @@ static int posix_owner_check(struct smbfs *fs, const struct smb_setattr_args *ar
 	return EPERM;
 }
 
+static void setattr_send(struct setattr_ctx *ctx, const struct smb_attr *cur);
+
+/* By path, from now on: our own leases on it and its directory stay. */
+static void setattr_by_name(struct setattr_ctx *ctx)
+{
+	struct smbfs *fs = ctx->fs;
+	ctx->borrowed = ctx->has_fid = false;
+	ctx->args.lease_id = smbfs_lease_id(fs, ctx->ino);
+	ctx->args.parent_lease_id =
+	    smbfs_parent_lease_id(fs, smb_inode_parent(fs->inodes, ctx->ino));
+}
+
+/* The handle ctx borrowed was closed before the server read our request
+ * (released by another process meanwhile): by path, then. */
+static bool setattr_by_path(struct setattr_ctx *ctx, int e)
+{
+	struct smbfs *fs = ctx->fs;
+	struct smb_attr cur;
+	bool fresh;
+	if (e != EBADF || !ctx->borrowed ||
+	    smb_inode_get_attr(fs->inodes, ctx->ino, 0, &cur, &fresh, NULL) != 0)
+		return false;
+	setattr_by_name(ctx);
+	setattr_send(ctx, &cur);
+	return true;
+}
+
 static void setattr_done(void *arg, int err, uint32_t status, const struct smb_attr *attr)
 {
 	struct setattr_ctx *ctx = arg;
@@ -431,6 +478,8 @@ static void setattr_done(void *arg, int err, uint32_t status, const struct smb_a
 	int e = smb_errno(err, status);
 	struct smb_setattr_args args = ctx->args;
 
+	if (setattr_by_path(ctx, e))
+		return;
 	free(ctx);
 	if (!e)
 		e = posix_owner_check(fs, &args, attr, true);
@@ -450,13 +499,18 @@ static void setattr_done(void *arg, int err, uint32_t status, const struct smb_a
 	reply_attr(fs, req, ino, &now);
 }
 
-static void setattr_send(struct setattr_ctx *ctx, const struct smb_attr *cur);
-
 static void setattr_have_attr(void *arg, int err, uint32_t status, const struct smb_attr *attr)
 {
 	struct setattr_ctx *ctx = arg;
 	int e = smb_errno(err, status);
 
+	if (e == EBADF && ctx->borrowed) {
+		/* by path, as for the change (the attributes come first) */
+		setattr_by_name(ctx);
+		e = -smb_stat(ctx->fs->client, ctx->path, setattr_have_attr, ctx);
+		if (!e)
+			return;
+	}
 	if (e) {
 		fuse_req_t req = ctx->req;
 		free(ctx);
@@ -680,14 +734,10 @@ void smbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		 * cifs_get_writable_file(), saving the open and close (and a
 		 * break of our own directory lease, which Samba gives for a
 		 * change by path). */
-		ctx->has_fid = smbfs_writable_fid(fs, ino, &ctx->fid);
+		ctx->has_fid = ctx->borrowed = smbfs_writable_fid(fs, ino, &ctx->fid);
 	}
-	if (!ctx->has_fid) {
-		/* by path: our own lease on the directory stays */
-		ctx->args.lease_id = smbfs_lease_id(fs, ino);
-		ctx->args.parent_lease_id =
-		    smbfs_parent_lease_id(fs, smb_inode_parent(fs->inodes, ino));
-	}
+	if (!ctx->has_fid)
+		setattr_by_name(ctx);
 	if (fs->posix && (to_set & FUSE_SET_ATTR_UID)) {
 		ctx->args.which |= SMB_SET_UID;
 		ctx->args.uid = (uint32_t)attr->st_uid;
