@@ -49,6 +49,7 @@ class Lab:
     smbdirect_port: int  # ksmbd's SMB Direct listener (5445 when an iWARP device exists)
     out: str           # output directory shared with the host (artifacts survive the VM)
     errors: str        # problems the guest init met while building the lab ('' if none)
+    ksmbd_leases: str  # ksmbd's "smb2 leases": yes or no (SMBRDMA_VM_KSMBD_LEASES)
 
     def unc(self, addr=None):
         return f"//{addr or self.rxe_addr}/{self.share}"
@@ -73,6 +74,7 @@ def lab():
         smbdirect_port=int(env.get("SMBRDMA_VM_SMBDIRECT_PORT", "445")),
         out=env.get("SMBRDMA_VM_OUT", "/tmp"),
         errors=env.get("SMBRDMA_VM_LAB_ERRORS", ""),
+        ksmbd_leases=env.get("SMBRDMA_VM_KSMBD_LEASES", "yes"),
     )
 
 
