@@ -37,8 +37,9 @@
  *    kernel's entries for the names under it that the inode table knows
  *    expire (fuse_lowlevel_notify_expire_entry; inval_entry on kernels
  *    before 6.2), so a name that went or now names another file is
- *    looked up again; then the ack.  (No negative entry is cached at all:
- *    a lookup's ENOENT is an error reply, which the kernel does not keep.)
+ *    looked up again; then the ack.  (No negative entry is cached by the
+ *    kernel: a lookup's ENOENT is an error reply, which it does not keep;
+ *    the daemon's own, negcache.h, is forgotten at any break.)
  *  - losing only H: no cache of the kernel depends on it, so the ack goes
  *    at once; a directory handle kept open after its close (ops_dir.c,
  *    handlecache) is closed after any ack that leaves its lease without
@@ -181,6 +182,8 @@ void smbfs_on_break(void *arg, struct smb2_fileid fid, uint8_t level)
 {
 	struct smbfs *fs = arg;
 	uint64_t nodeid = 0;
+	if (fs->negc) /* another client is at work: names may have come */
+		negc_changed(fs->negc);
 	pthread_mutex_lock(&fs->handles_lock);
 	for (struct smbfs_file *f = fs->handles; f; f = f->next) {
 		if (f->fid.persistent != fid.persistent || f->fid.volatile_ != fid.volatile_)
@@ -262,6 +265,8 @@ void smbfs_on_lease_break(void *arg, uint64_t lease_id, uint32_t old_state, uint
 	struct smbfs *fs = arg;
 	uint64_t nodeid = 0;
 	uint32_t held = 0;
+	if (fs->negc) /* another client is at work: names may have come */
+		negc_changed(fs->negc);
 	pthread_mutex_lock(&fs->handles_lock);
 	for (struct smbfs_file *f = fs->handles; f; f = f->next) {
 		if (f->lease_id != lease_id)

@@ -805,6 +805,7 @@ static int fs_setup(struct smbfs *fs, const struct mount_args *a,
 	/* cache=none: attributes are never kept, here nor in the kernel. */
 	unsigned actimeo = a->opts.cache == SMB_MOUNT_CACHE_NONE ? 0 : a->opts.actimeo;
 	fs->inodes = smb_inode_table_new(a->unc.prefix, (uint64_t)actimeo * 1000000000u);
+	fs->negc = actimeo ? negc_new() : NULL; /* none: every LOOKUP asks */
 	if (!fs->inodes) {
 		report("could not mount %s: %s", a->source, strerror(ENOMEM));
 		return -1;

@@ -946,6 +946,9 @@ void smbfs_dir_known_add(struct smbfs *fs, uint64_t nodeid, const char *name)
 	struct smbfs_dir **dirs = NULL;
 	size_t n = 0, cap = 0;
 
+	if (fs->negc) /* name may be there now */
+		negc_changed(fs->negc);
+
 	/* Every handle of the directory, leased or not, takes the name: a
 	 * set must hold every name (one that cannot take it, for lack of
 	 * memory, answers nothing more).  Handles are freed on this thread

@@ -22,7 +22,9 @@ struct name_ctx {
 	const char *name, *newname;
 	bool cleared_readonly; /* unlink: READONLY was cleared for a retry */
 	uint64_t lease_id;     /* mkdir: the new directory's lease */
-	char *from, *to;       /* rename past an open target: the paths (malloc'd) */
+	bool lookup;           /* a LOOKUP, sent at neg_epoch and sent_ns (negcache.h) */
+	uint64_t neg_epoch, sent_ns;
+	char *from, *to; /* rename past an open target: the paths (malloc'd) */
 	char buf[];
 };
 
@@ -48,6 +50,7 @@ static struct name_ctx *name_ctx_new(fuse_req_t req, uint64_t parent, const char
 	ctx->parent = parent;
 	ctx->newparent = newparent;
 	ctx->cleared_readonly = false;
+	ctx->lookup = false;
 	ctx->from = ctx->to = NULL;
 	memcpy(ctx->buf, name, n1);
 	ctx->name = ctx->buf;
@@ -101,11 +104,20 @@ static void entry_done(void *arg, int err, uint32_t status, const struct smb_att
 	if (rc == 0)
 		rc = -smb_inode_link(fs->inodes, ctx->parent, ctx->name, attr, smbfs_now_ns(),
 		                     &nodeid, &st_ino);
+	else if (rc == ENOENT && ctx->lookup && fs->negc)
+		negc_add(fs->negc, ctx->parent, ctx->name, ctx->neg_epoch, ctx->sent_ns);
 	free(ctx);
 	if (rc)
 		fuse_reply_err(req, rc);
 	else
 		smbfs_reply_entry(fs, req, nodeid, st_ino, attr);
+}
+
+/* How long a LOOKUP's "no such name" answers the next LOOKUP of it: the
+ * attribute timeout, at most 1 s (cifs.ko's for a negative dentry). */
+static uint64_t negc_ttl_ns(const struct smbfs *fs)
+{
+	return fs->timeout >= 1 ? 1000000000ull : (uint64_t)(fs->timeout * 1e9);
 }
 
 void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -142,10 +154,22 @@ void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
+	/* And a name found missing a moment ago, nothing changed since (the
+	 * second LOOKUP of an exclusive create, negcache.h). */
+	if (fs->timeout > 0 && fs->negc &&
+	    negc_lacks(fs->negc, parent, name, smbfs_now_ns(), negc_ttl_ns(fs))) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
 	path = child_path_or_reply(req, parent, name);
 	if (!path)
 		return;
 	ctx = name_ctx_new(req, parent, name, 0, NULL);
+	if (ctx && fs->negc) {
+		ctx->lookup = true;
+		ctx->neg_epoch = negc_epoch(fs->negc);
+		ctx->sent_ns = smbfs_now_ns();
+	}
 	rc = ctx ? smbfs_stat(fs, path, entry_done, ctx) : -ENOMEM;
 	free(path);
 	if (rc < 0) {

@@ -23,6 +23,7 @@
 
 #include "client/client.h"
 #include "fuse/inode.h"
+#include "fuse/negcache.h"
 #include "fuse/stat_map.h"
 #include "fuse/wb.h"
 
@@ -37,8 +38,9 @@ struct smbfs {
 	struct smb_client *client; /* set before the session runs, cleared after */
 	struct smb_inode_table *inodes;
 	struct smb_stat_policy policy;
-	double timeout; /* entry and attribute timeout for the kernel (actimeo; 0 with
-	                   cache=none) */
+	double timeout;    /* entry and attribute timeout for the kernel (actimeo; 0 with
+	                      cache=none) */
+	struct negc *negc; /* names a LOOKUP found missing (negcache.h); NULL: none */
 	bool ro;
 	bool direct_io;           /* cache=none: every open bypasses the page cache */
 	bool keep_cache;          /* cache=loose: an open keeps the pages cached before */

@@ -30,8 +30,9 @@ test_directory_lease_held and the three above failed on the empty lease
 of the open.
 
 A's negative lookups: the client answers ENOENT with an error, which the
-kernel does not cache, so a name A looked up before B made it is asked for
-again; the tests check that too (it holds whatever the break does).
+kernel does not cache, and forgets the missing names it keeps itself for a
+moment (fuse/negcache.h) at any break, so a name A looked up before B made
+it is asked for again; the tests check that too.
 
 Without a lease (`smb3 directory leases = no`, `smb2 leases = no`, or the
 mount option nolease) a directory open has none in smbstatus, nothing of
