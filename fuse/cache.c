@@ -55,7 +55,9 @@
  * and an entry's for the directory's inode lock, which an op in flight in
  * that directory holds until the loop thread answers it.
  * So each break that drops a cache starts a short-lived thread that makes
- * the call and then acknowledges; breaks are rare.  fs->notifiers counts
+ * the call and then acknowledges; breaks are rare.  (The expiry of a
+ * directory's entries is waited for EXPIRE_WAIT_MS at most: an op of ours
+ * in the directory may hold its lock until the server has the ack.)  fs->notifiers counts
  * them; teardown waits for none to be left.  An ack after the client is
  * gone is dropped (fs->client_gone, under fs->ack_lock).
  *
@@ -68,6 +70,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/evloop.h"
@@ -124,6 +127,99 @@ static void expire_children(struct smbfs *fs, uint64_t nodeid)
 	smb_inode_names_free(names, n);
 }
 
+/* A directory's entries expire under the directory's inode lock, which the
+ * kernel holds across an op of ours in that directory (a rename, a create)
+ * until the loop thread answers it; and ksmbd holds that op until it has
+ * our ack of the break the op itself caused (ksmbd 6.12 breaks our own
+ * directory lease at a rename in it): each waited for the other until
+ * ksmbd gave up on the ack, 30 s later.  So an ack waits for the expiry
+ * EXPIRE_WAIT_MS at most; then it goes, and the expiry ends with the op. */
+#define EXPIRE_WAIT_MS 200
+
+struct expire_job {
+	struct smbfs *fs;
+	uint64_t nodeid;
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* on CLOCK_MONOTONIC */
+	bool done;           /* under lock */
+	int refs;            /* under lock: the waiter and the expiring thread */
+};
+
+static void expire_job_put(struct expire_job *e)
+{
+	pthread_mutex_lock(&e->lock);
+	bool last = --e->refs == 0;
+	pthread_mutex_unlock(&e->lock);
+	if (last) {
+		pthread_cond_destroy(&e->cond);
+		pthread_mutex_destroy(&e->lock);
+		free(e);
+	}
+}
+
+static void *expire_thread(void *arg)
+{
+	struct expire_job *e = arg;
+	struct smbfs *fs = e->fs;
+	expire_children(fs, e->nodeid);
+	pthread_mutex_lock(&e->lock);
+	e->done = true;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+	expire_job_put(e);
+	__atomic_sub_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
+	return NULL;
+}
+
+/* expire_children(), waited for EXPIRE_WAIT_MS at most (it goes on after,
+ * counted in fs->notifiers). */
+static void expire_children_bounded(struct smbfs *fs, uint64_t nodeid)
+{
+	struct expire_job *e = calloc(1, sizeof(*e));
+	pthread_condattr_t ca;
+	pthread_attr_t at;
+	pthread_t t;
+	if (!e) {
+		expire_children(fs, nodeid);
+		return;
+	}
+	e->fs = fs;
+	e->nodeid = nodeid;
+	e->refs = 2;
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	__atomic_add_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &at, expire_thread, e);
+	pthread_attr_destroy(&at);
+	if (rc != 0) {
+		__atomic_sub_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
+		e->refs = 1;
+		expire_job_put(e);
+		expire_children(fs, nodeid);
+		return;
+	}
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_nsec += (long)EXPIRE_WAIT_MS * 1000000L;
+	dl.tv_sec += dl.tv_nsec / 1000000000L;
+	dl.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&e->lock);
+	while (!e->done && pthread_cond_timedwait(&e->cond, &e->lock, &dl) != ETIMEDOUT)
+		;
+	bool done = e->done;
+	pthread_mutex_unlock(&e->lock);
+	if (!done)
+		smb_debug("%s: the entries under inode %llu wait for an op in it: the break is "
+		          "acknowledged first",
+		          fs->source, (unsigned long long)nodeid);
+	expire_job_put(e);
+}
+
 static void *inval_thread(void *arg)
 {
 	struct inval_job *j = arg;
@@ -136,7 +232,10 @@ static void *inval_thread(void *arg)
 		          (unsigned long long)j->nodeid, strerror(-rc));
 	/* A directory's lease covers its names too (a file has no children:
 	 * nothing to walk) */
-	expire_children(fs, j->nodeid);
+	if (j->ack)
+		expire_children_bounded(fs, j->nodeid);
+	else
+		expire_children(fs, j->nodeid);
 	if (j->ack)
 		ack_lease_break(fs, j->ack);
 	free(j);
