@@ -1050,6 +1050,7 @@ out:
 	pthread_mutex_destroy(&fs.handles_lock);
 	pthread_mutex_destroy(&fs.ack_lock);
 	smb_inode_table_free(fs.inodes);
+	negc_free(fs.negc);
 	reqbuf_pool_free(fs.reqbufs);
 	wb_free(fs.wb);
 	smb_privs_end(privs);
