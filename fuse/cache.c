@@ -136,6 +136,23 @@ static void expire_children(struct smbfs *fs, uint64_t nodeid)
  * EXPIRE_WAIT_MS at most; then it goes, and the expiry ends with the op. */
 #define EXPIRE_WAIT_MS 200
 
+/* Run fn(arg) on a detached thread counted in fs->notifiers (fn subtracts
+ * itself when done).  0, or -1: no thread, nothing counted. */
+static int start_notifier(struct smbfs *fs, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t at;
+	pthread_t t;
+	__atomic_add_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &at, fn, arg);
+	pthread_attr_destroy(&at);
+	if (rc == 0)
+		return 0;
+	__atomic_sub_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
+	return -1;
+}
+
 struct expire_job {
 	struct smbfs *fs;
 	uint64_t nodeid;
@@ -177,8 +194,6 @@ static void expire_children_bounded(struct smbfs *fs, uint64_t nodeid)
 {
 	struct expire_job *e = calloc(1, sizeof(*e));
 	pthread_condattr_t ca;
-	pthread_attr_t at;
-	pthread_t t;
 	if (!e) {
 		expire_children(fs, nodeid);
 		return;
@@ -191,13 +206,7 @@ static void expire_children_bounded(struct smbfs *fs, uint64_t nodeid)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&e->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	__atomic_add_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&t, &at, expire_thread, e);
-	pthread_attr_destroy(&at);
-	if (rc != 0) {
-		__atomic_sub_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
+	if (start_notifier(fs, expire_thread, e) < 0) {
 		e->refs = 1;
 		expire_job_put(e);
 		expire_children(fs, nodeid);
@@ -232,12 +241,12 @@ static void *inval_thread(void *arg)
 		          (unsigned long long)j->nodeid, strerror(-rc));
 	/* A directory's lease covers its names too (a file has no children:
 	 * nothing to walk) */
-	if (j->ack)
+	if (j->ack) {
 		expire_children_bounded(fs, j->nodeid);
-	else
-		expire_children(fs, j->nodeid);
-	if (j->ack)
 		ack_lease_break(fs, j->ack);
+	} else {
+		expire_children(fs, j->nodeid);
+	}
 	free(j);
 	__atomic_sub_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
 	return NULL;
@@ -247,8 +256,6 @@ static void *inval_thread(void *arg)
 static void drop_kernel_cache(struct smbfs *fs, uint64_t nodeid, struct smb_lease_ack *ack)
 {
 	struct inval_job *j = malloc(sizeof(*j));
-	pthread_attr_t at;
-	pthread_t t;
 	if (!j || !fs->se) {
 		free(j);
 		if (ack)
@@ -263,18 +270,13 @@ static void drop_kernel_cache(struct smbfs *fs, uint64_t nodeid, struct smb_leas
 	j->fs = fs;
 	j->nodeid = nodeid;
 	j->ack = ack;
-	__atomic_add_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &at, inval_thread, j) != 0) {
+	if (start_notifier(fs, inval_thread, j) < 0) {
 		smb_warn("%s: cannot start a thread to drop the cache of inode %llu", fs->source,
 		         (unsigned long long)nodeid);
 		free(j);
-		__atomic_sub_fetch(&fs->notifiers, 1, __ATOMIC_ACQ_REL);
 		if (ack)
 			ack_lease_break(fs, ack);
 	}
-	pthread_attr_destroy(&at);
 }
 
 void smbfs_on_break(void *arg, struct smb2_fileid fid, uint8_t level)

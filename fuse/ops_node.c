@@ -480,7 +480,7 @@ static void setattr_by_name(struct setattr_ctx *ctx)
 
 /* The handle ctx borrowed was closed before the server read our request
  * (released by another process meanwhile): by path, then. */
-static bool setattr_by_path(struct setattr_ctx *ctx, int e)
+static bool setattr_retry_by_name(struct setattr_ctx *ctx, int e)
 {
 	struct smbfs *fs = ctx->fs;
 	struct smb_attr cur;
@@ -502,7 +502,7 @@ static void setattr_done(void *arg, int err, uint32_t status, const struct smb_a
 	int e = smb_errno(err, status);
 	struct smb_setattr_args args = ctx->args;
 
-	if (setattr_by_path(ctx, e))
+	if (setattr_retry_by_name(ctx, e))
 		return;
 	free(ctx);
 	if (!e)
