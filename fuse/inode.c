@@ -34,6 +34,7 @@ struct smb_inode {
 	struct smb_inode *fid_next;
 	bool have_attr;
 	bool last_name_deleted; /* smb_inode_mark_last_name_deleted() */
+	unsigned hidden_names;  /* smb_inode_name_hidden() */
 	uint64_t fresh_until_ns;
 	uint64_t stored_ns; /* when attr was stored */
 	uint64_t lease_key; /* smb_inode_set_lease_key(); 0: none */
@@ -390,6 +391,13 @@ static void store_attr(struct smb_inode_table *t, struct smb_inode *i, const str
 	/* A directory listing carries no link count: keep the one we knew. */
 	if (!attr->nlink && same_id)
 		i->attr.nlink = nlink;
+	/* The server's count n may include up to hidden_names names that are
+	 * gone for POSIX: the count is in [n - hidden_names, n], and the one
+	 * we kept is the best guess within it. */
+	if (same_id && i->hidden_names && attr->nlink && nlink && !is_dir(attr)) {
+		uint32_t lo = attr->nlink > i->hidden_names ? attr->nlink - i->hidden_names : 1;
+		i->attr.nlink = nlink < lo ? lo : nlink > attr->nlink ? attr->nlink : nlink;
+	}
 	i->have_attr = true;
 	i->fresh_until_ns = now_ns + t->attr_timeout_ns;
 	i->stored_ns = now_ns;
@@ -772,6 +780,41 @@ void smb_inode_mark_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid
 bool smb_inode_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid)
 {
 	return names_gone(t, nodeid, true);
+}
+
+void smb_inode_name_hidden(struct smb_inode_table *t, uint64_t nodeid)
+{
+	struct smb_inode *i;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_id(t, nodeid);
+	if (i && i != t->root)
+		i->hidden_names++;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void smb_inode_handles_closed(struct smb_inode_table *t, uint64_t nodeid)
+{
+	struct smb_inode *i;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_id(t, nodeid);
+	if (i)
+		i->hidden_names = 0;
+	pthread_mutex_unlock(&t->lock);
+}
+
+uint32_t smb_inode_nlink(struct smb_inode_table *t, uint64_t nodeid, uint32_t told)
+{
+	struct smb_inode *i;
+	uint32_t n = told;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_id(t, nodeid);
+	if (i && i->hidden_names && i->have_attr && told && i->attr.nlink)
+		n = i->attr.nlink;
+	pthread_mutex_unlock(&t->lock);
+	return n;
 }
 
 uint64_t smb_inode_nlookup(struct smb_inode_table *t, uint64_t nodeid)

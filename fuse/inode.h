@@ -136,6 +136,23 @@ void smb_inode_mark_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid
 /* Marked, and every name gone; false for an unknown nodeid. */
 bool smb_inode_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid);
 
+/* One more name of nodeid (not a directory) was moved out of sight and
+ * marked for deletion while the file is open here: the server keeps it
+ * until the file's last close, and may count it in a link count or not
+ * (Samba 4.22 counts it when asked by another name, and leaves it out
+ * when asked by the handle opened by it; servers differ).  Until smb_inode_handles_closed(), a
+ * count n the server tells is taken as somewhere in [n - hidden, n]: the
+ * count the table kept (one less at each unlink) when it is in that
+ * range, else the nearest end.  Loop thread and kernel request threads. */
+void smb_inode_name_hidden(struct smb_inode_table *t, uint64_t nodeid);
+/* This mount closed its last handle of nodeid: the server deleted the
+ * hidden names, and its counts are the truth again. */
+void smb_inode_handles_closed(struct smb_inode_table *t, uint64_t nodeid);
+/* The link count to tell the kernel for nodeid when the server told
+ * `told` (0: unknown) and the attributes were stored already: told, or
+ * the table's count while hidden names may be in told. */
+uint32_t smb_inode_nlink(struct smb_inode_table *t, uint64_t nodeid, uint32_t told);
+
 /* The names of parent's children the table holds now (those in the name
  * map: not the ones gone), e.g. for the kernel's entries of a directory to
  * be dropped: *names is a malloc'd array of *n malloc'd strings, NULL when

@@ -62,7 +62,9 @@ void smbfs_fill_entry(struct smbfs *fs, uint64_t nodeid, uint64_t st_ino,
 	/* nodeids are never reused, so generation can stay 0. */
 	e->attr_timeout = smbfs_attr_timeout(fs, nodeid);
 	e->entry_timeout = fs->timeout;
-	smb_attr_to_stat(attr, &fs->policy, st_ino, &e->attr);
+	struct smb_attr a = *attr;
+	a.nlink = smb_inode_nlink(fs->inodes, nodeid, attr->nlink);
+	smb_attr_to_stat(&a, &fs->policy, st_ino, &e->attr);
 	smbfs_wb_clamp_size(fs, nodeid, &e->attr);
 }
 

@@ -47,6 +47,16 @@ static void untrack_handle(struct smbfs_file *f)
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
+static bool node_has_handles(struct smbfs *fs, uint64_t nodeid)
+{
+	bool any = false;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (struct smbfs_file *f = fs->handles; f && !any; f = f->next)
+		any = f->nodeid == nodeid;
+	pthread_mutex_unlock(&fs->handles_lock);
+	return any;
+}
+
 static void free_handle(struct smbfs_file *f)
 {
 	if (f->destroy)
@@ -77,6 +87,8 @@ static void close_done(void *arg, int err, uint32_t status)
 		smb_debug("close of nodeid %llu failed: %s", (unsigned long long)f->nodeid,
 		          strerror(e));
 	untrack_handle(f);
+	if (f->fs && !node_has_handles(f->fs, f->nodeid))
+		smb_inode_handles_closed(f->fs->inodes, f->nodeid);
 	free_handle(f);
 	/* close(2) has returned long ago; the kernel ignores this value. */
 	if (req)

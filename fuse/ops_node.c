@@ -311,12 +311,15 @@ struct attr_ctx {
 static void inode_stat(struct smbfs *fs, uint64_t ino, const struct smb_attr *attr, uint64_t st_ino,
                        struct stat *st)
 {
-	smb_attr_to_stat(attr, &fs->policy, st_ino, st);
+	struct smb_attr a = *attr;
+
+	a.nlink = smb_inode_nlink(fs->inodes, ino, attr->nlink);
+	smb_attr_to_stat(&a, &fs->policy, st_ino, st);
 	smbfs_wb_clamp_size(fs, ino, st);
-	if (attr->symlink || attr->nlink > 1)
+	if (a.symlink || a.nlink > 1)
 		return;
-	if ((attr->nlink == 0 && smb_inode_unlinked(fs->inodes, ino)) ||
-	    (attr->nlink == 1 && smb_inode_last_name_deleted(fs->inodes, ino)))
+	if ((a.nlink == 0 && smb_inode_unlinked(fs->inodes, ino)) ||
+	    (a.nlink == 1 && smb_inode_last_name_deleted(fs->inodes, ino)))
 		st->st_nlink = 0;
 }
 
@@ -925,6 +928,8 @@ static void hide_deleted(void *arg, int err, uint32_t status)
 		         strerror(smb_errno(err, status)));
 	else {
 		smb_inode_unlink(h->fs->inodes, h->parent, h->hidden_name);
+		if (!h->is_dir)
+			smb_inode_name_hidden(h->fs->inodes, h->nodeid);
 		if (h->one_link && !h->is_dir)
 			smb_inode_mark_last_name_deleted(h->fs->inodes, h->nodeid);
 	}

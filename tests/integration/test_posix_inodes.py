@@ -33,6 +33,14 @@ def hidden_gone(share_dir):
     return False
 
 
+def drop_dentries(path):
+    """Make the kernel forget the names it holds (not the open inode), so
+    that the next stat of each is a LOOKUP."""
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("2\n")
+
+
 def nlinks(*paths):
     return [os.stat(p).st_nlink for p in paths]
 
@@ -165,3 +173,34 @@ def test_unlink_open_file_with_two_names(samba, m):
         os.close(fd)
     assert hidden_gone(samba.share_path), os.listdir(samba.share_path)
     assert os.listdir(samba.share_path) == []
+
+
+def test_counts_while_a_deleted_name_is_hidden(samba, m):
+    """While the file is open here its unlinked name stays on the server,
+    hidden and delete-pending, and Samba counts it when asked by another
+    name: the counts the kernel sees leave it out, through a lookup of a
+    name the kernel had forgotten and after a link(2) made meanwhile."""
+    a, b, c = (os.path.join(m.path, n) for n in ("a", "b", "c"))
+    with open(a, "w") as f:
+        f.write("three names\n")
+    # opened by its only name: Samba deletes a delete-pending name at the
+    # last close of a handle opened by that name (not of any other)
+    fd = os.open(a, os.O_RDONLY)
+    os.link(a, b)
+    try:
+        os.unlink(a)
+        # the server has b and the hidden name
+        assert os.stat(os.path.join(samba.share_path, "b")).st_nlink == 2
+        drop_dentries(m.path)
+        assert os.stat(b).st_nlink == 1
+        os.link(b, c)
+        assert nlinks(b, c) == [2, 2]
+        assert os.fstat(fd).st_nlink == 2
+        drop_dentries(m.path)
+        assert nlinks(b, c) == [2, 2]
+    finally:
+        os.close(fd)
+    assert hidden_gone(samba.share_path), os.listdir(samba.share_path)
+    # the hidden name is gone: the server's counts are the truth again
+    drop_dentries(m.path)
+    assert nlinks(b, c) == [2, 2]

@@ -239,6 +239,54 @@ static void test_hard_links(void)
 	smb_inode_table_free(t);
 }
 
+/* A name hidden and delete-pending while the file is open: the server's
+ * counts may or may not include it, and the count kept decides within the
+ * range [n - hidden, n] until the last handle closes. */
+static void test_hidden_name_counts(void)
+{
+	struct smb_inode_table *t = smb_inode_table_new("", SEC);
+	struct smb_attr a = file_attr(700), got;
+	bool fresh;
+	uint64_t f;
+
+	a.nlink = 2;
+	f = link_(t, SMB_ROOT_NODEID, "a", a);
+	CHECK_EQ(link_(t, SMB_ROOT_NODEID, "b", a), f);
+	/* "a" moved out of sight and marked: one name less */
+	smb_inode_unlink(t, SMB_ROOT_NODEID, "a");
+	smb_inode_name_hidden(t, f);
+	CHECK_EQ(smb_inode_nlink(t, f, 2), 1);
+	/* asked by "b", the server counts the hidden name: 1 is kept */
+	smb_inode_set_attr(t, f, &a, 0);
+	CHECK_EQ(smb_inode_get_attr(t, f, 0, &got, &fresh, NULL), 0);
+	CHECK_EQ(got.nlink, 1);
+	CHECK_EQ(smb_inode_nlink(t, f, 2), 1);
+	/* a link made meanwhile: 3 with the hidden name, so at least 2 */
+	a.nlink = 3;
+	CHECK_EQ(link_(t, SMB_ROOT_NODEID, "c", a), f);
+	CHECK_EQ(smb_inode_nlink(t, f, 3), 2);
+	/* a server that leaves it out: 2, in range, and kept */
+	a.nlink = 2;
+	smb_inode_set_attr(t, f, &a, 0);
+	CHECK_EQ(smb_inode_nlink(t, f, 2), 2);
+	/* another client unlinked "c": 1 is the truth, whatever we kept */
+	a.nlink = 1;
+	smb_inode_set_attr(t, f, &a, 0);
+	CHECK_EQ(smb_inode_nlink(t, f, 1), 1);
+	/* a listing (no count) changes nothing */
+	a.nlink = 0;
+	smb_inode_set_attr(t, f, &a, 0);
+	CHECK_EQ(smb_inode_nlink(t, f, 0), 0);
+	/* the last handle closed: the server's count is the truth again */
+	smb_inode_handles_closed(t, f);
+	a.nlink = 3;
+	smb_inode_set_attr(t, f, &a, 0);
+	CHECK_EQ(smb_inode_nlink(t, f, 3), 3);
+	CHECK_EQ(smb_inode_get_attr(t, f, 0, &got, &fresh, NULL), 0);
+	CHECK_EQ(got.nlink, 3);
+	smb_inode_table_free(t);
+}
+
 /* A file with names in two directories: forgetting it frees both
  * directories when nothing else holds them. */
 static void test_hard_link_release(void)
@@ -393,6 +441,7 @@ int main(void)
 	RUN(test_parent_kept_alive);
 	RUN(test_unlink_and_replace);
 	RUN(test_hard_links);
+	RUN(test_hidden_name_counts);
 	RUN(test_hard_link_release);
 	RUN(test_dir_moved_elsewhere);
 	RUN(test_attr_cache);
