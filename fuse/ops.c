@@ -124,6 +124,9 @@ static void smbfs_init(void *userdata, struct fuse_conn_info *conn)
 	 * smbfs_post_init() raises the bdi's read_ahead_kb afterwards. */
 	if (conn->max_readahead > SMBFS_MAX_IO)
 		conn->max_readahead = SMBFS_MAX_IO;
+	/* Write-only opens bypass the page cache (set_open_flags()) where a
+	 * direct write drops the cached pages of its range first: 7.39 on. */
+	fs->wronly_direct = conn->proto_major > 7 || conn->proto_minor >= 39;
 	/* NT time has a 100 ns tick. */
 	conn->time_gran = 100;
 	smb_info("%s: FUSE %u.%u, max_write %u, max_readahead %u, want 0x%x", fs->source,

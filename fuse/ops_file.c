@@ -345,11 +345,21 @@ static void set_open_flags(struct smbfs *fs, struct fuse_file_info *fi, struct s
 	/* O_DIRECT, cache=none or nothing to cache under: bypass the page
 	 * cache, every read and write goes to the server as the application
 	 * issued it. */
-	fi->direct_io = (fi->flags & O_DIRECT) != 0 || fs->direct_io || (!cache && !fs->keep_cache);
+	bool direct = (fi->flags & O_DIRECT) != 0 || fs->direct_io || (!cache && !fs->keep_cache);
+	/* A write-only open (cp, tar x, git's new objects) has no pages to
+	 * read and cannot be mmapped: its writes skip the page cache too (the
+	 * kernel's copy of every page, and the security.capability GETXATTR
+	 * it sends before each cached write), and are still written behind
+	 * under a W lease (f->direct stays false).  The kernel drops the
+	 * range's cached pages before each such write (FUSE 7.39, Linux 6.6;
+	 * fs->wronly_direct), so other opens here read what it wrote.  Not
+	 * O_APPEND: an append takes its offset from the cached size. */
+	bool wronly = (fi->flags & O_ACCMODE) == O_WRONLY && !(fi->flags & O_APPEND);
+	fi->direct_io = direct || (wronly && fs->wronly_direct);
 	/* cache=strict: reopening drops cached pages (close-to-open) unless
 	 * the lease kept them valid; cache=loose keeps them. */
 	fi->keep_cache = fs->keep_cache || keep;
-	f->direct = fi->direct_io;
+	f->direct = direct;
 }
 
 /* The open's attributes say the file changed since the kernel was last told

@@ -73,6 +73,9 @@ struct smbfs {
 	 * writes under a W lease may be answered before they complete. */
 	struct wb_table *wb;
 	bool write_behind;
+	/* Write-only opens skip the page cache (ops_file.c set_open_flags());
+	 * set at FUSE init from the kernel's protocol version. */
+	bool wronly_direct;
 	/* Directory handles kept after their last close (ops_dir.c): at most
 	 * max_cached_dirs (0: none kept); parked_dirs counts them, under
 	 * handles_lock. */
