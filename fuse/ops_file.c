@@ -351,9 +351,11 @@ static void set_open_flags(struct smbfs *fs, struct fuse_file_info *fi, struct s
 	 * kernel's copy of every page, and the security.capability GETXATTR
 	 * it sends before each cached write), and are still written behind
 	 * under a W lease (f->direct stays false).  The kernel drops the
-	 * range's cached pages before each such write (FUSE 7.39, Linux 6.6;
-	 * fs->wronly_direct), so other opens here read what it wrote.  Not
-	 * O_APPEND: an append takes its offset from the cached size. */
+	 * range's cached pages before each such write (fuse_direct_io() in
+	 * Linux 6.12, and 6.18 by test), so other opens here read what it
+	 * wrote; fs->wronly_direct relies on that from FUSE 7.39 (Linux 6.6)
+	 * on, a conservative bound.  Not O_APPEND: an append takes its offset
+	 * from the cached size. */
 	bool wronly = (fi->flags & O_ACCMODE) == O_WRONLY && !(fi->flags & O_APPEND);
 	fi->direct_io = direct || (wronly && fs->wronly_direct);
 	/* cache=strict: reopening drops cached pages (close-to-open) unless
