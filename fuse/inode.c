@@ -793,6 +793,18 @@ void smb_inode_name_hidden(struct smb_inode_table *t, uint64_t nodeid)
 	pthread_mutex_unlock(&t->lock);
 }
 
+bool smb_inode_has_hidden_names(struct smb_inode_table *t, uint64_t nodeid)
+{
+	struct smb_inode *i;
+	bool any;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_id(t, nodeid);
+	any = i && i->hidden_names;
+	pthread_mutex_unlock(&t->lock);
+	return any;
+}
+
 void smb_inode_handles_closed(struct smb_inode_table *t, uint64_t nodeid)
 {
 	struct smb_inode *i;

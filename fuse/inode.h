@@ -140,11 +140,15 @@ bool smb_inode_last_name_deleted(struct smb_inode_table *t, uint64_t nodeid);
  * marked for deletion while the file is open here: the server keeps it
  * until the file's last close, and may count it in a link count or not
  * (Samba 4.22 counts it when asked by another name, and leaves it out
- * when asked by the handle opened by it; servers differ).  Until smb_inode_handles_closed(), a
- * count n the server tells is taken as somewhere in [n - hidden, n]: the
- * count the table kept (one less at each unlink) when it is in that
- * range, else the nearest end.  Loop thread and kernel request threads. */
+ * when asked by the handle opened by it; servers differ).  Until
+ * smb_inode_handles_closed(), a count n the server tells is taken as
+ * somewhere in [n - hidden, n]: the count the table kept (one less at
+ * each unlink) when it is in that range, else the nearest end.  Loop
+ * thread and kernel request threads. */
 void smb_inode_name_hidden(struct smb_inode_table *t, uint64_t nodeid);
+/* Has nodeid names hidden since its last smb_inode_handles_closed()?  A
+ * close asks before it looks for the inode's other handles. */
+bool smb_inode_has_hidden_names(struct smb_inode_table *t, uint64_t nodeid);
 /* This mount closed its last handle of nodeid: the server deleted the
  * hidden names, and its counts are the truth again. */
 void smb_inode_handles_closed(struct smb_inode_table *t, uint64_t nodeid);

@@ -87,7 +87,9 @@ static void close_done(void *arg, int err, uint32_t status)
 		smb_debug("close of nodeid %llu failed: %s", (unsigned long long)f->nodeid,
 		          strerror(e));
 	untrack_handle(f);
-	if (f->fs && !node_has_handles(f->fs, f->nodeid))
+	/* the scan of every handle only for an inode with hidden names */
+	if (f->fs && smb_inode_has_hidden_names(f->fs->inodes, f->nodeid) &&
+	    !node_has_handles(f->fs, f->nodeid))
 		smb_inode_handles_closed(f->fs->inodes, f->nodeid);
 	free_handle(f);
 	/* close(2) has returned long ago; the kernel ignores this value. */

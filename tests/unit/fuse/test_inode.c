@@ -254,7 +254,9 @@ static void test_hidden_name_counts(void)
 	CHECK_EQ(link_(t, SMB_ROOT_NODEID, "b", a), f);
 	/* "a" moved out of sight and marked: one name less */
 	smb_inode_unlink(t, SMB_ROOT_NODEID, "a");
+	CHECK(!smb_inode_has_hidden_names(t, f));
 	smb_inode_name_hidden(t, f);
+	CHECK(smb_inode_has_hidden_names(t, f));
 	CHECK_EQ(smb_inode_nlink(t, f, 2), 1);
 	/* asked by "b", the server counts the hidden name: 1 is kept */
 	smb_inode_set_attr(t, f, &a, 0);
@@ -279,6 +281,7 @@ static void test_hidden_name_counts(void)
 	CHECK_EQ(smb_inode_nlink(t, f, 0), 0);
 	/* the last handle closed: the server's count is the truth again */
 	smb_inode_handles_closed(t, f);
+	CHECK(!smb_inode_has_hidden_names(t, f));
 	a.nlink = 3;
 	smb_inode_set_attr(t, f, &a, 0);
 	CHECK_EQ(smb_inode_nlink(t, f, 3), 3);
