@@ -102,11 +102,14 @@ def samba(samba_factory):
 
 
 @pytest.fixture
-def mount_factory(fuse_required, request):
+def mount_factory(fuse_required, proxy_factory, request):
     """make(srv, options=[...], foreground=True, port=None, user=None,
     password=None) -> a live SmbrdmaMount. port= points the mount at another
     port (a proxy); unc= overrides the whole //HOST:PORT/SHARE. Teardown unmounts and fails the test if the daemon
-    crashed, hung, left anything behind or printed a sanitizer report."""
+    crashed, hung, left anything behind or printed a sanitizer report.
+    It asks for proxy_factory only to be torn down before it: a proxy going
+    first leaves the mount without a server, and its unmount then waits out
+    the requests' timeout= (twice: fusermount3 and umount stat the root)."""
     mounts = []
 
     def make(srv, options=(), foreground=True, port=None, user=None, password=None,
