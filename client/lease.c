@@ -26,6 +26,7 @@
 #include "client/client_int.h"
 #include "client/conn.h"
 #include "client/lease.h"
+#include "client/opens.h"
 #include "client/request.h"
 #include "client/session.h"
 #include "client/proto/smb2_lease.h"
@@ -92,15 +93,18 @@ bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t 
 	 * durable handles are asked for under the extensions (ops.c). */
 	uint32_t file_state =
 	    c->sess.posix ? SMB2_LEASE_READ_CACHING | SMB2_LEASE_WRITE_CACHING : SMB2_LEASE_RWH;
+	/* v1 for files once the server showed it breaks our directory's
+	 * lease at their close whatever the key (files_v1 in lease.h) */
+	bool v1_file = !dir && __atomic_load_n(&c->leases.files_v1, __ATOMIC_RELAXED);
 	struct smb2_lease l = {
 	    .state = dir ? SMB2_LEASE_READ_CACHING | SMB2_LEASE_HANDLE_CACHING : file_state,
-	    .version = c->sess.dialect >= SMB2_DIALECT_0300 ? 2 : 1,
+	    .version = c->sess.dialect >= SMB2_DIALECT_0300 && !v1_file ? 2 : 1,
 	};
 	lease_key(c, a->lease_id, l.key);
 	/* ParentLeaseKey ([MS-SMB2] 2.2.13.2.10): the server does not break
 	 * the lease of that key for a change made through this open (Samba
 	 * 4.22: dirlease_should_break()). */
-	if (a->parent_lease_id && smb_lease_names_parent(c)) {
+	if (l.version == 2 && a->parent_lease_id && smb_lease_names_parent(c)) {
 		l.flags |= SMB2_LEASE_FLAG_PARENT_LEASE_KEY_SET;
 		lease_key(c, a->parent_lease_id, l.parent_key);
 	}
@@ -218,6 +222,22 @@ void smb_lease_on_break(struct smb_client *c, const uint8_t *pdu, size_t len)
 	uint64_t id = lease_id_of(c, b.key);
 	smb_debug("%s: lease %llu broken from 0x%x to 0x%x%s", c->host, (unsigned long long)id,
 	          b.current_state, b.new_state, ack->required ? " (ack required)" : "");
+	/* A directory's lease broken while we close a file we opened below
+	 * it naming that lease: the server does not keep a change made under
+	 * ParentLeaseKey from breaking it ([MS-SMB2] 3.3.4.7, 3.3.5.9.11).
+	 * ksmbd (6.12) does so at the close of any file written under a v2
+	 * lease, and never for a v1 one: files ask for v1 from now on, so
+	 * that this mount's own work keeps its directory leases.  Another
+	 * client's change at that moment would set it as well; it costs only
+	 * the parent keys, which such a server does not honour anyway. */
+	if (id && !__atomic_load_n(&c->leases.files_v1, __ATOMIC_RELAXED) &&
+	    smb_opens_closing_below(c, id) &&
+	    !__atomic_exchange_n(&c->leases.files_v1, true, __ATOMIC_RELAXED))
+		smb_log(LOG_NOTICE,
+		        "%s: the server broke a directory's lease at the close of a file "
+		        "opened below it under that lease's key; files ask for v1 leases "
+		        "(without the parent's key) from now on",
+		        c->host);
 	/* counted once the caller has seen it: a test that sees the count
 	 * knows the caller marked its cache stale */
 	if (id && c->leases.on_break)

@@ -33,6 +33,12 @@ struct smb_leases {
 	smb_lease_break_cb on_break; /* smb_client_set_lease_break_cb() */
 	void *on_break_arg;
 	uint64_t granted, breaks, break_acks; /* atomic (stats) */
+	/* Files ask for v1 leases, without ParentLeaseKey: set once (atomic)
+	 * by smb_lease_on_break() when the server broke a directory's lease
+	 * while a CLOSE of a file opened below it under that key was on its
+	 * way (ksmbd breaks the parent's leases at the close of any file
+	 * written under a v2 lease; it leaves v1 alone).  Never cleared. */
+	bool files_v1;
 };
 
 /* The RqLs context an open with args a asks for, written into buf (its data)

@@ -36,6 +36,7 @@ struct smb_open_rec {
 	uint8_t create_guid[16];
 	bool durable;
 	bool lost;
+	bool closing;   /* its CLOSE is sent (smb_opens_closing()), under the lock */
 	uint8_t oplock; /* the level held now (SMB2_OPLOCK_LEVEL_*), under the lock */
 	/* LockSequence buckets ([MS-SMB2] 3.2.4.19), durable handles only:
 	 * bit i of lock_busy: bucket i+1 is in a LOCK not answered yet;
@@ -49,6 +50,7 @@ struct smb_opens {
 	pthread_rwlock_t lock;
 	struct smb_open_rec *b[OPENS_BUCKETS];
 	unsigned n;
+	unsigned closing;      /* records with closing set */
 	bool moved;            /* some cur differs from orig: patching is needed */
 	smb_break_cb on_break; /* smb_client_set_break_cb(); set before any open */
 	void *on_break_arg;
@@ -120,6 +122,7 @@ void smb_opens_remove(struct smb_client *c, struct smb2_fileid fid)
 			gone = *pp;
 			*pp = gone->next;
 			o->n--;
+			o->closing -= gone->closing;
 			break;
 		}
 	}
@@ -134,6 +137,31 @@ static struct smb_open_rec *find(struct smb_opens *o, struct smb2_fileid fid)
 		if (fid_eq(r->orig, fid))
 			return r;
 	return NULL;
+}
+
+void smb_opens_closing(struct smb_client *c, struct smb2_fileid fid)
+{
+	struct smb_opens *o = c->opens;
+	pthread_rwlock_wrlock(&o->lock);
+	struct smb_open_rec *r = find(o, fid);
+	if (r && !r->closing) {
+		r->closing = true;
+		o->closing++;
+	}
+	pthread_rwlock_unlock(&o->lock);
+}
+
+bool smb_opens_closing_below(struct smb_client *c, uint64_t parent_lease_id)
+{
+	struct smb_opens *o = c->opens;
+	bool found = false;
+	pthread_rwlock_rdlock(&o->lock);
+	for (unsigned k = 0; o->closing && !found && k < OPENS_BUCKETS; k++)
+		for (struct smb_open_rec *r = o->b[k]; r && !found; r = r->next)
+			found = r->closing && r->args.parent_lease_id == parent_lease_id &&
+			        !(r->args.create_options & FILE_DIRECTORY_FILE);
+	pthread_rwlock_unlock(&o->lock);
+	return found;
 }
 
 void smb_opens_set_oplock(struct smb_client *c, struct smb2_fileid fid, uint8_t level)

@@ -40,6 +40,13 @@ void smb_opens_add(struct smb_client *c, struct smb2_fileid fid, const char *pat
 /* The oplock level (SMB2_OPLOCK_LEVEL_*) the handle holds now. */
 void smb_opens_set_oplock(struct smb_client *c, struct smb2_fileid fid, uint8_t level);
 void smb_opens_remove(struct smb_client *c, struct smb2_fileid fid);
+/* The handle's CLOSE is on its way (before it is submitted); the record
+ * stays until smb_opens_remove() at its answer. */
+void smb_opens_closing(struct smb_client *c, struct smb2_fileid fid);
+/* Is a CLOSE on its way for a file (not a directory) whose open named
+ * parent_lease_id as its parent's lease (ParentLeaseKey)?  Scans the table
+ * only while some CLOSE is (lease.c, at a break; any thread). */
+bool smb_opens_closing_below(struct smb_client *c, uint64_t parent_lease_id);
 bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid);
 /* LockSequence for a LOCK on fid ([MS-SMB2] 2.2.26, 3.2.4.19): a bucket
  * of a durable handle, so that the server knows a replay of it by the

@@ -936,6 +936,7 @@ int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, vo
 	if (!req)
 		return -ENOMEM;
 	op->fid = fid;
+	smb_opens_closing(c, fid);
 	int err = op_submit(req, add_close(req, fid), close_done);
 	if (err)
 		smb_opens_remove(c, fid); /* lost in a reconnect, or never sent */
@@ -987,8 +988,10 @@ int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, const 
 			err = add_set_basic(req, fids[i], &t);
 		}
 		b->pdu[i] = req->npdu;
-		if (!err)
+		if (!err) {
+			smb_opens_closing(c, fids[i]);
 			err = add_close(req, fids[i]);
+		}
 	}
 	if (b)
 		b->n = n;

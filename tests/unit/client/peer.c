@@ -135,8 +135,9 @@ struct hook {
 struct peer {
 	pthread_mutex_t m;
 	bool durable;
-	bool leasing; /* SMB2_GLOBAL_CAP_LEASING, RqLs granted */
-	bool refuse;  /* connect() refused */
+	bool leasing;     /* SMB2_GLOBAL_CAP_LEASING, RqLs granted */
+	bool dir_leasing; /* SMB2_GLOBAL_CAP_DIRECTORY_LEASING too */
+	bool refuse;      /* connect() refused */
 	uint8_t last_ack_key[16];
 	uint32_t last_ack_state;
 	uint8_t guid[16];
@@ -290,6 +291,13 @@ void peer_set_leasing(struct peer *p, bool on)
 {
 	pthread_mutex_lock(&p->m);
 	p->leasing = on;
+	pthread_mutex_unlock(&p->m);
+}
+
+void peer_set_dir_leasing(struct peer *p, bool on)
+{
+	pthread_mutex_lock(&p->m);
+	p->dir_leasing = on;
 	pthread_mutex_unlock(&p->m);
 }
 
@@ -637,8 +645,11 @@ static void negotiate(struct frame *f, struct rsp *r)
 	smb_put_le16(b + 4, SMB2_DIALECT_0311);
 	smb_put_le16(b + 6, 2); /* contexts */
 	memcpy(b + 8, f->p->guid, 16);
-	smb_put_le32(b + 24, SMB2_GLOBAL_CAP_LARGE_MTU | SMB2_GLOBAL_CAP_MULTI_CHANNEL |
-	                         (f->p->leasing ? SMB2_GLOBAL_CAP_LEASING : 0));
+	smb_put_le32(
+	    b + 24,
+	    SMB2_GLOBAL_CAP_LARGE_MTU | SMB2_GLOBAL_CAP_MULTI_CHANNEL |
+	        (f->p->leasing ? SMB2_GLOBAL_CAP_LEASING : 0) |
+	        (f->p->leasing && f->p->dir_leasing ? SMB2_GLOBAL_CAP_DIRECTORY_LEASING : 0));
 	smb_put_le32(b + 28, 1u << 20);
 	smb_put_le32(b + 32, f->p->max_read);
 	smb_put_le32(b + 36, f->p->max_write);
@@ -1207,8 +1218,13 @@ static void create(struct frame *f, struct rsp *r)
 	if (dh2q)
 		memcpy(op->guid, dh2q + 16, 16);
 	create_rsp(f, r, oi, op->durable ? SMB2_OPLOCK_LEVEL_BATCH : 0, op->durable);
-	if (rqls && p->leasing && oplock == SMB2_OPLOCK_LEVEL_LEASE)
+	if (rqls && p->leasing && oplock == SMB2_OPLOCK_LEVEL_LEASE) {
+		if (rqls_len < SMB2_RQLS_V2_LEN)
+			p->st.lease_v1_asks++;
+		else if (smb_le32(rqls + 20) & SMB2_LEASE_FLAG_PARENT_LEASE_KEY_SET)
+			p->st.lease_parent_keyed++;
 		lease_grant(p, r, op, rqls, rqls_len);
+	}
 }
 
 static void close_file(struct frame *f, struct rsp *r)
@@ -1790,6 +1806,29 @@ static void annotate(struct frame *f, struct peer_rec *rec)
 		         f->p->nodes[f->p->opens[oi].node].path);
 }
 
+static void lease_break_send(struct peer *p, struct popen *o, uint32_t new_state);
+
+/* PEER_BREAK_PARENT: break to none the lease of an open of path's parent
+ * directory (caller holds p->m). */
+static void break_parent_lease(struct peer *p, const char *path)
+{
+	char parent[PATH_MAX_];
+	snprintf(parent, sizeof(parent), "%s", path);
+	char *slash = strrchr(parent, '/');
+	if (slash)
+		*slash = 0;
+	else
+		parent[0] = 0;
+	int ni = node_find(p, parent);
+	for (int i = 0; i < MAX_OPENS && ni >= 0; i++) {
+		struct popen *o = &p->opens[i];
+		if (o->used && o->lease && o->node == ni && !o->breaking && o->lease_state) {
+			lease_break_send(p, o, 0);
+			return;
+		}
+	}
+}
+
 static struct hook *hook_for(struct peer *p, const struct peer_rec *rec)
 {
 	for (int i = 0; i < p->nhooks; i++) {
@@ -1951,6 +1990,8 @@ static void peer_message(struct peer *p, struct pconn *pc, const uint8_t *msg, s
 				rsp_status(r, h->status);
 				r->sess = s;
 			} else {
+				if (h && h->action == PEER_BREAK_PARENT)
+					break_parent_lease(p, rec.path);
 				dispatch(&f, r);
 			}
 			if (f.h.command == SMB2_CREATE && r->status != STATUS_SUCCESS)

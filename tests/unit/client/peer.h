@@ -66,6 +66,9 @@ void peer_set_durable(struct peer *p, bool on);
  * for a lease (RqLs, OPLOCK_LEVEL_LEASE) is granted what it asks, R|W|H at
  * most. */
 void peer_set_leasing(struct peer *p, bool on);
+/* With leasing, offer directory leases too (SMB2_GLOBAL_CAP_DIRECTORY_LEASING;
+ * default off): a directory's lease is granted R|H at most. */
+void peer_set_dir_leasing(struct peer *p, bool on);
 /* Send a LEASE_BREAK notification (ACK_REQUIRED) to new_state for the
  * lease of an open of path, on that open's connection; false if there is
  * no such lease (or it is breaking already). */
@@ -119,6 +122,10 @@ enum peer_action {
 	PEER_RDMA_SHORT,     /* with a Channel: move only n bytes by RDMA, announce
 	                        (DataRemaining, Count) all it would have moved */
 	PEER_RDMA_OVERCLAIM, /* with a Channel: move it all, announce n bytes more */
+	PEER_BREAK_PARENT,   /* carry it out, first breaking to none the lease of
+	                        an open of the parent directory of its path (as
+	                        ksmbd at the CLOSE of a file written under a v2
+	                        lease, whatever its ParentLeaseKey) */
 	PEER_READ_INLINE,    /* READ: answer inline (DataLength), whatever the
 	                        Channel, with n zero bytes after the file's data */
 };
@@ -180,6 +187,8 @@ struct peer_stats {
 	int bind_refusals; /* bindings refused: no such session (USER_SESSION_DELETED) */
 	int netif_queries; /* FSCTL_QUERY_NETWORK_INTERFACE_INFO answered */
 	int leases_granted, lease_breaks, lease_acks; /* lease acks accepted */
+	int lease_v1_asks;                            /* RqLs asked in the v1 form */
+	int lease_parent_keyed;                       /* RqLs v2 asked with a ParentLeaseKey */
 	/* emulated SMB Direct: payload bytes the peer RDMA-Wrote into (READ)
 	 * and RDMA-Read from (WRITE) client memory; tokens handed out, done */
 	uint64_t rdma_pushed, rdma_pulled;

@@ -9,7 +9,11 @@
  *    (smb_lease_break_done), with the lease's key and the new state, which
  *    the peer accepts (it refuses an unknown key or a state beyond the
  *    break's);
- *  - without a callback the engine acknowledges at once. */
+ *  - without a callback the engine acknowledges at once;
+ *  - files ask v2 leases naming their directory's (ParentLeaseKey) until
+ *    the server breaks that directory's lease while the CLOSE of a file
+ *    below it is on its way (ksmbd); from then on they ask v1 leases.  A
+ *    break of the directory's lease at any other time changes nothing. */
 #include "client/client.h"
 #include "common/log.h"
 #include "tests/unit/check.h"
@@ -170,10 +174,94 @@ static void test_break_acked_at_once(void)
 	env_unmount(&e);
 }
 
+#define DIR_ID 0x5eed0d00ull
+
+/* path opened asking for lease id (parent_id: its directory's); answered */
+static struct smb2_fileid open_with(struct env *e, const char *path, bool dir, uint64_t id,
+                                    uint64_t parent_id)
+{
+	struct smb_open_args a = {
+	    .desired_access = dir ? FILE_READ_ATTRIBUTES : GENERIC_READ | GENERIC_WRITE,
+	    .create_disposition = FILE_OPEN,
+	    .create_options = dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE,
+	    .lease_id = id,
+	    .parent_lease_id = parent_id,
+	};
+	struct wait w;
+	w_init(&w);
+	granted = 0;
+	CHECK_EQ(smb_open(e->c, path, &a, lease_open_cb, &w), 0);
+	CHECK(w_wait(&w));
+	CHECK_EQ(w.status, STATUS_SUCCESS);
+	CHECK(granted != 0);
+	return w.fid;
+}
+
+static bool breaks_acked(void *arg)
+{
+	struct env *e = arg;
+	struct peer_stats st;
+	peer_get_stats(e->p, &st);
+	return st.lease_acks == st.lease_breaks;
+}
+
+static void test_parent_break_at_close_means_v1(void)
+{
+	struct env e;
+	memset(&e, 0, sizeof(e));
+	e.p = peer_new();
+	peer_set_leasing(e.p, true);
+	peer_set_dir_leasing(e.p, true);
+	peer_add_dir(e.p, "d");
+	peer_add_file(e.p, "d/f", "f\n", 2);
+	peer_add_file(e.p, "d/g", "g\n", 2);
+	struct smb_client_opts o;
+	env_opts(&o);
+	if (!env_connect(&e, &o))
+		return;
+	struct smb2_fileid dir = open_with(&e, "d", true, DIR_ID, 0);
+	struct smb2_fileid f = open_with(&e, "d/f", false, LEASE_ID, DIR_ID);
+	struct peer_stats st;
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.lease_parent_keyed, 1);
+	CHECK_EQ(st.lease_v1_asks, 0);
+
+	/* the directory's lease broken with no close on its way: still v2 */
+	CHECK(peer_break_lease(e.p, "d", SMB2_LEASE_READ_CACHING));
+	CHECK(poll_for(breaks_acked, &e));
+	struct smb2_fileid g = open_with(&e, "d/g", false, LEASE_ID + 1, DIR_ID);
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.lease_parent_keyed, 2);
+	CHECK_EQ(st.lease_v1_asks, 0);
+	env_close(&e, g);
+
+	/* broken while the CLOSE of d/f is on its way: v1 from then on */
+	struct peer_match m = {
+	    .command = SMB2_CLOSE, .info_class = -1, .path = "d/f", .disposition = -1};
+	int hook = peer_on(e.p, &m, PEER_BREAK_PARENT, 0);
+	env_close(&e, f);
+	CHECK_EQ(peer_hook_fired(e.p, hook), 1);
+	CHECK(poll_for(breaks_acked, &e));
+	g = open_with(&e, "d/g", false, LEASE_ID + 2, DIR_ID);
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.lease_breaks, 2);
+	CHECK_EQ(st.lease_parent_keyed, 2);
+	CHECK_EQ(st.lease_v1_asks, 1);
+	/* a directory still asks v2 */
+	struct smb2_fileid dir2 = open_with(&e, "d", true, DIR_ID + 1, 0);
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.lease_v1_asks, 1);
+	env_close(&e, g);
+	env_close(&e, dir2);
+	env_close(&e, dir);
+	env_unmount(&e);
+}
+
 int main(void)
 {
 	smb_log_init("test_lease", false, getenv("TEST_DEBUG") ? LOG_DEBUG : LOG_WARNING);
 	RUN(test_break_acked_when_done);
 	RUN(test_break_acked_at_once);
+	RUN(test_parent_break_at_close_means_v1);
 	return check_report();
 }
