@@ -127,6 +127,29 @@ def test_directory_lease_held(samba, mount_factory):
             os.close(fd)
 
 
+def test_own_writes_keep_the_directory_lease(samba, mount_factory):
+    """Files A writes and closes in a directory it holds a lease on do not
+    break that lease: they name it as their parent's (ParentLeaseKey), and
+    Samba honours it.  So the daemon keeps asking v2 leases for files (it
+    falls back to v1 only for a server that breaks a directory's lease at
+    such a close, as ksmbd does: tests/vm/guest/test_trees.py)."""
+    a = mount_factory(samba)
+    os.mkdir(os.path.join(a.path, "d"))
+    fd = os.open(os.path.join(a.path, "d"), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert names(a, "d") == []
+        for i in range(5):
+            with open(os.path.join(a.path, "d", f"f{i}"), "wb") as f:
+                f.write(b"x" * 5000)
+        assert names(a, "d") == [f"f{i}" for i in range(5)]
+        time.sleep(0.5)  # the closes the daemon put off
+        s = stats(a)
+        assert s["lease_breaks"] == 0, s
+        assert "v1 leases" not in a.log_text(), a.log_text()[-2000:]
+    finally:
+        os.close(fd)
+
+
 OPS = {
     "create": lambda p: open(os.path.join(p, "new"), "wb").close(),
     "rename": lambda p: os.rename(os.path.join(p, "old"), os.path.join(p, "new")),
