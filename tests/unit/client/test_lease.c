@@ -89,26 +89,38 @@ static void lease_open_cb(void *arg, int err, uint32_t status, struct smb2_filei
 	open_cb(arg, err, status, fid, a);
 }
 
-/* a.txt opened asking for lease LEASE_ID: granted R|W|H */
-static struct smb2_fileid open_leased(struct env *e)
+#define DIR_ID 0x5eed0d00ull
+
+/* path opened asking for lease id (parent_id: its directory's); answered */
+static struct smb2_fileid open_with(struct env *e, const char *path, bool dir, uint64_t id,
+                                    uint64_t parent_id)
 {
 	struct smb_open_args a = {
-	    .desired_access = GENERIC_READ | GENERIC_WRITE,
+	    .desired_access = dir ? FILE_READ_ATTRIBUTES : GENERIC_READ | GENERIC_WRITE,
 	    .create_disposition = FILE_OPEN,
-	    .create_options = FILE_NON_DIRECTORY_FILE,
-	    .lease_id = LEASE_ID,
+	    .create_options = dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE,
+	    .lease_id = id,
+	    .parent_lease_id = parent_id,
 	};
 	struct wait w;
 	w_init(&w);
 	granted = 0;
-	CHECK_EQ(smb_open(e->c, "a.txt", &a, lease_open_cb, &w), 0);
+	CHECK_EQ(smb_open(e->c, path, &a, lease_open_cb, &w), 0);
 	CHECK(w_wait(&w));
 	CHECK_EQ(w.status, STATUS_SUCCESS);
+	CHECK(granted != 0);
+	return w.fid;
+}
+
+/* a.txt opened asking for lease LEASE_ID: granted R|W|H */
+static struct smb2_fileid open_leased(struct env *e)
+{
+	struct smb2_fileid fid = open_with(e, "a.txt", false, LEASE_ID, 0);
 	CHECK_EQ(granted, SMB2_LEASE_RWH);
 	struct peer_stats st;
 	peer_get_stats(e->p, &st);
 	CHECK_EQ(st.leases_granted, 1);
-	return w.fid;
+	return fid;
 }
 
 /* The acknowledgment the peer accepted: the lease's key (our lease_id in
@@ -172,29 +184,6 @@ static void test_break_acked_at_once(void)
 	check_ack(&e, to);
 	env_close(&e, fid);
 	env_unmount(&e);
-}
-
-#define DIR_ID 0x5eed0d00ull
-
-/* path opened asking for lease id (parent_id: its directory's); answered */
-static struct smb2_fileid open_with(struct env *e, const char *path, bool dir, uint64_t id,
-                                    uint64_t parent_id)
-{
-	struct smb_open_args a = {
-	    .desired_access = dir ? FILE_READ_ATTRIBUTES : GENERIC_READ | GENERIC_WRITE,
-	    .create_disposition = FILE_OPEN,
-	    .create_options = dir ? FILE_DIRECTORY_FILE : FILE_NON_DIRECTORY_FILE,
-	    .lease_id = id,
-	    .parent_lease_id = parent_id,
-	};
-	struct wait w;
-	w_init(&w);
-	granted = 0;
-	CHECK_EQ(smb_open(e->c, path, &a, lease_open_cb, &w), 0);
-	CHECK(w_wait(&w));
-	CHECK_EQ(w.status, STATUS_SUCCESS);
-	CHECK(granted != 0);
-	return w.fid;
 }
 
 static bool breaks_acked(void *arg)
