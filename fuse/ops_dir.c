@@ -513,6 +513,8 @@ struct opendir_ctx {
 	struct fuse_file_info fi;
 };
 
+static void parent_lease_take(struct smbfs *fs, uint64_t child, const struct smb_attr *attr);
+
 static void opendir_done(void *arg, int err, uint32_t status, struct smb2_fileid fid,
                          const struct smb_attr *attr)
 {
@@ -562,6 +564,8 @@ static void opendir_done(void *arg, int err, uint32_t status, struct smb2_fileid
 	ctx->fi.keep_cache = ctx->fi.cache_readdir && keep;
 	if (fuse_reply_open(req, &ctx->fi) == -ENOENT)
 		smbfs_close_handle(fs, &d->file);
+	else if (ctx->fi.cache_readdir)
+		parent_lease_take(fs, ctx->nodeid, attr);
 	free(ctx);
 }
 
@@ -810,6 +814,99 @@ int smbfs_stat_root(struct smbfs *fs, smb_attr_cb cb, void *arg)
 	if (rc < 0)
 		free(ctx);
 	return rc;
+}
+
+/* ---- the parent of a listed directory, kept ----------------------------------
+ *
+ * ls -lR $M/src/tree lists tree and all below it under their leases, yet
+ * nothing opendirs src: every actimeo the kernel looks tree up in src
+ * again, a round trip each time.  So when a directory is listed under a
+ * lease whose parent (not the root: smbfs_stat_root()) holds none, the
+ * parent is opened under a lease, in the background, and parked like a
+ * released handle (30 s, max_cached_dirs); then the listed directory is
+ * asked for by its path again, so that its attributes, and with them its
+ * name in the parent, are stored after the parent's lease began and its
+ * lookup is answered from the table (smbfs_lookup()).  Two requests, once
+ * per walked tree, on no one's way; one parent at a time
+ * (fs->parent_leasing). */
+
+struct parent_ctx {
+	struct smbfs *fs;
+	uint64_t parent, child;
+	uint64_t lease_id;
+	uint64_t sent_ns;
+	uint64_t child_id; /* the child's file id when it was listed */
+};
+
+static void parent_done(struct parent_ctx *ctx)
+{
+	ctx->fs->parent_leasing = 0;
+	free(ctx);
+}
+
+static void child_restated(void *arg, int err, uint32_t status, const struct smb_attr *attr)
+{
+	struct parent_ctx *ctx = arg;
+	/* Still the file it was (a directory made anew under the same name
+	 * in between is another file: nothing stored, asked again). */
+	if (!err && status == STATUS_SUCCESS && attr->file_id == ctx->child_id)
+		smb_inode_set_attr(ctx->fs->inodes, ctx->child, attr, smbfs_now_ns());
+	parent_done(ctx);
+}
+
+static void parent_opened(void *arg, int err, uint32_t status, struct smb2_fileid fid,
+                          const struct smb_attr *attr)
+{
+	struct parent_ctx *ctx = arg;
+	struct smbfs *fs = ctx->fs;
+	uint64_t since;
+	char *path = NULL;
+
+	if (err || status != STATUS_SUCCESS) {
+		parent_done(ctx);
+		return;
+	}
+	smb_inode_set_attr(fs->inodes, ctx->parent, attr, smbfs_now_ns());
+	if (!dir_keep(fs, ctx->parent, fid, ctx->lease_id, attr, false, ctx->sent_ns))
+		smbfs_close_fid(fs, fid);
+	if (!smbfs_dir_leased(fs, ctx->parent, &since) ||
+	    smb_inode_path(fs->inodes, ctx->child, NULL, &path) < 0 ||
+	    smbfs_stat(fs, path, child_restated, ctx) < 0)
+		parent_done(ctx);
+	free(path);
+}
+
+/* Loop thread: child was opened for a listing under a lease with R. */
+static void parent_lease_take(struct smbfs *fs, uint64_t child, const struct smb_attr *attr)
+{
+	uint64_t since, parent = smb_inode_parent(fs->inodes, child);
+	char *path = NULL;
+
+	if (!fs->max_cached_dirs || !fs->client || fs->direct_io || fs->timeout <= 0 ||
+	    !attr->file_id || fs->parent_leasing || parent == 0 || parent == FUSE_ROOT_ID ||
+	    !smb_client_leases_dirs(fs->client) || smbfs_dir_leased(fs, parent, &since))
+		return;
+	struct parent_ctx *ctx = malloc(sizeof(*ctx));
+	if (!ctx)
+		return;
+	*ctx = (struct parent_ctx){.fs = fs,
+	                           .parent = parent,
+	                           .child = child,
+	                           .lease_id = smbfs_lease_id(fs, parent),
+	                           .sent_ns = smbfs_now_ns(),
+	                           .child_id = attr->file_id};
+	struct smb_open_args args = {
+	    .desired_access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+	    .share_access = FILE_SHARE_ALL,
+	    .create_disposition = FILE_OPEN,
+	    .create_options = FILE_DIRECTORY_FILE,
+	    .lease_id = ctx->lease_id,
+	};
+	fs->parent_leasing = parent;
+	if (smb_inode_path(fs->inodes, parent, NULL, &path) < 0 ||
+	    smb_open(fs->client, path, &args, parent_opened, ctx) < 0)
+		parent_done(ctx);
+	free(path);
 }
 
 struct unpark_wait {

@@ -81,6 +81,10 @@ struct smbfs {
 	 * handles_lock. */
 	unsigned max_cached_dirs;
 	unsigned parked_dirs;
+	/* The directory whose lease ops_dir.c is taking because a child of
+	 * it was listed (parent_lease_take()); 0: none.  One at a time;
+	 * loop thread only. */
+	uint64_t parent_leasing;
 	/* CLOSEs of released files waiting to go out together (ops_file.c,
 	 * smbfs_close_later()); loop thread only.  closes_out counts the
 	 * deferred CLOSEs queued or sent and not yet answered; close_waiters

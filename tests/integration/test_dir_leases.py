@@ -40,6 +40,7 @@ the listing is kept across opens, and A sees each change of B's at once.
 """
 
 import os
+import subprocess
 import time
 import uuid
 
@@ -148,6 +149,54 @@ def test_own_writes_keep_the_directory_lease(samba, mount_factory):
         assert "v1 leases" not in a.log_text(), a.log_text()[-2000:]
     finally:
         os.close(fd)
+
+
+def smb_requests(m):
+    """SMB2 messages mount m has sent so far (all channels)."""
+    return sum(ch["requests"] for ch in ctl_stats(m)["channels"])
+
+
+def ls_lR(path):
+    r = subprocess.run(["ls", "-lR", path], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_walked_tree_again_asks_nothing(samba, mount_factory):
+    """ls -lR of src/tree a second time, after actimeo, sends no request:
+    the kernel looks tree up in src again, which nothing listed, so the
+    daemon took src's lease in the background when tree was listed
+    (fuse/ops_dir.c parent_lease_take()).  Without it the second walk
+    made one request (CREATE+QUERY_INFO+CLOSE of src/tree).  B's rename of
+    directory in src then breaks that lease, and A sees it at once.  (B
+    cannot rename or remove tree meanwhile: Samba refuses that while A
+    holds handles below it, as it does for cifs.ko's cached directories.)"""
+    tree = os.path.join(samba.share_path, "src", "tree")
+    for i in range(3):
+        os.makedirs(os.path.join(tree, f"d{i}"))
+        for j in range(4):
+            with open(os.path.join(tree, f"d{i}", f"f{j}"), "wb") as f:
+                f.write(b"x" * (j + 1))
+    os.chmod(os.path.join(samba.share_path, "src"), 0o777)  # made by root, here
+    a = mount_factory(samba)  # actimeo=1: the kernel asks again after a second
+    b = mount_factory(samba)
+    top = os.path.join(a.path, "src", "tree")
+    cold = ls_lR(top)
+    assert cold.count("f3") == 3, cold
+    for _ in range(2):
+        time.sleep(1.5 * timeout_scale())  # past actimeo
+        n0 = smb_requests(a)
+        assert ls_lR(top) == cold
+        time.sleep(0.3)
+        assert smb_requests(a) == n0, "the walk again went to the server"
+    assert stats(a)["lease_breaks"] == 0
+    # the lease on src is A's, and it breaks: B's new name there is seen
+    assert names(a, "src") == ["tree"]
+    before = stats(a)
+    os.mkdir(os.path.join(b.path, "src", "new"))
+    wait_for_acks(a, before["lease_break_acks"] + 1)
+    assert names(a, "src") == ["new", "tree"]
+    assert os.path.isdir(os.path.join(a.path, "src", "new"))
 
 
 OPS = {
