@@ -92,9 +92,9 @@ struct smb_client {
 	unsigned echo_ms;          /* keepalive of a lone channel; 0 = off */
 	uint64_t reconnects;       /* atomic */
 	/* Since when no channel lives (ms, atomic; 0 = one does).  Requests
-	 * wait for the reconnect at most SMB_RECONNECT_GRACE_MS from then:
-	 * a server that stays away gets calls failing fast, not each one
-	 * waiting the whole timeout. */
+	 * wait for the reconnect at most timeout_ms from then (`timeout=`,
+	 * multichannel/failover.c): a server that stays away longer gets
+	 * calls failing at once, not each one waiting the whole timeout. */
 	uint64_t down_since_ms;
 	uint64_t payload_bytes_copied; /* atomic */
 	uint32_t rdma_threshold;
@@ -106,8 +106,6 @@ struct smb_client {
 	} regions[SMB_CLIENT_MAX_REGIONS];
 	int nregions;
 };
-
-#define SMB_RECONNECT_GRACE_MS 20000
 
 /* Is the session sealing its requests (so no RDMA offload: the payload
  * must travel inside the encrypted message)? */

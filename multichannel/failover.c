@@ -6,8 +6,8 @@
  * it here through the manager's orphan call.  Here it is decided
  * ([MS-SMB2] 3.2.4.1.1): with a live channel left (3.x), it goes there as
  * a replay, the ChannelSequence bumped once per lost channel; with none,
- * it is parked (deadline: the request timeout, at most
- * SMB_RECONNECT_GRACE_MS after the loss; none with `hard`) and the manager
+ * it is parked (deadline: the request timeout, and no later than the
+ * timeout after the loss: `timeout=`; none with `hard`) and the manager
  * is woken.  smb_park_release() sends the parked ones once a channel is
  * published, rebound to the session and tree it belongs to; a loop timer
  * fails those past their deadline every half second even while the
@@ -127,12 +127,14 @@ bool smb_park_orphan(struct smb_park *pk, struct smb_chan *ch, struct smb_req *r
 	if (none && !c->hard) {
 		/* Every channel is down: wait for the channel manager to bring
 		 * one back - up to the request timeout, and no longer than
-		 * SMB_RECONNECT_GRACE_MS after the connection was lost. */
+		 * that timeout after the connection was lost (`timeout=` is
+		 * the grace: a server that stays away longer gets calls
+		 * failing at once, not each waiting it out again). */
 		uint64_t zero = 0, down;
 		__atomic_compare_exchange_n(&c->down_since_ms, &zero, now ? now : 1, false,
 		                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 		down = __atomic_load_n(&c->down_since_ms, __ATOMIC_ACQUIRE);
-		uint64_t grace = (down ? down : now) + SMB_RECONNECT_GRACE_MS;
+		uint64_t grace = (down ? down : now) + c->timeout_ms;
 		if (now >= grace) {
 			smb_debug("%s: %s fails at once: no connection to the server for %llu s",
 			          c->host, smb2_command_str(cmd),

@@ -11,6 +11,7 @@
 """
 
 import errno
+import mmap
 import os
 import re
 import signal
@@ -26,6 +27,7 @@ from test_smbrdmactl import check_types, ctl_json, documented_keys
 # 30 s holds two kills and the recovery from each with room to spare; set it
 # higher for a soak (the suite ran 60 s until its CI time neared the limit).
 RUNTIME = int(os.environ.get("SMBRDMA_RECONNECT_FIO_RUNTIME", "30"))
+MIB = 1 << 20
 DURABLE = ["posix locking = no"]  # Samba grants durable handles only then
 
 
@@ -226,6 +228,92 @@ def test_stopped_server_times_out_then_recovers(samba_factory, mount_factory, tm
         d.write(s.read())
     assert sha256(os.path.join(srv.share_path, "after.bin")) == sha256(str(src))
     assert sha256(os.path.join(m.path, "before.bin")) == sha256(str(src))
+
+
+def _direct_pwrite(fd, data, off):
+    """One O_DIRECT pwrite of data (a multiple of 4 KiB) at off."""
+    buf = mmap.mmap(-1, len(data))
+    try:
+        buf.write(data)
+        return os.pwrite(fd, buf, off)
+    finally:
+        buf.close()
+
+
+def _wait_works(m, timeout=60):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return os.listdir(m.path)
+        except OSError:
+            assert time.monotonic() < deadline, "the mount did not come back"
+            time.sleep(0.5)
+
+
+# Longer than the fixed 20 s grace calls had before issue 22.
+AWAY = 25
+
+
+def test_server_away_waits_for_timeout(samba_factory, mount_factory, tmp_path):
+    """Issue 22: how long calls wait for a reconnect is timeout=, not a
+    fixed 20 s.  Every smbd is killed (the port refuses) and comes back
+    AWAY s later: a direct write issued meanwhile by a mount with
+    timeout=AWAY+15 completes after smbd returns and every byte is on the
+    server; another mount's, with timeout=6, fails with ETIMEDOUT after
+    about 6 s, a call after that fails at once (ECONNABORTED), and once
+    smbd is back that mount works again.  (With the fixed grace the first
+    write failed at 20 s with ETIMEDOUT.)  The waiting write runs in a
+    process of its own: a thread blocked in a direct write keeps this
+    process from forking the new smbd."""
+    srv = samba_factory()
+    patient = mount_factory(srv, options=[f"timeout={AWAY + 15}", "echo_interval=2"])
+    brief = mount_factory(srv, options=["timeout=6", "echo_interval=2"])
+    blocks = [os.urandom(MIB) for _ in range(2)]
+    src = tmp_path / "second.bin"
+    src.write_bytes(blocks[1])
+    target = os.path.join(patient.path, "w.bin")
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_DIRECT)
+    bfd = os.open(os.path.join(brief.path, "b.bin"), os.O_WRONLY | os.O_CREAT | os.O_DIRECT)
+    writer = None
+    try:
+        assert _direct_pwrite(fd, blocks[0], 0) == MIB
+        assert _direct_pwrite(bfd, blocks[0], 0) == MIB
+        srv.kill_daemon()
+        t0 = time.monotonic()
+        writer = subprocess.Popen(["dd", f"if={src}", f"of={target}", "bs=1M", "count=1",
+                                   "seek=1", "oflag=direct", "conv=notrunc,fsync"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        err, took = _timed(lambda: _direct_pwrite(bfd, blocks[1], MIB))
+        assert err == errno.ETIMEDOUT, (err, took)
+        assert 4 <= took <= 6 * 2 + 5, took
+        err, took = _timed(lambda: os.stat(os.path.join(brief.path, "nope")))
+        assert err == errno.ECONNABORTED and took < 3, (err, took)  # at once now
+        time.sleep(max(0, AWAY - (time.monotonic() - t0)))
+        assert writer.poll() is None, f"the patient write ended with smbd away: " \
+                                      f"{writer.communicate()[0]}"
+        srv.restart_daemon()
+        out = writer.communicate(timeout=AWAY + 60)[0]
+        took = time.monotonic() - t0
+        assert writer.returncode == 0, out
+        assert took >= AWAY, took
+    finally:
+        if srv.proc.poll() is not None:  # a failure with smbd away
+            srv.restart_daemon()
+        if writer and writer.poll() is None:
+            writer.kill()
+            writer.wait()
+        os.close(fd)
+        try:
+            os.close(bfd)
+        except OSError:
+            pass
+    with open(os.path.join(srv.share_path, "w.bin"), "rb") as f:
+        assert f.read() == blocks[0] + blocks[1]
+    _wait_works(brief)
+    with open(os.path.join(brief.path, "again.bin"), "wb") as f:
+        f.write(blocks[0])
+    with open(os.path.join(srv.share_path, "again.bin"), "rb") as f:
+        assert f.read() == blocks[0]
 
 
 def test_smbrdmactl_reconnect(samba_factory, mount_factory):

@@ -263,29 +263,46 @@ class SambaServer:
                                 capture_output=True, text=True)
             if sp.returncode != 0:
                 raise SambaError(f"smbpasswd failed: {sp.stdout}{sp.stderr}")
-            log = open(self.log_path, "wb")
-            # Own session (so the forked per-connection children share our
-            # process group and die with it); --no-process-group keeps smbd
-            # from leaving it.
-            self.proc = subprocess.Popen(
-                self.wrapper + [SMBD, "-s", self.conf_path, "--foreground",
-                                "--no-process-group", "--debug-stdout"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
-            log.close()
-            deadline = time.monotonic() + timeout
-            while not self.listening():
-                if self.proc.poll() is not None:
-                    raise SambaError(f"smbd exited with {self.proc.returncode} before "
-                                     f"listening on {self.port}:\n{_tail(self.log_path)}")
-                if time.monotonic() > deadline:
-                    raise SambaError(f"smbd not listening on {self.host}:{self.port} after "
-                                     f"{timeout}s:\n{_tail(self.log_path)}")
-                time.sleep(0.1)
+            self._spawn(timeout, "wb")
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _spawn(self, timeout, log_mode):
+        log = open(self.log_path, log_mode)
+        # Own session (so the forked per-connection children share our
+        # process group and die with it); --no-process-group keeps smbd
+        # from leaving it.
+        self.proc = subprocess.Popen(
+            self.wrapper + [SMBD, "-s", self.conf_path, "--foreground",
+                            "--no-process-group", "--debug-stdout"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while not self.listening():
+            if self.proc.poll() is not None:
+                raise SambaError(f"smbd exited with {self.proc.returncode} before "
+                                 f"listening on {self.port}:\n{_tail(self.log_path)}")
+            if time.monotonic() > deadline:
+                raise SambaError(f"smbd not listening on {self.host}:{self.port} after "
+                                 f"{timeout}s:\n{_tail(self.log_path)}")
+            time.sleep(0.1)
+
+    def kill_daemon(self):
+        """SIGKILL every smbd of this server (the listener and each
+        client's): connections reset, the port refuses; the share and the
+        configuration stay for restart_daemon()."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+
+    def restart_daemon(self, timeout=30):
+        """smbd again after kill_daemon(), on the same port and share."""
+        self._spawn(timeout, "ab")
 
     def stop(self):
         if self.proc is not None:
