@@ -266,6 +266,8 @@ enum smb2_command {
 #define STATUS_NOTIFY_ENUM_DIR            0x0000010Cu
 #define STATUS_BUFFER_OVERFLOW            0x80000005u
 #define STATUS_NO_MORE_FILES              0x80000006u
+#define STATUS_INVALID_EA_NAME            0x80000013u
+#define STATUS_EA_LIST_INCONSISTENT       0x80000014u
 #define STATUS_STOPPED_ON_SYMLINK         0x8000002Du
 #define STATUS_UNSUCCESSFUL               0xC0000001u
 #define STATUS_NOT_IMPLEMENTED            0xC0000002u

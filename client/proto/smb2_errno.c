@@ -24,6 +24,9 @@ static const struct status_errno status_table[] = {
     {STATUS_NOTIFY_ENUM_DIR, 0},
     {STATUS_BUFFER_OVERFLOW, EOVERFLOW},
     {STATUS_NO_MORE_FILES, ENODATA},
+    /* an xattr name the server will not store (Samba: one with '/'), as cifs.ko */
+    {STATUS_INVALID_EA_NAME, EINVAL},
+    {STATUS_EA_LIST_INCONSISTENT, EINVAL},
     /* Symbolic links are not followed or presented yet. */
     {STATUS_STOPPED_ON_SYMLINK, EOPNOTSUPP},
     {STATUS_UNSUCCESSFUL, EIO},

@@ -2,6 +2,7 @@
 and out (identical sha256), and mkdir/rename/unlink/rmdir/ls -l/stat/
 truncate/touch -d behave as on a local disk."""
 
+import errno
 import os
 import stat
 import subprocess
@@ -97,3 +98,22 @@ def test_fsync_and_sync(smb_mount, tmp_path):
         os.close(fd)
     r = subprocess.run(["sync", p], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_xattrs_samba_cannot_hold(smb_mount):
+    """user.* xattrs are SMB EAs.  A name Samba refuses without the POSIX
+    extensions (one with '/': STATUS_INVALID_EA_NAME; xfstests generic/523)
+    is EINVAL, as cifs.ko says, not EIO; a value of 64 KiB (an EA value is
+    at most 65535 bytes) is E2BIG; an ordinary one round-trips."""
+    p = os.path.join(smb_mount.path, "xa")
+    open(p, "wb").close()
+    os.setxattr(p, "user.ok", b"woof")
+    assert os.getxattr(p, "user.ok") == b"woof"
+    for name, value, want in (("user.boo/hoo", b"woof", errno.EINVAL),
+                              ("user.big", b"x" * 65536, errno.E2BIG)):
+        try:
+            os.setxattr(p, name, value)
+            got = 0
+        except OSError as e:
+            got = e.errno
+        assert got == want, (name, os.strerror(got) if got else "success")

@@ -24,6 +24,8 @@ static void test_required_mappings(void)
 	CHECK_EQ(smb_status_to_errno(STATUS_QUOTA_EXCEEDED), EDQUOT);
 	CHECK_EQ(smb_status_to_errno(STATUS_NOT_SUPPORTED), EOPNOTSUPP);
 	CHECK_EQ(smb_status_to_errno(STATUS_INVALID_PARAMETER), EINVAL);
+	CHECK_EQ(smb_status_to_errno(STATUS_INVALID_EA_NAME), EINVAL);
+	CHECK_EQ(smb_status_to_errno(STATUS_EA_LIST_INCONSISTENT), EINVAL);
 	CHECK_EQ(smb_status_to_errno(STATUS_DELETE_PENDING), ENOENT);
 	CHECK_EQ(smb_status_to_errno(STATUS_NAME_TOO_LONG), ENAMETOOLONG);
 	CHECK_EQ(smb_status_to_errno(STATUS_MEDIA_WRITE_PROTECTED), EROFS);
