@@ -763,6 +763,18 @@ bool smbfs_dir_keep_made(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid f
  * names in it are then answered from the inode table while the lease
  * holds (smbfs_dir_leased()). */
 
+/* An open of a directory for listing, under a lease keyed lease_id. */
+static struct smb_open_args dir_open_args(uint64_t lease_id)
+{
+	return (struct smb_open_args){
+	    .desired_access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+	    .share_access = FILE_SHARE_ALL,
+	    .create_disposition = FILE_OPEN,
+	    .create_options = FILE_DIRECTORY_FILE,
+	    .lease_id = lease_id,
+	};
+}
+
 struct root_ctx {
 	struct smbfs *fs;
 	uint64_t lease_id;
@@ -803,13 +815,7 @@ int smbfs_stat_root(struct smbfs *fs, smb_attr_cb cb, void *arg)
 	                         .sent_ns = smbfs_now_ns(),
 	                         .cb = cb,
 	                         .arg = arg};
-	struct smb_open_args args = {
-	    .desired_access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
-	    .share_access = FILE_SHARE_ALL,
-	    .create_disposition = FILE_OPEN,
-	    .create_options = FILE_DIRECTORY_FILE,
-	    .lease_id = ctx->lease_id,
-	};
+	struct smb_open_args args = dir_open_args(ctx->lease_id);
 	int rc = smb_open(fs->client, "", &args, root_opened, ctx);
 	if (rc < 0)
 		free(ctx);
@@ -895,13 +901,7 @@ static void parent_lease_take(struct smbfs *fs, uint64_t child, const struct smb
 	                           .lease_id = smbfs_lease_id(fs, parent),
 	                           .sent_ns = smbfs_now_ns(),
 	                           .child_id = attr->file_id};
-	struct smb_open_args args = {
-	    .desired_access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
-	    .share_access = FILE_SHARE_ALL,
-	    .create_disposition = FILE_OPEN,
-	    .create_options = FILE_DIRECTORY_FILE,
-	    .lease_id = ctx->lease_id,
-	};
+	struct smb_open_args args = dir_open_args(ctx->lease_id);
 	fs->parent_leasing = parent;
 	if (smb_inode_path(fs->inodes, parent, NULL, &path) < 0 ||
 	    smb_open(fs->client, path, &args, parent_opened, ctx) < 0)
