@@ -169,8 +169,9 @@ def test_walked_tree_again_asks_nothing(samba, mount_factory):
     (fuse/ops_dir.c parent_lease_take()).  Without it the second walk
     made one request (CREATE+QUERY_INFO+CLOSE of src/tree).  B's rename of
     directory in src then breaks that lease, and A sees it at once.  (B
-    cannot rename or remove tree meanwhile: Samba refuses that while A
-    holds handles below it, as it does for cifs.ko's cached directories.)"""
+    cannot rename or remove tree meanwhile: Samba refuses that while any
+    client holds handles below it, and A's listed directories are kept
+    open for 30 s.)"""
     tree = os.path.join(samba.share_path, "src", "tree")
     for i in range(3):
         os.makedirs(os.path.join(tree, f"d{i}"))
