@@ -763,6 +763,14 @@ bool smbfs_dir_keep_made(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid f
  * names in it are then answered from the inode table while the lease
  * holds (smbfs_dir_leased()). */
 
+/* May a directory be opened under a lease and kept here?  A mount that
+ * keeps directories and caches, on a session with directory leases. */
+static bool dirs_keepable(struct smbfs *fs)
+{
+	return fs->max_cached_dirs && fs->client && !fs->direct_io && fs->timeout > 0 &&
+	       smb_client_leases_dirs(fs->client);
+}
+
 /* An open of a directory for listing, under a lease keyed lease_id. */
 static struct smb_open_args dir_open_args(uint64_t lease_id)
 {
@@ -804,8 +812,7 @@ static void root_opened(void *arg, int err, uint32_t status, struct smb2_fileid 
 int smbfs_stat_root(struct smbfs *fs, smb_attr_cb cb, void *arg)
 {
 	uint64_t since;
-	if (!fs->max_cached_dirs || !fs->client || fs->direct_io || fs->timeout <= 0 ||
-	    !smb_client_leases_dirs(fs->client) || smbfs_dir_leased(fs, FUSE_ROOT_ID, &since))
+	if (!dirs_keepable(fs) || smbfs_dir_leased(fs, FUSE_ROOT_ID, &since))
 		return smbfs_stat(fs, "", cb, arg);
 	struct root_ctx *ctx = malloc(sizeof(*ctx));
 	if (!ctx)
@@ -888,9 +895,8 @@ static void parent_lease_take(struct smbfs *fs, uint64_t child, const struct smb
 	uint64_t since, parent = smb_inode_parent(fs->inodes, child);
 	char *path = NULL;
 
-	if (!fs->max_cached_dirs || !fs->client || fs->direct_io || fs->timeout <= 0 ||
-	    !attr->file_id || fs->parent_leasing || parent == 0 || parent == FUSE_ROOT_ID ||
-	    !smb_client_leases_dirs(fs->client) || smbfs_dir_leased(fs, parent, &since))
+	if (!dirs_keepable(fs) || !attr->file_id || fs->parent_leasing || parent == 0 ||
+	    parent == FUSE_ROOT_ID || smbfs_dir_leased(fs, parent, &since))
 		return;
 	struct parent_ctx *ctx = malloc(sizeof(*ctx));
 	if (!ctx)
@@ -1096,7 +1102,6 @@ bool smbfs_dir_leased(struct smbfs *fs, uint64_t nodeid, uint64_t *since_ns)
 void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct smbfs *fs = smbfs_of(req);
-	struct smb_open_args args = {0};
 	struct opendir_ctx *ctx;
 	char *path = NULL;
 	int rc;
@@ -1133,12 +1138,9 @@ void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	ctx->fs = fs;
 	ctx->nodeid = ino;
 	ctx->fi = *fi;
-	args.desired_access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE;
-	args.share_access = FILE_SHARE_ALL;
-	args.create_disposition = FILE_OPEN;
-	args.create_options = FILE_DIRECTORY_FILE;
 	/* a directory lease where the server grants them (cache.c) */
-	args.lease_id = ctx->lease_id = smbfs_lease_id(fs, ino);
+	ctx->lease_id = smbfs_lease_id(fs, ino);
+	struct smb_open_args args = dir_open_args(ctx->lease_id);
 	rc = smb_open(fs->client, path, &args, opendir_done, ctx);
 	free(path);
 	if (rc < 0) {
