@@ -134,6 +134,7 @@ bool smb_park_orphan(struct smb_park *pk, struct smb_chan *ch, struct smb_req *r
 		__atomic_compare_exchange_n(&c->down_since_ms, &zero, now ? now : 1, false,
 		                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 		down = __atomic_load_n(&c->down_since_ms, __ATOMIC_ACQUIRE);
+		/* down <= now: this is the earlier of the two limits */
 		uint64_t grace = (down ? down : now) + c->timeout_ms;
 		if (now >= grace) {
 			smb_debug("%s: %s fails at once: no connection to the server for %llu s",
@@ -141,8 +142,7 @@ bool smb_park_orphan(struct smb_park *pk, struct smb_chan *ch, struct smb_req *r
 			          (unsigned long long)((now - down) / 1000));
 			return false;
 		}
-		if (grace < deadline)
-			deadline = grace;
+		deadline = grace;
 	}
 	if (smb_req_reset_for_replay(req))
 		return false;
