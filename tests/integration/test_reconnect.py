@@ -21,13 +21,12 @@ import time
 
 import pytest
 
-from lib.fileops import make_random_file, sha256
+from lib.fileops import MIB, make_random_file, sha256
 from test_smbrdmactl import check_types, ctl_json, documented_keys
 
 # 30 s holds two kills and the recovery from each with room to spare; set it
 # higher for a soak (the suite ran 60 s until its CI time neared the limit).
 RUNTIME = int(os.environ.get("SMBRDMA_RECONNECT_FIO_RUNTIME", "30"))
-MIB = 1 << 20
 DURABLE = ["posix locking = no"]  # Samba grants durable handles only then
 
 
@@ -184,6 +183,18 @@ def _timed(fn):
     return err, time.monotonic() - t0
 
 
+def _wait_works(m, timeout=60):
+    """Poll a listing of m's root until the mount answers again (every
+    0.5 s, at most timeout s); fails the test otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return os.listdir(m.path)
+        except OSError:
+            assert time.monotonic() < deadline, "the mount did not come back"
+            time.sleep(0.5)
+
+
 def test_stopped_server_times_out_then_recovers(samba_factory, mount_factory, tmp_path):
     srv = samba_factory()
     timeout = 5
@@ -215,15 +226,7 @@ def test_stopped_server_times_out_then_recovers(samba_factory, mount_factory, tm
                 os.kill(p, signal.SIGCONT)
             except ProcessLookupError:
                 pass
-    # the mount works again without a remount
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            os.listdir(m.path)
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "the mount did not recover after SIGCONT"
-            time.sleep(0.5)
+    _wait_works(m)  # without a remount
     with open(os.path.join(m.path, "after.bin"), "wb") as d, open(src, "rb") as s:
         d.write(s.read())
     assert sha256(os.path.join(srv.share_path, "after.bin")) == sha256(str(src))
@@ -238,16 +241,6 @@ def _direct_pwrite(fd, data, off):
         return os.pwrite(fd, buf, off)
     finally:
         buf.close()
-
-
-def _wait_works(m, timeout=60):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return os.listdir(m.path)
-        except OSError:
-            assert time.monotonic() < deadline, "the mount did not come back"
-            time.sleep(0.5)
 
 
 # Longer than the fixed 20 s grace calls had before issue 22.
