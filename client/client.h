@@ -155,6 +155,23 @@ int smb_client_reconnect_now(struct smb_client *c, const char *why);
 typedef void (*smb_break_cb)(void *arg, struct smb2_fileid fid, uint8_t level);
 void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg);
 
+/* Byte-range locks outlive a connection: every lock a LOCK request took
+ * (and no UNLOCK gave back) is remembered with its handle, and when a
+ * reconnect reopens the handle by path (the server forgot it; a durable
+ * reconnect keeps its locks, [MS-SMB2] 3.3.5.9.7) each is taken again with
+ * FAIL_IMMEDIATELY before any parked request goes out.  A lock that cannot
+ * be taken again (another client took the range meanwhile) is lost: cb is
+ * called for it (on the channel manager thread; it must not block), and
+ * every request on the handle but its CLOSE fails with -EIO from then on,
+ * as the kernel reports a lost lock.  Without cb the engine logs the path
+ * and the range itself.  Set once, before the first smb_open(). */
+typedef void (*smb_lock_lost_cb)(void *arg, struct smb2_fileid fid, const char *path, uint64_t off,
+                                 uint64_t len, bool exclusive, uint32_t status);
+void smb_client_set_lock_lost_cb(struct smb_client *c, smb_lock_lost_cb cb, void *arg);
+/* Was fid's handle lost in a reconnect, or one of its locks (above)?  Its
+ * requests fail with -EIO then (but its CLOSE).  Any thread. */
+bool smb_file_failed(struct smb_client *c, struct smb2_fileid fid);
+
 /* Leases ([MS-SMB2] 3.2.4.3.2): smb_open() with args->lease_id != 0 asks for
  * a lease instead of an oplock when the server offers leasing (2.1 and up;
  * on directories only with directory leasing): R|W|H on a file, R|H on a

@@ -24,6 +24,7 @@
 #include "client/opens.h"
 #include "client/request.h"
 #include "common/crypto.h"
+#include "client/proto/smb2_fsctl.h"
 #include "client/proto/smb2_lease.h"
 #include "common/log.h"
 
@@ -43,6 +44,14 @@ struct smb_open_rec {
 	 * lock_seq[i]: its LockSequenceNumber (4 bits).  Under the lock. */
 	uint64_t lock_busy;
 	uint8_t lock_seq[64];
+	/* The byte-range locks the server holds for the handle (granted,
+	 * not unlocked; smb_opens_locks_done()), taken again after a reopen
+	 * by path; nlocks of them in locks[] (a talloc child).  locks_lost:
+	 * one could not be, and every request but CLOSE fails with EIO.
+	 * Under the lock. */
+	struct smb2_lock_elem *locks;
+	unsigned nlocks;
+	bool locks_lost;
 	struct smb_open_rec *next;
 };
 
@@ -54,6 +63,8 @@ struct smb_opens {
 	bool moved;            /* some cur differs from orig: patching is needed */
 	smb_break_cb on_break; /* smb_client_set_break_cb(); set before any open */
 	void *on_break_arg;
+	smb_lock_lost_cb on_lock_lost; /* smb_client_set_lock_lost_cb(); likewise */
+	void *on_lock_lost_arg;
 };
 
 static unsigned bucket(struct smb2_fileid f)
@@ -212,6 +223,47 @@ void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg)
 	c->opens->on_break_arg = arg;
 }
 
+void smb_client_set_lock_lost_cb(struct smb_client *c, smb_lock_lost_cb cb, void *arg)
+{
+	c->opens->on_lock_lost = cb;
+	c->opens->on_lock_lost_arg = arg;
+}
+
+void smb_opens_locks_done(struct smb_client *c, struct smb2_fileid fid,
+                          const struct smb2_lock_elem *e, uint16_t n)
+{
+	struct smb_opens *o = c->opens;
+	pthread_rwlock_wrlock(&o->lock);
+	struct smb_open_rec *r = find(o, fid);
+	for (uint16_t i = 0; r && i < n; i++) {
+		if (e[i].flags & SMB2_LOCKFLAG_UNLOCK) {
+			/* an unlock names one lock by its exact range */
+			for (unsigned k = 0; k < r->nlocks; k++)
+				if (r->locks[k].offset == e[i].offset &&
+				    r->locks[k].length == e[i].length) {
+					r->locks[k] = r->locks[--r->nlocks];
+					break;
+				}
+			continue;
+		}
+		struct smb2_lock_elem *v =
+		    talloc_realloc(r, r->locks, struct smb2_lock_elem, r->nlocks + 1);
+		if (!v) {
+			smb_warn("%s: out of memory: a lock on %s will not be taken again after a "
+			         "reconnect",
+			         c->host, r->path);
+			continue;
+		}
+		r->locks = v;
+		r->locks[r->nlocks++] =
+		    (struct smb2_lock_elem){.offset = e[i].offset,
+		                            .length = e[i].length,
+		                            .flags = e[i].flags & (SMB2_LOCKFLAG_SHARED_LOCK |
+		                                                   SMB2_LOCKFLAG_EXCLUSIVE_LOCK)};
+	}
+	pthread_rwlock_unlock(&o->lock);
+}
+
 bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid)
 {
 	struct smb_opens *o = c->opens;
@@ -220,6 +272,18 @@ bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid)
 	bool lost = r && r->lost;
 	pthread_rwlock_unlock(&o->lock);
 	return lost;
+}
+
+bool smb_file_failed(struct smb_client *c, struct smb2_fileid fid)
+{
+	struct smb_opens *o = c->opens;
+	if (!__atomic_load_n(&o->moved, __ATOMIC_ACQUIRE))
+		return false; /* nothing was reopened, nothing lost */
+	pthread_rwlock_rdlock(&o->lock);
+	struct smb_open_rec *r = find(o, fid);
+	bool failed = r && (r->lost || r->locks_lost);
+	pthread_rwlock_unlock(&o->lock);
+	return failed;
 }
 
 int smb_req_fix_fids(struct smb_client *c, struct smb_req *req)
@@ -244,7 +308,10 @@ int smb_req_fix_fids(struct smb_client *c, struct smb_req *req)
 		struct smb_open_rec *r = find(o, p->orig_fid);
 		if (!r)
 			continue;
-		if (r->lost) {
+		/* a handle whose lock was lost: its CLOSE (and an oplock break's
+		 * ack) still go, nothing that relies on the lock does */
+		if (r->lost || (r->locks_lost && p->command != SMB2_CLOSE &&
+		                p->command != SMB2_OPLOCK_BREAK)) {
 			err = -EIO;
 			continue;
 		}
@@ -306,6 +373,80 @@ static int reopen_one(struct smb_client *c, struct smb_chan *ch, struct smb_open
 	return err;
 }
 
+/* Take lock e again on the handle the server now knows as cur (after a
+ * reopen by path).  0 and *status: the server's answer; or -errno when the
+ * connection failed. */
+static int relock_one(struct smb_client *c, struct smb_chan *ch, struct smb2_fileid cur,
+                      const struct smb2_lock_elem *e, void *mem, uint32_t *status)
+{
+	struct smb_req *req = smb_chan_req(ch, mem);
+	if (!req)
+		return -ENOMEM;
+	req->no_replay = true;
+	struct smb2_lock_elem el = *e;
+	el.flags |= SMB2_LOCKFLAG_FAIL_IMMEDIATELY;
+	uint8_t *body = smb_req_begin_pdu(req, SMB2_LOCK, 48);
+	int err =
+	    body ? smb_req_end_pdu(req, smb2_lock_req_encode(body, 48, cur, 0, &el, 1)) : -ENOMEM;
+	if (!err)
+		err = smb_client_submit_sync(c, req);
+	if (!err)
+		*status = req->pdu[0].rsp_hdr.status;
+	smb_req_put(req);
+	return err;
+}
+
+/* A reopen by path: the server dropped the handle's locks with it.  Take
+ * each again; one refused is lost (the handle is marked, the caller's
+ * callback told).  0, or -errno when the connection failed (try again). */
+static int relock_all(struct smb_client *c, struct smb_chan *ch, struct smb_open_rec *r,
+                      struct smb2_fileid cur, void *mem)
+{
+	struct smb_opens *o = c->opens;
+	pthread_rwlock_rdlock(&o->lock);
+	unsigned n = r->nlocks;
+	struct smb2_lock_elem *v = n ? talloc_memdup(mem, r->locks, n * sizeof(*v)) : NULL;
+	pthread_rwlock_unlock(&o->lock);
+	if (n && !v)
+		return -ENOMEM;
+	unsigned kept = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t st = 0;
+		int err = relock_one(c, ch, cur, &v[i], mem, &st);
+		if (err)
+			return err;
+		if (st == STATUS_SUCCESS) {
+			v[kept++] = v[i];
+			continue;
+		}
+		bool excl = v[i].flags & SMB2_LOCKFLAG_EXCLUSIVE_LOCK;
+		if (o->on_lock_lost)
+			o->on_lock_lost(o->on_lock_lost_arg, r->orig, r->path, v[i].offset,
+			                v[i].length, excl, st);
+		else
+			smb_err("%s: %s: the %s lock of bytes %llu+%llu could not be taken again "
+			        "after the reconnect (%s); I/O through its handle fails with EIO",
+			        c->host, r->path, excl ? "exclusive" : "shared",
+			        (unsigned long long)v[i].offset, (unsigned long long)v[i].length,
+			        smb2_status_str(st));
+		pthread_rwlock_wrlock(&o->lock);
+		r->locks_lost = true;
+		__atomic_store_n(&o->moved, true, __ATOMIC_RELEASE);
+		pthread_rwlock_unlock(&o->lock);
+	}
+	if (kept < n) {
+		/* what is held now; a LOCK answered meanwhile cannot have
+		 * changed the list: requests are parked until the channel is
+		 * published */
+		pthread_rwlock_wrlock(&o->lock);
+		if (r->nlocks == n)
+			memcpy(r->locks, v, kept * sizeof(*v));
+		r->nlocks = kept;
+		pthread_rwlock_unlock(&o->lock);
+	}
+	return 0;
+}
+
 int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsigned *n_durable,
                      unsigned *n_path, unsigned *n_lost)
 {
@@ -344,6 +485,8 @@ int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsig
 		}
 		if (err && err != -ENOENT && err != -EBADMSG)
 			return err; /* the new connection failed: try again later */
+		if (!err && !durable && (err = relock_all(c, ch, r, cur, mem)) != 0)
+			return err;
 		pthread_rwlock_wrlock(&o->lock);
 		if (err) {
 			r->lost = true;

@@ -48,6 +48,14 @@ void smb_opens_closing(struct smb_client *c, struct smb2_fileid fid);
  * only while some CLOSE is (lease.c, at a break; any thread). */
 bool smb_opens_closing_below(struct smb_client *c, uint64_t parent_lease_id);
 bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid);
+/* A LOCK on fid succeeded (loop thread, at its answer): its elements are
+ * what the server holds now for the handle; an element with
+ * SMB2_LOCKFLAG_UNLOCK gives back one held lock of that exact range.  What
+ * is held is taken again when a reconnect reopens the handle by path
+ * (client.h, smb_client_set_lock_lost_cb). */
+struct smb2_lock_elem;
+void smb_opens_locks_done(struct smb_client *c, struct smb2_fileid fid,
+                          const struct smb2_lock_elem *e, uint16_t n);
 /* LockSequence for a LOCK on fid ([MS-SMB2] 2.2.26, 3.2.4.19): a bucket
  * of a durable handle, so that the server knows a replay of it by the
  * bucket's number (3.3.5.14) and does not lock twice; 0 (none) for other

@@ -206,11 +206,13 @@ struct op {
 	uint8_t create_guid[16];
 	bool want_durable;
 	struct smb2_fileid fid;
-	bool sids_asked;           /* sids_defer() ran a lookup for this answer */
-	uint8_t kind_cls;          /* set_info_chain(): the SET_INFO's class */
-	struct close_batch *batch; /* smb_close_batch() */
-	char *path2;               /* set_info_chain(): a rename's or link's target */
-	uint32_t lock_seq;         /* smb_lock(): the LockSequence sent (0: none) */
+	bool sids_asked;              /* sids_defer() ran a lookup for this answer */
+	uint8_t kind_cls;             /* set_info_chain(): the SET_INFO's class */
+	struct close_batch *batch;    /* smb_close_batch() */
+	char *path2;                  /* set_info_chain(): a rename's or link's target */
+	uint32_t lock_seq;            /* smb_lock(): the LockSequence sent (0: none) */
+	struct smb2_lock_elem *locks; /* smb_lock(): its elements (on op), nlocks of them */
+	uint16_t nlocks;
 };
 
 static struct smb_req *op_req(struct smb_client *c, void *cb, void *arg, struct op **out)
@@ -1941,6 +1943,8 @@ static void lock_done(struct smb_req *req)
 {
 	struct op *op = req->arg;
 	smb_opens_lock_seq_done(op->c, op->fid, op->lock_seq);
+	if (!req->err && req->pdu[0].have_rsp && req->pdu[0].rsp_hdr.status == STATUS_SUCCESS)
+		smb_opens_locks_done(op->c, op->fid, op->locks, op->nlocks);
 	status_done(req);
 }
 
@@ -1952,6 +1956,12 @@ int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_loc
 	if (!req)
 		return -ENOMEM;
 	op->fid = fid;
+	op->locks = n ? talloc_memdup(op, e, (size_t)n * sizeof(*e)) : NULL;
+	if (n && !op->locks) {
+		smb_req_put(req);
+		return -ENOMEM;
+	}
+	op->nlocks = n;
 	uint32_t seq = c->sess.dialect >= SMB2_DIALECT_0300 ? smb_opens_lock_seq_take(c, fid) : 0;
 	op->lock_seq = seq;
 	size_t cap = 24 + 24 * (size_t)n;

@@ -13,7 +13,8 @@
  * SHA-512, AES-CMAC signing, SIGNING_REQUIRED), NTLMSSP (NTLMv2 checked
  * against a known user and password, KEY_EXCH), one disk share, a small file
  * tree, durable v2 handles under a batch oplock (DH2Q, DH2C, a replayed
- * CREATE known by its CreateGuid, [MS-SMB2] 3.3.5.9.10).  Every response of
+ * CREATE known by its CreateGuid, [MS-SMB2] 3.3.5.9.10), LOCK granted on
+ * any open handle (no lock is kept: a hook refuses one).  Every response of
  * a session with a key is signed; signed requests are verified (a bad one is
  * a violation).  Hooks script faults; every request header is recorded.
  *

@@ -22,13 +22,19 @@
  *    to the new session;
  *  - a reconnect that succeeds on its fourth try, with nothing else waking
  *    the manager: it still binds the second channel at once (the manager
- *    kicks itself when the session is back), not at the next requery. */
+ *    kicks itself when the session is back), not at the next requery;
+ *  - every channel cut while handles hold byte-range locks, on a server
+ *    that granted no durable handle: the reopens by path take each lock
+ *    again before a parked request goes out; one refused is reported lost
+ *    and fails its handle's requests with EIO, but not its CLOSE. */
 #include "client/client.h"
 #include "common/log.h"
 #include "tests/unit/check.h"
 #include "tests/unit/client/peer.h"
 #include "tests/unit/client/engine.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -398,6 +404,114 @@ static void test_reconnect_kicks_pass(void)
 	env_unmount(&e);
 }
 
+static void lock_ok(struct env *e, struct smb2_fileid fid, uint64_t off, uint64_t len,
+                    uint32_t flags)
+{
+	struct wait w;
+	w_init(&w);
+	CHECK_EQ(smb_lock_range(e->c, fid, off, len, flags, status_cb, &w), 0);
+	CHECK(w_wait(&w));
+	CHECK_EQ(w.err, 0);
+	CHECK_EQ(w.status, STATUS_SUCCESS);
+}
+
+static struct {
+	int calls;
+	char path[64];
+	uint64_t off, len;
+	bool exclusive;
+	uint32_t status;
+} lost;
+
+static void on_lock_lost(void *arg, struct smb2_fileid fid, const char *path, uint64_t off,
+                         uint64_t len, bool exclusive, uint32_t status)
+{
+	lost.calls++;
+	snprintf(lost.path, sizeof(lost.path), "%s", path);
+	lost.off = off;
+	lost.len = len;
+	lost.exclusive = exclusive;
+	lost.status = status;
+}
+
+/* Two handles hold locks (victim.txt: [10, 15) exclusive and [100, 101)
+ * shared, plus one given back; a.txt: [0, 1) exclusive) when every channel
+ * is cut; the peer granted no durable handle, so both come back by path.
+ * It refuses the first lock taken again (another client took the range
+ * meanwhile).  Seen: each reopen is followed by its handle's locks, the
+ * given-back one not among them, before the parked READ of a.txt goes out;
+ * the refused lock is reported once, with its path and range; victim.txt's
+ * READ fails with EIO, a.txt's works; victim.txt's CLOSE succeeds. */
+static void test_locks_taken_again(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	peer_set_durable(e.p, false);
+	memset(&lost, 0, sizeof(lost));
+	smb_client_set_lock_lost_cb(e.c, on_lock_lost, NULL);
+	struct smb2_fileid v = open_victim(&e), a;
+	struct wait w;
+	env_open(&e, "a.txt", FILE_OPEN, &w);
+	CHECK_EQ(w.status, STATUS_SUCCESS);
+	a = w.fid;
+	lock_ok(&e, v, 10, 5, SMB_LOCK_EXCLUSIVE | SMB_LOCK_FAIL_IMMEDIATELY);
+	lock_ok(&e, v, 100, 1, SMB_LOCK_SHARED | SMB_LOCK_FAIL_IMMEDIATELY);
+	lock_ok(&e, v, 200, 1, SMB_LOCK_EXCLUSIVE | SMB_LOCK_FAIL_IMMEDIATELY);
+	lock_ok(&e, v, 200, 1, SMB_LOCK_UNLOCK);
+	lock_ok(&e, a, 0, 1, SMB_LOCK_EXCLUSIVE | SMB_LOCK_FAIL_IMMEDIATELY);
+	CHECK(!smb_file_failed(e.c, v));
+	static const struct peer_match any_lock = {
+	    .command = SMB2_LOCK, .info_class = -1, .disposition = -1};
+	int hook = peer_on(e.p, &any_lock, PEER_STATUS, STATUS_LOCK_NOT_GRANTED);
+	e.rec0 = peer_nrecords(e.p);
+	peer_drop_connections(e.p);
+	(void)poll_for(none_up, &e);
+	/* issued while no channel lives, or on the new one: either way after
+	 * the reopens and their locks */
+	struct wait r;
+	w_init(&r);
+	CHECK_EQ(smb_read(e.c, a, 0, 4, read_cb, &r), 0);
+	CHECK(w_wait(&r));
+	CHECK_EQ(r.err, 0);
+	CHECK_EQ(r.n, 4);
+	CHECK(peer_hook_fired(e.p, hook));
+	CHECK_EQ(lost.calls, 1);
+	CHECK(lost.exclusive && lost.status == STATUS_LOCK_NOT_GRANTED);
+	CHECK_EQ(strcmp(lost.path, "victim.txt"), 0);
+	CHECK(lost.off == 10 && lost.len == 5);
+	CHECK(smb_file_failed(e.c, v));
+	CHECK(!smb_file_failed(e.c, a));
+	w_init(&r);
+	int rc = smb_read(e.c, v, 0, 4, read_cb, &r);
+	if (rc == 0) {
+		CHECK(w_wait(&r));
+		rc = r.err;
+	}
+	CHECK_EQ(rc, -EIO);
+	struct peer_rec recs[256];
+	int n = peer_records(e.p, e.rec0, recs, 256), reopens = 0, locks = 0, granted = 0;
+	int last_lock = -1, first_read = -1;
+	for (int i = 0; i < n; i++) {
+		if (recs[i].command == SMB2_CREATE && recs[i].status == STATUS_SUCCESS)
+			reopens++;
+		if (recs[i].command == SMB2_LOCK) {
+			locks++;
+			granted += recs[i].status == STATUS_SUCCESS;
+			last_lock = i;
+		}
+		if (recs[i].command == SMB2_READ && first_read < 0)
+			first_read = i;
+	}
+	CHECK_EQ(reopens, 2);
+	CHECK_EQ(locks, 3); /* not the lock given back */
+	CHECK_EQ(granted, 2);
+	CHECK(first_read > last_lock); /* a.txt's READ after every lock */
+	env_close(&e, v);
+	env_close(&e, a);
+	env_unmount(&e);
+}
+
 int main(void)
 {
 	smb_log_init("test_chanmgr", false, getenv("TEST_DEBUG") ? LOG_DEBUG : LOG_WARNING);
@@ -409,5 +523,6 @@ int main(void)
 	RUN(test_rebind);
 	RUN(test_all_down);
 	RUN(test_reconnect_kicks_pass);
+	RUN(test_locks_taken_again);
 	return check_report();
 }

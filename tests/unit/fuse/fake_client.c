@@ -813,6 +813,16 @@ void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg)
 	/* the fake grants no oplocks and breaks none */
 }
 
+void smb_client_set_lock_lost_cb(struct smb_client *c, smb_lock_lost_cb cb, void *arg)
+{
+	/* the fake never reconnects */
+}
+
+bool smb_file_failed(struct smb_client *c, struct smb2_fileid fid)
+{
+	return false;
+}
+
 bool smb_client_leases_dirs(const struct smb_client *c)
 {
 	(void)c;
