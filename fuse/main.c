@@ -973,6 +973,7 @@ static int run(struct mount_args *a)
 	fs.se = se;
 	smb_client_set_break_cb(fs.client, smbfs_on_break, &fs);
 	smb_client_set_lease_break_cb(fs.client, smbfs_on_lease_break, &fs);
+	smb_client_set_lock_lost_cb(fs.client, smbfs_on_lock_lost, &fs);
 	if (fuse_set_signal_handlers(se) < 0) {
 		report("could not mount %s: cannot install signal handlers", a->source);
 		goto out;

@@ -28,8 +28,14 @@
  * Requests on one file run one at a time, in order (plk_inode's queue); a
  * blocking request that finds the range taken leaves the queue and tries
  * again every FLOCK_RETRY_MS.  With `nobrl` none of this happens and the
- * kernel keeps POSIX locks per mount.  Locks are not taken again after a
- * reconnect.
+ * kernel keeps POSIX locks per mount.
+ *
+ * After a reconnect the engine takes every lock again on the reopened
+ * handle before any request goes out (client.h, smb_lock_lost_cb); one
+ * that another client took meanwhile is lost: smbfs_on_lock_lost() logs
+ * which, and the engine fails every request through that handle but its
+ * CLOSE with EIO, so its holder learns it at its next read, write, flush or
+ * lock (what is kept here for it goes when the handle closes).
  *
  * Threads: all on the loop thread (FUSE handlers and engine callbacks);
  * smbfs_file.flock and smbfs.plocks are only touched there.
@@ -38,6 +44,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
 
@@ -130,6 +137,10 @@ void smbfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int 
 	int kind = op & (LOCK_SH | LOCK_EX | LOCK_UN);
 	if (!f || (kind != LOCK_SH && kind != LOCK_EX && kind != LOCK_UN)) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (kind != LOCK_UN && smb_file_failed(fs->client, f->fid)) {
+		fuse_reply_err(req, EIO); /* a lock of it was lost in a reconnect */
 		return;
 	}
 	if (kind == f->flock || (kind == LOCK_UN && !f->flock)) {
@@ -610,6 +621,10 @@ void smbfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, stru
 		fuse_reply_err(req, f ? EINVAL : EBADF);
 		return;
 	}
+	if (smb_file_failed(smbfs_of(req)->client, f->fid)) {
+		fuse_reply_err(req, EIO); /* a lock of it was lost in a reconnect */
+		return;
+	}
 	plk_submit(req, ino, f, fi->lock_owner, lock, false, true, 0);
 }
 
@@ -619,6 +634,10 @@ void smbfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, stru
 	struct smbfs_file *f = fi ? smbfs_file_of(fi) : NULL;
 	if (!f) {
 		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if (lock->l_type != F_UNLCK && smb_file_failed(smbfs_of(req)->client, f->fid)) {
+		fuse_reply_err(req, EIO); /* a lock of it was lost in a reconnect */
 		return;
 	}
 	plk_submit(req, ino, f, fi->lock_owner, lock, sleep != 0, false, 0);
@@ -650,4 +669,38 @@ void smbfs_plocks_free(struct smbfs *fs)
 		plock_clear(&pi->set);
 		free(pi);
 	}
+}
+
+void smbfs_on_lock_lost(void *arg, struct smb2_fileid fid, const char *path, uint64_t off,
+                        uint64_t len, bool exclusive, uint32_t status)
+{
+	struct smbfs *fs = arg;
+	const char *why = status == STATUS_LOCK_NOT_GRANTED || status == STATUS_FILE_LOCK_CONFLICT
+	                      ? "another client holds it now"
+	                      : smb2_status_str(status);
+	if (off == FLOCK_BYTE && len == 1) {
+		smb_err(
+		    "%s: the flock(%s) of /%s could not be taken again after the reconnect (%s); "
+		    "I/O through that open file fails with EIO until it is closed",
+		    fs->source, exclusive ? "LOCK_EX" : "LOCK_SH", path, why);
+	} else if (off >= PLOCK_BASE && len && off + (len - 1) <= PLOCK_TOP) {
+		uint64_t s = off - PLOCK_BASE, e = s + (len - 1);
+		char end[32];
+		if (off + (len - 1) == PLOCK_TOP)
+			snprintf(end, sizeof(end), "the end of the file");
+		else
+			snprintf(end, sizeof(end), "%llu", (unsigned long long)e);
+		smb_err("%s: the fcntl %s lock of bytes %llu to %s of /%s could not be taken again "
+		        "after the reconnect (%s); I/O through that open file fails with EIO until "
+		        "it is closed",
+		        fs->source, exclusive ? "write" : "read", (unsigned long long)s, end, path,
+		        why);
+	} else {
+		smb_err(
+		    "%s: the byte-range lock of bytes %llu+%llu of /%s could not be taken again "
+		    "after the reconnect (%s); I/O through that open file fails with EIO until "
+		    "it is closed",
+		    fs->source, (unsigned long long)off, (unsigned long long)len, path, why);
+	}
+	(void)fid;
 }

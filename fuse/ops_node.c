@@ -873,7 +873,8 @@ bool smbfs_writable_fid(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid *f
 	bool found = false;
 	pthread_mutex_lock(&fs->handles_lock);
 	for (struct smbfs_file *f = fs->handles; f && !found; f = f->next) {
-		found = f->nodeid == nodeid && f->writable && !f->closing && !f->parked;
+		found = f->nodeid == nodeid && f->writable && !f->closing && !f->parked &&
+		        !smb_file_failed(fs->client, f->fid);
 		if (found)
 			*fid = f->fid;
 	}
@@ -887,8 +888,10 @@ bool smbfs_open_fid(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid *fid)
 	pthread_mutex_lock(&fs->handles_lock);
 	for (struct smbfs_file *f = fs->handles; f && !open; f = f->next) {
 		/* a closing handle still holds the name, but its FileId is
-		 * no longer usable */
-		open = f->nodeid == nodeid && (!fid || !f->closing);
+		 * no longer usable; nor is one whose lock a reconnect lost
+		 * (its own descriptor alone learns of it) */
+		open = f->nodeid == nodeid &&
+		       (!fid || (!f->closing && !smb_file_failed(fs->client, f->fid)));
 		if (open && fid)
 			*fid = f->fid;
 	}

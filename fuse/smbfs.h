@@ -232,10 +232,11 @@ static inline bool smbfs_is_hidden_name(const char *name)
 	return strncmp(name, SMBFS_HIDDEN_PREFIX, sizeof(SMBFS_HIDDEN_PREFIX) - 1) == 0;
 }
 /* Does this mount hold nodeid open (a handle closing counts)?  With fid:
- * one of its handles whose FileId is still usable (none closing). */
+ * one of its handles whose FileId is still usable (not closing, not
+ * failed: smb_file_failed()). */
 bool smbfs_open_fid(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid *fid);
 /* One of this mount's handles of nodeid opened for writing and still
- * usable (not closing): true, with its FileId in *fid. */
+ * usable (not closing, parked or failed): true, with its FileId in *fid. */
 bool smbfs_writable_fid(struct smbfs *fs, uint64_t nodeid, struct smb2_fileid *fid);
 void smbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 /* Drop n lookups of nodeid (a FORGET, or a lookup the kernel never saw);
@@ -380,6 +381,11 @@ void smbfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int 
 void smbfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock);
 void smbfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
                  int sleep);
+/* smb_lock_lost_cb of the engine (smb_client_set_lock_lost_cb; channel
+ * manager thread): a flock or fcntl lock not taken again after a
+ * reconnect; logs the file and the range as the holder knows them. */
+void smbfs_on_lock_lost(void *arg, struct smb2_fileid fid, const char *path, uint64_t off,
+                        uint64_t len, bool exclusive, uint32_t status);
 /* flush: drop fi->lock_owner's POSIX locks on ino (a close), then reply
  * err (0, or the error of a write answered early). */
 void smbfs_plocks_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int err);
