@@ -323,7 +323,7 @@ int main(int argc, char **argv)
 	                 .goal = (uint64_t)strtoull(pos[3], NULL, 10) << 20,
 	                 .lock = PTHREAD_MUTEX_INITIALIZER,
 	                 .cond = PTHREAD_COND_INITIALIZER};
-	struct smb_transport_up up = {.recv = on_recv, .dead = on_dead, .arg = &p};
+	struct smb_transport_up up = {.recv = on_recv, .dead = on_dead, .arg = &p, .cancel_fd = -1};
 	struct ev_loop *loop;
 	int rc;
 

@@ -65,7 +65,11 @@ struct smb_client {
 	enum smb_transport_kind dial_kind, stream_kind;
 	bool dial_auto;
 	uint16_t quic_port;
-	struct smb_quic_params quic;
+	struct smb_quic_params quic; /* its cancel_fd is cancel_fd */
+	/* eventfd, written once by smb_client_destroy(): a connect in progress
+	 * (the manager's reconnect, a dial race's contestant) gives up at once
+	 * instead of waiting out its timeout; closed with the client. */
+	int cancel_fd;
 	struct smb_dial_racers racers; /* transport=auto contestants still running */
 	unsigned timeout_ms;
 	bool hard; /* requests have no deadline and wait for reconnects forever */

@@ -1469,16 +1469,17 @@ int smb_transport_kind_parse(const char *name)
 int smb_conn_open(struct ev_loop *loop, enum smb_transport_kind kind,
                   const struct smb_quic_params *quic, const struct sockaddr *addr,
                   socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
-                  unsigned timeout_ms, struct smb_conn **out)
+                  unsigned timeout_ms, int cancel_fd, struct smb_conn **out)
 {
 	return smb_conn_open_env(loop, NULL, kind, quic, addr, addrlen, peer, connect_timeout_ms,
-	                         timeout_ms, out);
+	                         timeout_ms, cancel_fd, out);
 }
 
 int smb_conn_open_env(struct ev_loop *loop, const struct smb_conn_env *env,
                       enum smb_transport_kind kind, const struct smb_quic_params *quic,
                       const struct sockaddr *addr, socklen_t addrlen, const char *peer,
-                      unsigned connect_timeout_ms, unsigned timeout_ms, struct smb_conn **out)
+                      unsigned connect_timeout_ms, unsigned timeout_ms, int cancel_fd,
+                      struct smb_conn **out)
 {
 	struct smb_conn *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -1494,7 +1495,8 @@ int smb_conn_open_env(struct ev_loop *loop, const struct smb_conn_env *env,
 	                              .dead = conn_dead,
 	                              .place = conn_place,
 	                              .placing = conn_placing,
-	                              .arg = c};
+	                              .arg = c,
+	                              .cancel_fd = cancel_fd};
 	int err = (unsigned)kind < SMB_TRANSPORT_KINDS
 	              ? transports[kind].create(loop, &up, quic, &c->transport)
 	              : -EINVAL;

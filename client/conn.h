@@ -295,18 +295,21 @@ const char *smb_transport_kind_name(enum smb_transport_kind kind);
 int smb_transport_kind_parse(const char *name);
 
 /* Allocate a conn and connect its transport (blocking, not on the loop).
- * quic: what a QUIC transport needs (NULL for the others). */
+ * quic: what a QUIC transport needs (NULL for the others).  cancel_fd:
+ * readable abandons the connect (-ECANCELED; struct smb_transport_up), -1
+ * none. */
 struct smb_quic_params;
 int smb_conn_open(struct ev_loop *loop, enum smb_transport_kind kind,
                   const struct smb_quic_params *quic, const struct sockaddr *addr,
                   socklen_t addrlen, const char *peer, unsigned connect_timeout_ms,
-                  unsigned timeout_ms, struct smb_conn **out);
+                  unsigned timeout_ms, int cancel_fd, struct smb_conn **out);
 /* The same with env for clock, timers and calls (NULL: smb_conn_env_evloop
  * on loop); loop still carries the transport. */
 int smb_conn_open_env(struct ev_loop *loop, const struct smb_conn_env *env,
                       enum smb_transport_kind kind, const struct smb_quic_params *quic,
                       const struct sockaddr *addr, socklen_t addrlen, const char *peer,
-                      unsigned connect_timeout_ms, unsigned timeout_ms, struct smb_conn **out);
+                      unsigned connect_timeout_ms, unsigned timeout_ms, int cancel_fd,
+                      struct smb_conn **out);
 /* Fail everything pending with -ECONNABORTED, shut the transport down, wait
  * for its death report, free.  Not on the loop thread. */
 void smb_conn_close(struct smb_conn *c);

@@ -89,7 +89,14 @@ static void *contestant_main(void *arg)
 	int err = smb_conn_open(r->loop, quic ? SMB_TRANSPORT_QUIC : SMB_TRANSPORT_TCP,
 	                        quic ? &r->quic : NULL, addr, r->spec.addrlen,
 	                        quic ? r->quic_peer : r->tcp_peer, r->spec.connect_timeout_ms,
-	                        r->spec.timeout_ms, &conn);
+	                        r->spec.timeout_ms, quic ? -1 : r->spec.cancel_fd, &conn);
+	if (err == -ECANCELED && !quic) {
+		/* the client is closing: the QUIC contestant gives up too */
+		uint64_t one = 1;
+		if (write(r->cancel_fd, &one, sizeof(one)) < 0)
+			smb_debug("dial race: cannot cancel the QUIC contestant: %s",
+			          strerror(errno));
+	}
 	pthread_mutex_lock(&r->lock);
 	struct smb_conn *loser = NULL;
 	if (err) {

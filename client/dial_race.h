@@ -41,6 +41,7 @@ struct smb_dial_spec {
 	const char *tcp_peer, *quic_peer;
 	const struct smb_quic_params *quic;
 	unsigned connect_timeout_ms, timeout_ms;
+	int cancel_fd; /* the client's (smb_conn_open()); the race cancels QUIC with it too */
 };
 
 /* Returns 0 with *out (a conn) and *kind (TCP or QUIC), or the error of

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <talloc.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 static const uint16_t all_dialects[] = {SMB2_DIALECT_0202, SMB2_DIALECT_0210, SMB2_DIALECT_0300,
@@ -1171,7 +1172,7 @@ int smb_chan_open(struct smb_client *c, enum smb_transport_kind kind, const stru
 	struct smb_conn *conn;
 	/* hard: 0, so the connection puts no deadline on requests. */
 	int err = smb_conn_open(c->loop, kind, &c->quic, addr, addrlen, peer, connect_timeout_ms,
-	                        c->hard ? 0 : c->timeout_ms, &conn);
+	                        c->hard ? 0 : c->timeout_ms, c->cancel_fd, &conn);
 	return err ? err : chan_adopt(c, conn, out);
 }
 
@@ -1252,6 +1253,7 @@ static int dial_one(struct smb_client *c, const struct addrinfo *ai, const char 
 	    .quic = &c->quic,
 	    .connect_timeout_ms = ctimeout,
 	    .timeout_ms = c->hard ? 0 : c->timeout_ms,
+	    .cancel_fd = c->cancel_fd,
 	};
 	struct smb_conn *conn;
 	enum smb_transport_kind kind;
@@ -1374,6 +1376,10 @@ int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_op
 	if (!c)
 		return -ENOMEM;
 	pthread_mutex_init(&c->chans_lock, NULL);
+	/* written once when the client closes: a connect in progress (of the
+	 * channel manager's reconnect, of a transport=auto contestant) gives
+	 * up; -1 (none) if there is no eventfd to be had */
+	c->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	void *mem = talloc_new(c);
 	c->host = talloc_strdup(c, o->host);
 	c->tree.share = talloc_strdup(c, o->share);
@@ -1392,7 +1398,7 @@ int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_op
 	c->quic.cafile = o->cafile ? talloc_strdup(c, o->cafile) : NULL;
 	c->quic.certfile = o->certfile ? talloc_strdup(c, o->certfile) : NULL;
 	c->quic.keyfile = o->keyfile ? talloc_strdup(c, o->keyfile) : NULL;
-	c->quic.cancel_fd = -1;
+	c->quic.cancel_fd = c->cancel_fd;
 	smb_dial_racers_init(&c->racers);
 	if (dial_kind < 0 && !c->dial_auto) {
 		set_err(errbuf, errlen, "unknown transport '%s' (tcp, rdma, quic or auto)", dial);
@@ -1470,6 +1476,10 @@ void smb_client_destroy(struct smb_client *c)
 	if (!c)
 		return;
 	__atomic_store_n(&c->closing, true, __ATOMIC_RELEASE);
+	uint64_t one = 1;
+	if (c->cancel_fd >= 0 && write(c->cancel_fd, &one, sizeof(one)) < 0)
+		smb_debug("%s: cannot cancel the connects in progress: %s", c->host,
+		          strerror(errno));
 	smb_dial_racers_wait(&c->racers); /* they use the loop */
 	if (c->conn) {
 		if (c->sess.session_id && c->loop) {
@@ -1499,6 +1509,8 @@ void smb_client_destroy(struct smb_client *c)
 	smb_wipe(c->sess.session_key, sizeof(c->sess.session_key));
 	smb_wipe(&c->sess.crypt, sizeof(c->sess.crypt));
 	pthread_mutex_destroy(&c->chans_lock);
+	if (c->cancel_fd >= 0)
+		close(c->cancel_fd);
 	talloc_free(c);
 }
 

@@ -517,14 +517,21 @@ static int tcp_connect(struct smb_transport *t, const struct sockaddr *addr, soc
 			close(fd);
 			return err;
 		}
-		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+		int cfd = t->up.cancel_fd;
+		struct pollfd pfd[2] = {{.fd = fd, .events = POLLOUT},
+		                        {.fd = cfd, .events = POLLIN}};
 		int pr;
 		do {
-			pr = poll(&pfd, 1, (int)timeout_ms);
+			pr = poll(pfd, cfd >= 0 ? 2 : 1, (int)timeout_ms);
 		} while (pr < 0 && errno == EINTR);
 		if (pr == 0) {
 			close(fd);
 			return -ETIMEDOUT;
+		}
+		if (pr > 0 && cfd >= 0 && (pfd[1].revents & POLLIN) &&
+		    !(pfd[0].revents & POLLOUT)) {
+			close(fd);
+			return -ECANCELED;
 		}
 		int soerr = 0;
 		socklen_t sl = sizeof(soerr);

@@ -91,6 +91,11 @@ struct smb_transport_up {
 	struct smb_rx_place *(*place)(void *arg, const uint8_t *head, size_t msg_len);
 	bool (*placing)(void *arg);
 	void *arg;
+	/* An fd (the owner's) that becomes readable to abandon a connect()
+	 * still in progress: it fails with -ECANCELED (an unmount must not wait
+	 * out a connect timeout).  -1: none; every owner sets it.  TCP honours
+	 * it; QUIC takes its own in smb_quic_params. */
+	int cancel_fd;
 };
 
 enum smb_transport_cap {

@@ -20,6 +20,7 @@ import fcntl
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -269,3 +270,44 @@ def test_cached_data_and_listing_not_served_after_reconnect(samba_factory, mount
     finally:
         agent.stop()
     _wait_works(a)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "auto"])
+def test_unmount_does_not_wait_for_a_connect(samba_factory, mount_factory, transport):
+    """Every smbd is gone and the port's SYNs are dropped (a listener whose
+    accept queue is full stands in for a server that does not answer), so
+    the reconnect hangs in connect() for its connect timeout (15 s).  The
+    unmount does not wait for it: the daemon is gone within a few seconds.
+    transport=auto races a QUIC contestant beside the TCP one (no QUIC
+    server listens: it fails or waits out its handshake); the race gives up
+    as a whole."""
+    srv = samba_factory()
+    m = mount_factory(srv, options=["timeout=60", f"transport={transport}"])
+    assert os.listdir(m.path) is not None
+    srv.kill_daemon()
+    blocker = socket.socket()
+    filler = socket.socket()
+    try:
+        blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                blocker.bind(("127.0.0.1", srv.port))
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "smbd's port stays taken"
+                time.sleep(0.2)
+        blocker.listen(0)
+        filler.connect(("127.0.0.1", srv.port))  # the accept queue is full now
+        # the daemon's next attempts wait in connect(); let one start
+        time.sleep(3)
+        assert m.alive()
+        t0 = time.monotonic()
+        m.stop()
+        took = time.monotonic() - t0
+    finally:
+        filler.close()
+        blocker.close()
+    print(f"transport={transport}: unmounted and the daemon gone in {took:.1f} s")
+    # not scaled for sanitizer builds: waiting out the connect takes 12 s here
+    assert took < 6, f"the unmount took {took:.1f} s"

@@ -250,7 +250,7 @@ static struct smb_conn *open_conn(unsigned timeout_ms)
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	struct smb_conn *c;
 	int err = smb_conn_open(loop, SMB_TRANSPORT_TCP, NULL, (struct sockaddr *)&sa, sizeof(sa),
-	                        "fake", 1000, timeout_ms, &c);
+	                        "fake", 1000, timeout_ms, -1, &c);
 	CHECK_EQ(err, 0);
 	return c;
 }
@@ -1142,7 +1142,7 @@ static struct smb_conn *open_fake_conn(unsigned timeout_ms)
 	struct smb_conn *c;
 	int err =
 	    smb_conn_open_env(loop, &fake_env, SMB_TRANSPORT_TCP, NULL, (struct sockaddr *)&sa,
-	                      sizeof(sa), "fake", 1000, timeout_ms, &c);
+	                      sizeof(sa), "fake", 1000, timeout_ms, -1, &c);
 	CHECK_EQ(err, 0);
 	return c;
 }

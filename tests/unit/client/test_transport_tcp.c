@@ -126,8 +126,12 @@ static struct smb_transport *connect_pair(struct owner *o, int *peer)
 	CHECK_EQ(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	CHECK_EQ(listen(l, 1), 0);
 	getsockname(l, (struct sockaddr *)&sa, &sl);
-	struct smb_transport_up up = {
-	    .recv = on_recv, .dead = on_dead, .place = on_place, .placing = on_placing, .arg = o};
+	struct smb_transport_up up = {.recv = on_recv,
+	                              .dead = on_dead,
+	                              .place = on_place,
+	                              .placing = on_placing,
+	                              .arg = o,
+	                              .cancel_fd = -1};
 	struct smb_transport *t;
 	CHECK_EQ(smb_transport_tcp_new(loop, &up, &t), 0);
 	CHECK_EQ(smb_transport_connect(t, (struct sockaddr *)&sa, sizeof(sa), 2000), 0);

@@ -165,7 +165,7 @@ int main(void)
 	struct peer_test p = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 	struct ev_loop *loop;
 	struct smb_transport *t;
-	struct smb_transport_up up = {.recv = on_recv, .dead = on_dead, .arg = &p};
+	struct smb_transport_up up = {.recv = on_recv, .dead = on_dead, .arg = &p, .cancel_fd = -1};
 	int r, fails = 0;
 
 	if ((r = ev_loop_new(&loop)) || (r = smb_transport_rdma_new(loop, &up, &t))) {

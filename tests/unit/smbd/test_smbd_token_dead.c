@@ -366,7 +366,7 @@ int main(int argc, char **argv)
 	}
 
 	struct ctx c = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-	struct smb_transport_up up = {.recv = on_recv, .dead = on_dead, .arg = &c};
+	struct smb_transport_up up = {.recv = on_recv, .dead = on_dead, .arg = &c, .cancel_fd = -1};
 	int r, fails = 0;
 	if ((r = ev_loop_new(&c.loop)) || (r = smb_transport_rdma_new(c.loop, &up, &c.t))) {
 		printf("FAIL: set-up: %s\n", strerror(-r));
