@@ -7,6 +7,8 @@ would keep a delete-pending name and refuse both.)"""
 import os
 import time
 
+import pytest
+
 
 def leftovers(samba):
     return [n for n in os.listdir(samba.share_path) if n.startswith(".smbrdma-gone-")]
@@ -66,3 +68,42 @@ def test_rename_over_an_open_file(samba, mount_factory):
         os.close(fd)
     assert gone_after_release(samba), leftovers(samba)
     assert sorted(os.listdir(samba.share_path)) == ["b.txt"]
+
+
+@pytest.mark.parametrize("posix", [False, True], ids=["noposix", "posix"])
+def test_unlinked_hard_links_of_open_files(samba_factory, mount_factory, posix):
+    """Hard links (issue 22): a name of a file some descriptor holds open is
+    unlinked, through the name it was opened by or another; the other name
+    keeps the data; once every descriptor is closed no hidden name is left,
+    whichever names went and in which order.  Also with the SMB3 POSIX
+    extensions (Samba 4.22), where an unlink is the server's own."""
+    samba = samba_factory(posix=posix)
+    m = mount_factory(samba, options=["posix"] if posix else [])
+    f, g = os.path.join(m.path, "f"), os.path.join(m.path, "g")
+    cases = {
+        "opened name": (["f"], ["f"], ["g"]),
+        "other name": (["f"], ["g"], ["f"]),
+        "both names": (["f"], ["f", "g"], []),
+        "each name open": (["f", "g"], ["g", "f"], []),
+    }
+    for what, (opened, unlinked, kept) in cases.items():
+        with open(f, "wb") as fh:
+            fh.write(b"0123456789")
+        os.link(f, g)
+        fds = [os.open(os.path.join(m.path, n), os.O_RDWR) for n in opened]
+        try:
+            for n in unlinked:
+                os.unlink(os.path.join(m.path, n))
+            assert sorted(os.listdir(m.path)) == kept, what
+            for fd in fds:
+                assert os.pread(fd, 10, 0) == b"0123456789", what
+            os.pwrite(fds[0], b"AB", 0)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        assert gone_after_release(samba), (what, leftovers(samba))
+        assert sorted(os.listdir(samba.share_path)) == kept, what
+        for n in kept:
+            with open(os.path.join(m.path, n), "rb") as fh:
+                assert fh.read() == b"AB23456789", what
+            os.unlink(os.path.join(m.path, n))
