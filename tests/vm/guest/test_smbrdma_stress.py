@@ -123,7 +123,7 @@ def test_small_io_goes_inline(lab, kind, mountpoint):
         umount(mountpoint)
 
 
-CUT_RUNTIME = int(os.environ.get("SMBRDMA_CUT_SECONDS", "45"))
+CUT_RUNTIME = int(os.environ.get("SMBRDMA_CUT_SECONDS", "30"))
 
 
 def test_fio_verify_survives_every_channel_cut(lab, mountpoint):
