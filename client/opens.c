@@ -420,6 +420,10 @@ static int relock_all(struct smb_client *c, struct smb_chan *ch, struct smb_open
 			continue;
 		}
 		bool excl = v[i].flags & SMB2_LOCKFLAG_EXCLUSIVE_LOCK;
+		pthread_rwlock_wrlock(&o->lock);
+		r->locks_lost = true;
+		__atomic_store_n(&o->moved, true, __ATOMIC_RELEASE);
+		pthread_rwlock_unlock(&o->lock);
 		if (o->on_lock_lost)
 			o->on_lock_lost(o->on_lock_lost_arg, r->orig, r->path, v[i].offset,
 			                v[i].length, excl, st);
@@ -429,19 +433,16 @@ static int relock_all(struct smb_client *c, struct smb_chan *ch, struct smb_open
 			        c->host, r->path, excl ? "exclusive" : "shared",
 			        (unsigned long long)v[i].offset, (unsigned long long)v[i].length,
 			        smb2_status_str(st));
-		pthread_rwlock_wrlock(&o->lock);
-		r->locks_lost = true;
-		__atomic_store_n(&o->moved, true, __ATOMIC_RELEASE);
-		pthread_rwlock_unlock(&o->lock);
 	}
 	if (kept < n) {
 		/* what is held now; a LOCK answered meanwhile cannot have
 		 * changed the list: requests are parked until the channel is
 		 * published */
 		pthread_rwlock_wrlock(&o->lock);
-		if (r->nlocks == n)
+		if (r->nlocks == n) {
 			memcpy(r->locks, v, kept * sizeof(*v));
-		r->nlocks = kept;
+			r->nlocks = kept;
+		}
 		pthread_rwlock_unlock(&o->lock);
 	}
 	return 0;
