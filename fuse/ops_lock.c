@@ -67,6 +67,12 @@ struct flock_ctx {
 
 static void flock_send(struct flock_ctx *c);
 
+/* A LOCK's answer says another holder has the range (not an error of ours). */
+static bool lock_taken(int err, uint32_t status)
+{
+	return !err && (status == STATUS_LOCK_NOT_GRANTED || status == STATUS_FILE_LOCK_CONFLICT);
+}
+
 /* A LOCK element's flags for a lock that never waits on the server (a
  * blocking request polls instead). */
 static uint32_t lock_flags(bool exclusive)
@@ -110,8 +116,7 @@ static void flock_done(void *arg, int err, uint32_t status)
 		flock_reply(c, 0);
 		return;
 	}
-	bool taken =
-	    !err && (status == STATUS_LOCK_NOT_GRANTED || status == STATUS_FILE_LOCK_CONFLICT);
+	bool taken = lock_taken(err, status);
 	if (taken && !c->block) {
 		flock_reply(c, EWOULDBLOCK);
 		return;
@@ -366,8 +371,7 @@ static void plk_done(void *arg, int err, uint32_t status)
 {
 	struct plk_ctx *c = arg;
 	bool ok = !err && status == STATUS_SUCCESS;
-	bool taken =
-	    !err && (status == STATUS_LOCK_NOT_GRANTED || status == STATUS_FILE_LOCK_CONFLICT);
+	bool taken = lock_taken(err, status);
 	switch (c->phase) {
 	case PLK_UNLOCK:
 	case PLK_UNDO_ADD:
@@ -675,9 +679,8 @@ void smbfs_on_lock_lost(void *arg, struct smb2_fileid fid, const char *path, uin
                         uint64_t len, bool exclusive, uint32_t status)
 {
 	struct smbfs *fs = arg;
-	const char *why = status == STATUS_LOCK_NOT_GRANTED || status == STATUS_FILE_LOCK_CONFLICT
-	                      ? "another client holds it now"
-	                      : smb2_status_str(status);
+	const char *why =
+	    lock_taken(0, status) ? "another client holds it now" : smb2_status_str(status);
 	if (off == FLOCK_BYTE && len == 1) {
 		smb_err(
 		    "%s: the flock(%s) of /%s could not be taken again after the reconnect (%s); "
