@@ -301,8 +301,35 @@ struct open_ctx {
 	uint64_t parent;   /* create only */
 	uint64_t nodeid;   /* open only */
 	uint64_t lease_id; /* the lease asked for (cache.c) */
-	char name[];       /* create only */
+	/* What was sent, for open_fresh_key(): path is owned (free_open_ctx()). */
+	struct smb_open_args args;
+	char *path;
+	bool fresh_key; /* sent again under a fresh lease key already */
+	char name[];    /* create only */
 };
+
+static void free_open_ctx(struct open_ctx *ctx)
+{
+	if (ctx)
+		free(ctx->path);
+	free(ctx);
+}
+
+/* A server refuses a lease key it holds for this file under another name
+ * with STATUS_INVALID_PARAMETER ([MS-SMB2] 3.3.5.9.8; Samba's
+ * lease_match()): with the POSIX extensions hard links are one inode, and
+ * an open of one name asks for the lease the other name's open holds.  The
+ * open is sent once more under a key of its own, which the handle keeps
+ * (its breaks name it, cache.c).  True: sent, cb answers. */
+static bool open_fresh_key(struct open_ctx *ctx, uint32_t status, smb_open_cb cb)
+{
+	if (status != STATUS_INVALID_PARAMETER || ctx->fresh_key || !ctx->args.lease_id ||
+	    !ctx->path)
+		return false;
+	ctx->fresh_key = true;
+	ctx->args.lease_id = ctx->lease_id = smbfs_lease_id(ctx->fs, 0);
+	return smb_open(ctx->fs->client, ctx->path, &ctx->args, cb, ctx) == 0;
+}
 
 static uint32_t access_for_flags(int flags)
 {
@@ -400,9 +427,11 @@ static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fi
 			e = ENOMEM;
 			smbfs_close_fid(fs, fid);
 		}
+	} else if (!err && open_fresh_key(ctx, status, open_done)) {
+		return;
 	}
 	if (e) {
-		free(ctx);
+		free_open_ctx(ctx);
 		fuse_reply_err(req, e);
 		return;
 	}
@@ -412,7 +441,7 @@ static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fi
 	set_open_flags(fs, &ctx->fi, f, attr);
 	if (fuse_reply_open(req, &ctx->fi) == -ENOENT)
 		smbfs_close_handle(fs, f); /* open(2) was interrupted */
-	free(ctx);
+	free_open_ctx(ctx);
 }
 
 /* An open run again once the inode's put-off CLOSE is answered. */
@@ -481,10 +510,11 @@ void smbfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	args.parent_lease_id = smbfs_parent_lease_id(fs, smb_inode_parent(fs->inodes, ino));
 	if (fi->flags & O_TRUNC)
 		smb_inode_invalidate_attr(fs->inodes, ino);
+	ctx->args = args;
+	ctx->path = path;
 	rc = smb_open(fs->client, path, &args, open_done, ctx);
-	free(path);
 	if (rc < 0) {
-		free(ctx);
+		free_open_ctx(ctx);
 		fuse_reply_err(req, -rc);
 	}
 }
@@ -500,10 +530,12 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 	uint64_t nodeid, st_ino;
 	int rc = smb_errno(err, status);
 
+	if (rc && !err && open_fresh_key(ctx, status, create_done))
+		return;
 	smb_inode_dir_changed(fs->inodes, ctx->parent, smbfs_wall_ns());
 	smbfs_dir_known_add(fs, ctx->parent, ctx->name);
 	if (rc) {
-		free(ctx);
+		free_open_ctx(ctx);
 		fuse_reply_err(req, rc);
 		return;
 	}
@@ -516,7 +548,7 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 		if (rc == 0)
 			smbfs_forget_count(fs, nodeid, 1);
 		smbfs_close_fid(fs, fid);
-		free(ctx);
+		free_open_ctx(ctx);
 		fuse_reply_err(req, rc ? -rc : ENOMEM);
 		return;
 	}
@@ -529,7 +561,7 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 		smbfs_forget_count(fs, nodeid, 1);
 		smbfs_close_handle(fs, f);
 	}
-	free(ctx);
+	free_open_ctx(ctx);
 }
 
 void smbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -587,10 +619,11 @@ void smbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	args.mode = mode;
 	if (fs->posix)
 		args.file_attributes = FILE_ATTRIBUTE_NORMAL;
+	ctx->args = args;
+	ctx->path = path;
 	rc = smb_open(fs->client, path, &args, create_done, ctx);
-	free(path);
 	if (rc < 0) {
-		free(ctx);
+		free_open_ctx(ctx);
 		fuse_reply_err(req, -rc);
 	}
 }

@@ -84,13 +84,8 @@ def test_unlinked_hard_links_of_open_files(samba_factory, mount_factory, posix):
         "opened name": (["f"], ["f"], ["g"]),
         "other name": (["f"], ["g"], ["f"]),
         "both names": (["f"], ["f", "g"], []),
+        "each name open": (["f", "g"], ["g", "f"], []),
     }
-    if not posix:
-        # With posix both names are one inode, opened under one lease key; a
-        # local CI run under ASan once had the second name's open fail with
-        # EINVAL while the first was open (not reproduced since; open, see
-        # the stop note of 2026-11-28), so that ordering runs without posix.
-        cases["each name open"] = (["f", "g"], ["g", "f"], [])
     for what, (opened, unlinked, kept) in cases.items():
         with open(f, "wb") as fh:
             fh.write(b"0123456789")
@@ -114,3 +109,36 @@ def test_unlinked_hard_links_of_open_files(samba_factory, mount_factory, posix):
             with open(os.path.join(m.path, n), "rb") as fh:
                 assert fh.read() == b"AB23456789", what
             os.unlink(os.path.join(m.path, n))
+
+
+@pytest.mark.parametrize("posix", [False, True], ids=["noposix", "posix"])
+def test_each_hard_link_name_open_at_once(samba_factory, mount_factory, posix):
+    """Both names of a hard-linked file open at once, each by its own name
+    (actimeo=0: every open looks its name up, so each open is sent by the
+    name it was given).  With posix the two names are one inode, whose
+    lease key the second open asks for while the first name's open holds
+    it; Samba refuses a lease key under another name of the same file
+    (STATUS_INVALID_PARAMETER), which reached open(2) as EINVAL until the
+    open was sent again under a key of its own."""
+    samba = samba_factory(posix=posix)
+    m = mount_factory(samba, options=["actimeo=0"] + (["posix"] if posix else []))
+    f, g = os.path.join(m.path, "f"), os.path.join(m.path, "g")
+    for first, second in (("f", "g"), ("g", "f")):
+        with open(f, "wb") as fh:
+            fh.write(b"0123456789")
+        os.link(f, g)
+        fds = []
+        try:
+            fds.append(os.open(os.path.join(m.path, first), os.O_RDWR))
+            fds.append(os.open(os.path.join(m.path, second), os.O_RDWR))
+            os.pwrite(fds[1], b"XY", 0)
+            os.fsync(fds[1])
+            assert os.pread(fds[0], 10, 0) == b"XY23456789"
+        finally:
+            for fd in fds:
+                os.close(fd)
+        with open(os.path.join(samba.share_path, first), "rb") as fh:
+            assert fh.read() == b"XY23456789"
+        os.unlink(f)
+        os.unlink(g)
+    assert gone_after_release(samba), leftovers(samba)
