@@ -88,10 +88,14 @@ struct smb_client {
 	 * mgr->start, NULL without one; its state is its own. */
 	const struct smb_chanmgr_ops *mgr;
 	struct smb_chanmgr *mgr_state;
-	struct smb_opens *opens;   /* client/opens.c: handles to reopen (opens.h) */
-	struct smb_leases leases;  /* client/lease.c's (lease.h) */
-	bool durable;              /* ask for durable v2 handles (3.x) */
-	bool no_lease;             /* ask for neither lease nor oplock (nolease) */
+	struct smb_opens *opens;  /* client/opens.c: handles to reopen (opens.h) */
+	struct smb_leases leases; /* client/lease.c's (lease.h) */
+	bool durable;             /* ask for durable v2 handles (3.x) */
+	bool no_lease;            /* ask for neither lease nor oplock (nolease) */
+	/* A CREATE's QFid context came back with the file id (atomic; set once
+	 * by client/ops.c on the loop thread, read by smb_open() callers):
+	 * from then on an open that makes a file goes without QUERY_INFO. */
+	bool qfid_answered;
 	struct smb_sidmap *sidmap; /* client/sidmap.c, made on first use (atomic) */
 	unsigned echo_ms;          /* keepalive of a lone channel; 0 = off */
 	uint64_t reconnects;       /* atomic */

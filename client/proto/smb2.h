@@ -253,6 +253,14 @@ void smb2_dh2c_encode(uint8_t out[SMB2_DH2C_LEN], struct smb2_fileid fid,
 /* The DH2Q response context's data: 0 (and the granted timeout), or -EBADMSG. */
 int smb2_dh2q_rsp_decode(const uint8_t *data, uint32_t len, uint32_t *timeout_ms);
 
+/* ---- SMB2_CREATE_QUERY_ON_DISK_ID ("QFid") [MS-SMB2] 2.2.13.2.9 / 2.2.14.2.9
+ * The request context carries no data; the response's is DiskFileId (8),
+ * VolumeId (8) and 16 reserved bytes.  Servers fill DiskFileId with the
+ * file's IndexNumber (Samba, ksmbd: the inode number).  0, or -EBADMSG
+ * when data is shorter than DiskFileId and VolumeId. */
+#define SMB2_QFID_RSP_LEN 32
+int smb2_qfid_rsp_decode(const uint8_t *data, uint32_t len, uint64_t *disk_file_id);
+
 /* ---- OPLOCK_BREAK notification / acknowledgment 2.2.23.1 / 2.2.24.1 ------ */
 struct smb2_oplock_break {
 	uint8_t oplock_level;

@@ -1,4 +1,4 @@
-/* client/proto/smb2_durable.c — durable handle v2 contexts, OPLOCK_BREAK,
+/* client/proto/smb2_durable.c — durable handle v2 and QFid contexts, OPLOCK_BREAK,
  * and where each request keeps its FileId (for reopened handles). */
 #include <errno.h>
 #include <string.h>
@@ -55,6 +55,16 @@ int smb2_dh2q_rsp_decode(const uint8_t *data, uint32_t len, uint32_t *timeout_ms
 		return -EBADMSG;
 	smb_rd_init(&r, data, len);
 	*timeout_ms = smb_rd_u32(&r);
+	return r.err;
+}
+
+int smb2_qfid_rsp_decode(const uint8_t *data, uint32_t len, uint64_t *disk_file_id)
+{
+	struct smb_rd r;
+	if (!data || len < 16)
+		return -EBADMSG;
+	smb_rd_init(&r, data, len);
+	*disk_file_id = smb_rd_u64(&r);
 	return r.err;
 }
 

@@ -1,7 +1,8 @@
 /* Fuzz: what durable handles and oplocks read from the server: the
  * OPLOCK_BREAK notification ([MS-SMB2] 2.2.23.1; a lease break, 2.2.23.2,
  * must be refused with -EPROTO) and the DH2Q response context (2.2.14.2.12)
- * found by walking a CREATE response's context chain, as client/ops.c does.
+ * and the QFid one (2.2.14.2.9) found by walking a CREATE response's
+ * context chain, as client/ops.c does.
  * Checks: verdicts follow the StructureSize and length rules, and fields
  * come from their offsets. */
 #include <errno.h>
@@ -15,6 +16,14 @@ static void dh2q(const uint8_t *d, uint32_t n)
 	uint32_t timeout = 0;
 	int rc = smb2_dh2q_rsp_decode(d, n, &timeout);
 	if (n >= 8 ? rc != 0 || timeout != smb_le32(d) : rc != -EBADMSG)
+		abort();
+}
+
+static void qfid(const uint8_t *d, uint32_t n)
+{
+	uint64_t id = 0;
+	int rc = smb2_qfid_rsp_decode(d, n, &id);
+	if (n >= 16 ? rc != 0 || id != smb_le64(d) : rc != -EBADMSG)
 		abort();
 }
 
@@ -38,6 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 
 	fuzz_each_create_ctx(m, size, "DH2Q", dh2q);
+	fuzz_each_create_ctx(m, size, "QFid", qfid);
 
 	int fo = smb2_req_fileid_offset(size >= 2 ? smb_le16(m) : 0);
 	if (fo != -1 && fo != 8 && fo != 16 && fo != 24)

@@ -24,6 +24,7 @@ struct wait {
 	int err;
 	uint32_t status;
 	struct smb2_fileid fid;
+	struct smb_attr attr; /* open_cb: the attributes given, if any */
 	size_t n;
 	uint8_t data[16384];
 };
@@ -70,6 +71,8 @@ static inline void open_cb(void *arg, int err, uint32_t status, struct smb2_file
 {
 	struct wait *w = arg;
 	w->fid = fid;
+	if (a)
+		w->attr = *a;
 	w_done(w, err, status);
 }
 

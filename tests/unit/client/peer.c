@@ -136,6 +136,7 @@ struct peer {
 	pthread_mutex_t m;
 	bool durable;
 	bool leasing;     /* SMB2_GLOBAL_CAP_LEASING, RqLs granted */
+	bool qfid;        /* QFid answered (peer_set_qfid()) */
 	bool dir_leasing; /* SMB2_GLOBAL_CAP_DIRECTORY_LEASING too */
 	bool refuse;      /* connect() refused */
 	uint8_t last_ack_key[16];
@@ -284,6 +285,13 @@ void peer_set_durable(struct peer *p, bool on)
 {
 	pthread_mutex_lock(&p->m);
 	p->durable = on;
+	pthread_mutex_unlock(&p->m);
+}
+
+void peer_set_qfid(struct peer *p, bool on)
+{
+	pthread_mutex_lock(&p->m);
+	p->qfid = on;
 	pthread_mutex_unlock(&p->m);
 }
 
@@ -1121,6 +1129,7 @@ static void create(struct frame *f, struct rsp *r)
 	if (!nlen)
 		path[0] = 0;
 	const uint8_t *dh2q = NULL, *dh2c = NULL, *rqls = NULL;
+	bool qfid = false;
 	uint32_t o = 0, rqls_len = 0;
 	char name[5];
 	const uint8_t *data;
@@ -1130,6 +1139,8 @@ static void create(struct frame *f, struct rsp *r)
 			dh2q = data;
 		else if (strcmp(name, "DH2C") == 0 && dlen >= 32)
 			dh2c = data;
+		else if (strcmp(name, "QFid") == 0)
+			qfid = true;
 		else if (strcmp(name, "RqLs") == 0 && dlen >= SMB2_RQLS_V1_LEN) {
 			rqls = data;
 			rqls_len = dlen;
@@ -1224,6 +1235,11 @@ static void create(struct frame *f, struct rsp *r)
 		else if (smb_le32(rqls + 20) & SMB2_LEASE_FLAG_PARENT_LEASE_KEY_SET)
 			p->st.lease_parent_keyed++;
 		lease_grant(p, r, op, rqls, rqls_len);
+	}
+	if (qfid && p->qfid) {
+		uint8_t d[SMB2_QFID_RSP_LEN] = {0};
+		smb_put_le64(d, p->nodes[ni].file_id); /* DiskFileId; VolumeId 0 */
+		create_ctx_add(r, "QFid", d, sizeof(d));
 	}
 }
 

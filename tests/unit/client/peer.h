@@ -63,6 +63,11 @@ void peer_free(struct peer *p);
  * CreateGuid, so a replayed exclusive create meets its own first try. */
 void peer_set_durable(struct peer *p, bool on);
 
+/* Answer a CREATE's QFid context ([MS-SMB2] 2.2.14.2.9) with the file's
+ * id, as QUERY_INFO FileAllInformation gives it (default off: a server
+ * that ignores the context). */
+void peer_set_qfid(struct peer *p, bool on);
+
 /* Offer leasing (SMB2_GLOBAL_CAP_LEASING; default off): a CREATE asking
  * for a lease (RqLs, OPLOCK_LEVEL_LEASE) is granted what it asks, R|W|H at
  * most. */

@@ -8,7 +8,12 @@
  *    before anything is sent;
  *  - smb_close_batch(): several CLOSEs in one message, none related, each
  *    callback with its own CLOSE's status (one refused leaves the others
- *    closed). */
+ *    closed);
+ *  - smb_open() with FILE_CREATE: a CREATE+QUERY_INFO compound asking
+ *    QFid; once the server has answered QFid, the CREATE alone, whose
+ *    answer gives the file id (QFid) and one link; opens of files that
+ *    may exist keep the QUERY_INFO; a server that ignores QFid keeps
+ *    getting the compound. */
 #include "client/client.h"
 #include "common/log.h"
 #include "tests/unit/check.h"
@@ -204,11 +209,58 @@ static void test_close_batch_mtimes(void)
 	env_unmount(&e);
 }
 
+/* Open path with disposition disp; the records it made into r (at most 4),
+ * their number returned; the open's attributes into *a; closed after. */
+static int open_records(struct env *e, const char *path, uint32_t disp, struct peer_rec *r,
+                        struct smb_attr *a)
+{
+	struct wait w;
+	int from = peer_nrecords(e->p);
+	env_open(e, path, disp, &w);
+	CHECK_EQ(w.err, 0);
+	CHECK_EQ(w.status, STATUS_SUCCESS);
+	*a = w.attr;
+	int n = peer_records(e->p, from, r, 4);
+	env_close(e, w.fid);
+	return n;
+}
+
+static void test_create_alone_after_qfid(void)
+{
+	for (int answer = 0; answer < 2; answer++) {
+		struct env e;
+		if (!mount(&e))
+			return;
+		peer_set_qfid(e.p, answer);
+		struct peer_rec r[4];
+		struct smb_attr first, made, old;
+		/* the first made file: the compound, whatever the server does */
+		CHECK_EQ(open_records(&e, "n1", FILE_CREATE, r, &first), 2);
+		CHECK_EQ(r[0].command, SMB2_CREATE);
+		CHECK_EQ(r[1].command, SMB2_QUERY_INFO);
+		CHECK(first.file_id != 0);
+		CHECK_EQ(first.nlink, 1);
+		/* the next: alone once QFid was answered */
+		int n = open_records(&e, "n2", FILE_CREATE, r, &made);
+		CHECK_EQ(n, answer ? 1 : 2);
+		CHECK_EQ(r[0].command, SMB2_CREATE);
+		CHECK(made.file_id != 0 && made.file_id != first.file_id);
+		CHECK_EQ(made.nlink, 1);
+		/* an open that may find the file asks its attributes */
+		CHECK_EQ(open_records(&e, "n2", FILE_OPEN_IF, r, &old), 2);
+		CHECK_EQ(r[1].command, SMB2_QUERY_INFO);
+		CHECK_EQ(old.file_id, made.file_id);
+		CHECK_EQ(old.nlink, 1);
+		env_unmount(&e);
+	}
+}
+
 int main(void)
 {
 	smb_log_init("test_chains", false, getenv("TEST_DEBUG") ? LOG_DEBUG : LOG_WARNING);
 	RUN(test_write_times);
 	RUN(test_close_batch);
 	RUN(test_close_batch_mtimes);
+	RUN(test_create_alone_after_qfid);
 	return check_report();
 }
