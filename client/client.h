@@ -312,7 +312,10 @@ struct smb_open_args {
  * SMB2_GLOBAL_CAP_DIRECTORY_LEASING)? */
 bool smb_client_leases_dirs(const struct smb_client *c);
 /* create (+ query FileAllInformation for the file id and link count), keeping
- * the handle open; close it with smb_close(). */
+ * the handle open; close it with smb_close().  A FILE_CREATE open without the
+ * POSIX extensions asks QFid too, and once the server has answered QFid such
+ * opens go as the CREATE alone: attr then has the CREATE response's times,
+ * sizes and attributes, QFid's file id and nlink 1. */
 int smb_open(struct smb_client *c, const char *path, const struct smb_open_args *args,
              smb_open_cb cb, void *arg);
 int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg);
