@@ -298,10 +298,10 @@ struct open_ctx {
 	fuse_req_t req;
 	struct smbfs *fs;
 	struct fuse_file_info fi;
-	uint64_t parent;   /* create only */
-	uint64_t nodeid;   /* open only */
-	uint64_t lease_id; /* the lease asked for (cache.c) */
-	/* What was sent, for open_fresh_key(): path is owned (free_open_ctx()). */
+	uint64_t parent; /* create only */
+	uint64_t nodeid; /* open only */
+	/* What was sent (args.lease_id: the lease asked for, cache.c), for
+	 * open_fresh_key(): path is owned (free_open_ctx()). */
 	struct smb_open_args args;
 	char *path;
 	bool fresh_key; /* sent again under a fresh lease key already */
@@ -323,11 +323,10 @@ static void free_open_ctx(struct open_ctx *ctx)
  * (its breaks name it, cache.c).  True: sent, cb answers. */
 static bool open_fresh_key(struct open_ctx *ctx, uint32_t status, smb_open_cb cb)
 {
-	if (status != STATUS_INVALID_PARAMETER || ctx->fresh_key || !ctx->args.lease_id ||
-	    !ctx->path)
+	if (status != STATUS_INVALID_PARAMETER || ctx->fresh_key || !ctx->args.lease_id)
 		return false;
 	ctx->fresh_key = true;
-	ctx->args.lease_id = ctx->lease_id = smbfs_lease_id(ctx->fs, 0);
+	ctx->args.lease_id = smbfs_lease_id(ctx->fs, 0);
 	return smb_open(ctx->fs->client, ctx->path, &ctx->args, cb, ctx) == 0;
 }
 
@@ -422,7 +421,7 @@ static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fi
 	int e = smb_errno(err, status);
 
 	if (e == 0) {
-		f = new_handle(fid, ctx->nodeid, ctx->lease_id, ctx->fi.flags);
+		f = new_handle(fid, ctx->nodeid, ctx->args.lease_id, ctx->fi.flags);
 		if (!f) {
 			e = ENOMEM;
 			smbfs_close_fid(fs, fid);
@@ -504,7 +503,7 @@ void smbfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* With FUSE_CAP_ATOMIC_O_TRUNC the kernel leaves truncation to us. */
 	args.create_disposition = (fi->flags & O_TRUNC) ? FILE_OVERWRITE : FILE_OPEN;
 	args.create_options = FILE_NON_DIRECTORY_FILE;
-	args.lease_id = ctx->lease_id = smbfs_lease_id(fs, ino);
+	args.lease_id = smbfs_lease_id(fs, ino);
 	/* our own changes through it (size, times) then leave our lease of
 	 * its directory alone (ParentLeaseKey, as smbfs_create()) */
 	args.parent_lease_id = smbfs_parent_lease_id(fs, smb_inode_parent(fs->inodes, ino));
@@ -541,7 +540,7 @@ static void create_done(void *arg, int err, uint32_t status, struct smb2_fileid 
 	}
 	rc = smb_inode_link(fs->inodes, ctx->parent, ctx->name, attr, smbfs_now_ns(), &nodeid,
 	                    &st_ino);
-	f = rc == 0 ? new_handle(fid, nodeid, ctx->lease_id, ctx->fi.flags) : NULL;
+	f = rc == 0 ? new_handle(fid, nodeid, ctx->args.lease_id, ctx->fi.flags) : NULL;
 	if (!f) {
 		/* The file exists on the server now, but we cannot hand it
 		 * out; a later lookup will find it. */
@@ -605,8 +604,7 @@ void smbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		args.create_disposition = FILE_OPEN_IF;
 	args.create_options = FILE_NON_DIRECTORY_FILE;
 	/* the inode's lease if this mount knows the name already */
-	args.lease_id = ctx->lease_id =
-	    smbfs_lease_id(fs, smb_inode_find(fs->inodes, parent, name));
+	args.lease_id = smbfs_lease_id(fs, smb_inode_find(fs->inodes, parent, name));
 	/* The new name, and what is written through this handle, do not
 	 * break our own lease on the directory (ParentLeaseKey): the kernel
 	 * and the inode table know of them already. */
