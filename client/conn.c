@@ -1183,15 +1183,11 @@ static uint8_t body_u8(const struct smb_pdu *p, size_t off)
 /* Does this CREATE carry a durable v2 request (a CreateGuid)? */
 static bool create_has_guid(const struct smb_pdu *p)
 {
-	uint32_t coff = body_u32(p, 48), clen = body_u32(p, 52), off = 0, dlen;
+	uint32_t coff = body_u32(p, 48), clen = body_u32(p, 52), dlen;
 	const uint8_t *data;
-	char name[5];
 	if (!clen || coff > p->len || clen > p->len - coff)
 		return false;
-	while (smb2_create_ctx_next(p->buf + coff, clen, &off, name, &data, &dlen) == 1)
-		if (strcmp(name, "DH2Q") == 0)
-			return true;
-	return false;
+	return smb2_create_ctx_find(p->buf + coff, clen, "DH2Q", &data, &dlen) == 1;
 }
 
 static enum smb_replay_class pdu_replay_class(const struct smb_pdu *p, bool in_chain)

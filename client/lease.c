@@ -117,23 +117,18 @@ bool smb_lease_ctx(struct smb_client *c, const struct smb_open_args *a, uint8_t 
 
 uint32_t smb_lease_granted(struct smb_client *c, const uint8_t *ctxs, uint32_t ctxs_len)
 {
-	uint32_t off = 0, dlen;
+	uint32_t dlen;
 	const uint8_t *data;
-	char name[5];
 	struct smb2_lease l;
-	while (smb2_create_ctx_next(ctxs, ctxs_len, &off, name, &data, &dlen) == 1) {
-		if (strcmp(name, "RqLs") != 0)
-			continue;
-		if (smb2_rqls_rsp_decode(data, dlen, &l) < 0) {
-			smb_warn("%s: malformed lease context in a CREATE response ignored",
-			         c->host);
-			return 0;
-		}
-		if (l.state)
-			__atomic_add_fetch(&c->leases.granted, 1, __ATOMIC_RELAXED);
-		return l.state & SMB2_LEASE_RWH;
+	if (smb2_create_ctx_find(ctxs, ctxs_len, "RqLs", &data, &dlen) != 1)
+		return 0;
+	if (smb2_rqls_rsp_decode(data, dlen, &l) < 0) {
+		smb_warn("%s: malformed lease context in a CREATE response ignored", c->host);
+		return 0;
 	}
-	return 0;
+	if (l.state)
+		__atomic_add_fetch(&c->leases.granted, 1, __ATOMIC_RELAXED);
+	return l.state & SMB2_LEASE_RWH;
 }
 
 void smb_client_set_lease_break_cb(struct smb_client *c, smb_lease_break_cb cb, void *arg)

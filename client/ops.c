@@ -605,13 +605,10 @@ int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 /* Was a durable handle granted?  (A DH2Q context in the CREATE response.) */
 static bool durable_granted(const struct smb2_create_rsp *cr)
 {
-	uint32_t off = 0, dlen, timeout;
+	uint32_t dlen, timeout;
 	const uint8_t *data;
-	char name[5];
-	while (smb2_create_ctx_next(cr->contexts, cr->contexts_len, &off, name, &data, &dlen) == 1)
-		if (strcmp(name, "DH2Q") == 0)
-			return smb2_dh2q_rsp_decode(data, dlen, &timeout) == 0;
-	return false;
+	return smb2_create_ctx_find(cr->contexts, cr->contexts_len, "DH2Q", &data, &dlen) == 1 &&
+	       smb2_dh2q_rsp_decode(data, dlen, &timeout) == 0;
 }
 
 /* With the POSIX extensions, what the CREATE response's POSIX context
@@ -633,19 +630,15 @@ static void posix_from_create(struct smb_client *c, const struct smb2_create_rsp
  * first one seen tells smb_open() the server answers QFid. */
 static uint64_t qfid_of(struct smb_client *c, const struct smb2_create_rsp *cr)
 {
-	uint32_t off = 0, dlen;
+	uint32_t dlen;
 	const uint8_t *data;
-	char name[5];
 	uint64_t id;
-	while (smb2_create_ctx_next(cr->contexts, cr->contexts_len, &off, name, &data, &dlen) == 1)
-		if (strcmp(name, "QFid") == 0) {
-			if (smb2_qfid_rsp_decode(data, dlen, &id) < 0 || !id)
-				return 0;
-			if (!__atomic_load_n(&c->qfid_answered, __ATOMIC_RELAXED))
-				__atomic_store_n(&c->qfid_answered, true, __ATOMIC_RELAXED);
-			return id;
-		}
-	return 0;
+	if (smb2_create_ctx_find(cr->contexts, cr->contexts_len, "QFid", &data, &dlen) != 1 ||
+	    smb2_qfid_rsp_decode(data, dlen, &id) < 0 || !id)
+		return 0;
+	if (!__atomic_load_n(&c->qfid_answered, __ATOMIC_RELAXED))
+		__atomic_store_n(&c->qfid_answered, true, __ATOMIC_RELAXED);
+	return id;
 }
 
 static void open_record(struct op *op, const struct smb2_create_rsp *cr)

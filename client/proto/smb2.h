@@ -232,6 +232,11 @@ int smb2_create_rsp_decode(const uint8_t *msg, size_t len, struct smb2_create_rs
 int smb2_create_ctx_next(const uint8_t *chain, uint32_t chain_len, uint32_t *off, char name[5],
                          const uint8_t **data, uint32_t *data_len);
 
+/* The first context of the chain named tag (4 chars): 1 with its data,
+ * 0 if there is none (or the chain goes bad before one). */
+int smb2_create_ctx_find(const uint8_t *chain, uint32_t chain_len, const char *tag,
+                         const uint8_t **data, uint32_t *data_len);
+
 /* The same walk for contexts whose name is not a 4-character tag (e.g. the
  * 16-byte GUID of the POSIX create context): *name points into the chain. */
 int smb2_create_ctx_next_raw(const uint8_t *chain, uint32_t chain_len, uint32_t *off,

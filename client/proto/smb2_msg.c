@@ -659,6 +659,17 @@ int smb2_create_ctx_next(const uint8_t *chain, uint32_t chain_len, uint32_t *off
 	return 1;
 }
 
+int smb2_create_ctx_find(const uint8_t *chain, uint32_t chain_len, const char *tag,
+                         const uint8_t **data, uint32_t *data_len)
+{
+	uint32_t off = 0;
+	char name[5];
+	while (smb2_create_ctx_next(chain, chain_len, &off, name, data, data_len) == 1)
+		if (strcmp(name, tag) == 0)
+			return 1;
+	return 0;
+}
+
 /* ---- CLOSE 2.2.15 / 2.2.16, FLUSH 2.2.17 / 2.2.18 ------------------------- */
 
 ssize_t smb2_close_req_encode(uint8_t *body, size_t cap, const struct smb2_close_req *q)

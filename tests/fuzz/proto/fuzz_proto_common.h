@@ -82,16 +82,26 @@ static inline void fuzz_create_ctxs(const uint8_t *chain, uint32_t len)
 {
 	uint32_t off = 0;
 	char name[5];
-	const uint8_t *data, *rn;
-	uint32_t dlen;
+	const uint8_t *data, *rn, *fd;
+	uint32_t dlen, fdl;
 	uint16_t rnl;
 	int steps = 0;
+	bool dh2q_seen = false;
 	while (smb2_create_ctx_next(chain, len, &off, name, &data, &dlen) == 1) {
 		fuzz_in(data, dlen, chain, len);
 		fuzz_touch(data, dlen);
 		if (++steps > (int)len)
 			abort();
+		/* smb2_create_ctx_find() gives the first context of a tag */
+		if (strcmp(name, "DH2Q") == 0 && !dh2q_seen) {
+			dh2q_seen = true;
+			if (smb2_create_ctx_find(chain, len, "DH2Q", &fd, &fdl) != 1 ||
+			    fd != data || fdl != dlen)
+				abort();
+		}
 	}
+	if (!dh2q_seen && smb2_create_ctx_find(chain, len, "DH2Q", &fd, &fdl) != 0)
+		abort();
 	off = 0;
 	while (smb2_create_ctx_next_raw(chain, len, &off, &rn, &rnl, &data, &dlen) == 1) {
 		fuzz_in(rn, rnl, chain, len);
