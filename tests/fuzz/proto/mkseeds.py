@@ -3,7 +3,7 @@
 tests/fuzz/corpus/.
 
 The seeds are small, plausible server responses built field by field from
-[MS-SMB2] / [MS-FSCC] / X.690; rerun this after changing it and commit the
+[MS-SMB2] / [MS-FSCC] / [MS-DFSC] / X.690; rerun this after changing it and commit the
 output.  It only writes the files it names: regression seeds (crashers kept
 after a fix) and the captured tokens in the auth_* corpora stay as they are.
 """
@@ -316,7 +316,96 @@ def posix_seeds(mxac):
     }
 
 
-def main():
+def dfs_entry_fixed(ver, flags):
+    """The fixed part of a referral entry ([MS-DFSC] 2.2.5.1-2.2.5.4): v1 8
+    (ShareName inline), v2 22, v3/v4 34, or 18 with NameListReferral."""
+    if ver == 1:
+        return 8
+    if ver == 2:
+        return 22
+    return 18 if flags & 0x2 else 34
+
+
+def dfs_referral(consumed, hflags, entries):
+    """RESP_GET_DFS_REFERRAL ([MS-DFSC] 2.2.4): the header, the entries back
+    to back (each as dict: ver, type, flags, ttl, and path/alt/net, or
+    special/names with NameListReferral 0x2; pad extends the fixed part),
+    then the strings, each offset counted from its own entry."""
+    out = bytearray(struct.pack('<HHI', consumed, len(entries), hflags))
+    starts = []
+    for e in entries:
+        ver, flags = e['ver'], e.get('flags', 0)
+        starts.append(len(out))
+        ent = bytearray(struct.pack('<HHHH', ver, 0, e.get('type', 0), flags))
+        if ver == 1:
+            ent += utf16(e['net']) + b'\0\0'
+        elif ver == 2:
+            ent += struct.pack('<II', 0, e.get('ttl', 0)) + bytes(6)
+        else:
+            ent += struct.pack('<I', e.get('ttl', 0)) + bytes(dfs_entry_fixed(ver, flags) - 12)
+        ent += bytes(e.get('pad', 0))
+        struct.pack_into('<H', ent, 2, len(ent))
+        out += ent
+    for e, at in zip(entries, starts):
+        ver, flags = e['ver'], e.get('flags', 0)
+        if ver == 1:
+            continue
+        if ver >= 3 and flags & 0x2:
+            struct.pack_into('<H', out, at + 12, len(out) - at)
+            out += utf16(e['special']) + b'\0\0'
+            names = e.get('names', [])
+            struct.pack_into('<HH', out, at + 14, len(names), len(out) - at)
+            for n in names:
+                out += utf16(n) + b'\0\0'
+            continue
+        slot = 16 if ver == 2 else 12
+        for k, key in enumerate(('path', 'alt', 'net')):
+            struct.pack_into('<H', out, at + slot + 2 * k, len(out) - at)
+            out += utf16(e[key]) + b'\0\0'
+    return bytes(out)
+
+
+def dfs_seeds():
+    """Answers to FSCTL_DFS_GET_REFERRALS.  fuzz_proto_dfs decodes each as
+    the answer to "\\srv\\dfs\\link\\ddd..." (any even PathConsumed up
+    to 1024 fits), to "\\srv\\dfs\\l\u00efnk\U0001F600\\x", and to ""."""
+    R, S, T = 0x1, 0x2, 0x4
+    root = '\\srv\\dfs'
+    link = '\\srv\\dfs\\l\u00efnk\U0001F600'
+    return {
+        # a stand-alone root, two targets in one target set
+        'v4_root': dfs_referral(2 * len(root), R | S, [
+            dict(ver=4, type=1, flags=0x4, ttl=300, path=root, alt=root, net='\\fs1\\dfs'),
+            dict(ver=4, type=1, ttl=300, path=root, alt=root, net='\\fs2\\dfs')]),
+        # two target sets of a link
+        'v4_link_sets': dfs_referral(2 * len('\\srv\\dfs\\link'), S | T, [
+            dict(ver=4, flags=0x4, ttl=1800, path='\\srv\\dfs\\link',
+                 alt='\\srv\\dfs\\link', net='\\fs1\\share\\a'),
+            dict(ver=4, flags=0x4, ttl=1800, path='\\srv\\dfs\\link',
+                 alt='\\srv\\dfs\\link', net='\\fs2\\share\\a'),
+            dict(ver=4, ttl=1800, path='\\srv\\dfs\\link', alt='\\srv\\dfs\\link',
+                 net='\\fs3\\share\\a')]),
+        # a link under a non-ASCII path (PathConsumed: 15 units)
+        'v3_link_nonascii': dfs_referral(2 * 15, S, [
+            dict(ver=3, ttl=1800, path=link, alt=link, net='\\fs3\\share\\sub')]),
+        # a domain referral: domain names, no DCs, one entry padded
+        'v3_domain': dfs_referral(0, 0, [
+            dict(ver=3, flags=0x2, ttl=600, special='CORP'),
+            dict(ver=3, flags=0x2, ttl=600, special='corp.example.com', pad=16)]),
+        # a DC referral: one entry, the DCs back to back
+        'v3_dc': dfs_referral(0, 0, [
+            dict(ver=3, flags=0x2, ttl=600, special='\\corp.example.com',
+                 names=['\\dc1.corp.example.com', '\\dc2.corp.example.com'])]),
+        'v2': dfs_referral(2 * len('\\srv\\dfs\\link'), S, [
+            dict(ver=2, ttl=900, path='\\srv\\dfs\\link', alt='\\srv\\dfs\\link',
+                 net='\\fs1\\a')]),
+        'v1': dfs_referral(2 * len(root), R, [
+            dict(ver=1, type=1, net='\\fs1\\dfs'), dict(ver=1, type=1, net='\\fs2\\dfs')]),
+        'no_referrals': struct.pack('<HHI', 0, 0, 0),
+    }
+
+
+def main(only=None):
     mxac = (b'MxAc', struct.pack('<II', 0, 0x1f01ff))
     qfid = (b'QFid', bytes(range(32)))
     lease = (b'RqLs', bytes(16) + struct.pack('<IIQ', 7, 0, 0))
@@ -452,7 +541,10 @@ def main():
     }
     seeds['proto_fsctl'] = fsctl_seeds()
     seeds['proto_posix'] = posix_seeds(mxac)
+    seeds['proto_dfs'] = dfs_seeds()
     for target, files in seeds.items():
+        if only and target not in only:
+            continue
         d = os.path.join(ROOT, target)
         os.makedirs(d, exist_ok=True)
         for name, data in files.items():
@@ -462,4 +554,5 @@ def main():
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    # mkseeds.py [TARGET...]: only those corpora (e.g. proto_dfs); all without
+    sys.exit(main(sys.argv[1:]))
