@@ -288,8 +288,20 @@ typedef void (*smb_dir_cb)(void *arg, int err, uint32_t status, const struct smb
 
 /* ---- path operations (each one round trip, compounded inside) ------------------ */
 
-/* create+query(FileAllInformation)+close: attributes of a path. */
+/* create+query(FileAllInformation)+close: attributes of a path.  One
+ * related compound, or, where the server serves compounds slower than
+ * SPLIT_FACTOR lone requests (client/ops.c, "lookups in steps"), CREATE,
+ * QUERY_INFO and CLOSE one after the other; either way the handle is
+ * closed before cb runs, once. */
 int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg);
+/* How smb_stat() goes: AUTO (the default) decides by the round trips it
+ * measures; NEVER always as the compound; ALWAYS in steps once the server
+ * has answered QFid (tests).  Set before the first smb_stat(). */
+enum smb_meta_split { SMB_META_SPLIT_AUTO, SMB_META_SPLIT_NEVER, SMB_META_SPLIT_ALWAYS };
+void smb_client_set_meta_split(struct smb_client *c, enum smb_meta_split mode);
+/* The choice smb_stat() makes in AUTO from the two running means (0: no
+ * sample yet) for its nth lookup (pure; exposed for tests). */
+bool smb_stat_split_wanted(uint64_t compound_ns, uint64_t single_ns, uint64_t nth);
 
 struct smb_open_args {
 	uint32_t desired_access;     /* FILE_READ_DATA | ... or GENERIC_* */
@@ -312,10 +324,12 @@ struct smb_open_args {
  * SMB2_GLOBAL_CAP_DIRECTORY_LEASING)? */
 bool smb_client_leases_dirs(const struct smb_client *c);
 /* create (+ query FileAllInformation for the file id and link count), keeping
- * the handle open; close it with smb_close().  A FILE_CREATE open without the
- * POSIX extensions asks QFid too, and once the server has answered QFid such
- * opens go as the CREATE alone: attr then has the CREATE response's times,
- * sizes and attributes, QFid's file id and nlink 1. */
+ * the handle open; close it with smb_close().  Without the POSIX extensions a
+ * FILE_CREATE, FILE_OPEN or FILE_OVERWRITE open of a non-directory asks QFid
+ * too, and once the server has answered QFid such opens go as the CREATE
+ * alone: attr then has the CREATE response's times, sizes and attributes,
+ * QFid's file id, and nlink 1 for a file the open made, 0 ("unknown") for one
+ * it found. */
 int smb_open(struct smb_client *c, const char *path, const struct smb_open_args *args,
              smb_open_cb cb, void *arg);
 int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg);

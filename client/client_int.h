@@ -96,6 +96,14 @@ struct smb_client {
 	 * by client/ops.c on the loop thread, read by smb_open() callers):
 	 * from then on an open that makes a file goes without QUERY_INFO. */
 	bool qfid_answered;
+	/* smb_stat() in steps or as the compound (client/ops.c, "lookups in
+	 * steps"): the mode (set before use, smb_client_set_meta_split()), and
+	 * running means in ns of the compound's round trip and of a lone
+	 * request's, with the count of lookups decided (all atomic, relaxed). */
+	enum smb_meta_split meta_split;
+	struct {
+		uint64_t compound_ns, single_ns, lookups;
+	} meta_lat;
 	struct smb_sidmap *sidmap; /* client/sidmap.c, made on first use (atomic) */
 	unsigned echo_ms;          /* keepalive of a lone channel; 0 = off */
 	uint64_t reconnects;       /* atomic */

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <talloc.h>
+#include <time.h>
 
 #define ALLINFO_OUT 8192
 #define DIR_OUT     65536
@@ -213,6 +214,7 @@ struct op {
 	uint32_t lock_seq;            /* smb_lock(): the LockSequence sent (0: none) */
 	struct smb2_lock_elem *locks; /* smb_lock(): its elements (on op), nlocks of them */
 	uint16_t nlocks;
+	uint64_t t0; /* smb_open(): when sent (a lone CREATE's round trip, meta_lat) */
 };
 
 static struct smb_req *op_req(struct smb_client *c, void *cb, void *arg, struct op **out)
@@ -548,13 +550,260 @@ static int attr_chain(struct smb_client *c, const char *path, const struct smb_o
 	return op_submit(req, err, attr_chain_done);
 }
 
-int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
+/* ---- lookups in steps ---------------------------------------------------------------
+ *
+ * smb_stat() is one related compound, CREATE+QUERY_INFO+CLOSE: one round
+ * trip.  A server may serve a compound far slower than its parts: ksmbd
+ * zeroes a response buffer of its max trans size (1 MiB by default) for
+ * every compound and every FileAllInformation query, which under emulation
+ * takes longer than three round trips.  So the client keeps two running
+ * means (meta_lat in client_int.h): the latency of smb_stat()'s compounds
+ * and that of requests that go alone (a CREATE under QFid, the steps
+ * below).  While a compound costs more than SPLIT_FACTOR lone requests,
+ * smb_stat() goes in steps, each alone and each after the one before:
+ * CREATE (with QFid: the file id), QUERY_INFO FileStandardInformation (the
+ * link count; no large buffer), CLOSE; the handle is closed before the
+ * caller is answered, as with the compound.  Every SPLIT_PROBE-th lookup
+ * goes the other way, so that both means stay current and the choice
+ * follows the server.  Not under the POSIX extensions (their information
+ * class is the one query), nor before the server has answered QFid. */
+#define SPLIT_FACTOR 4
+#define SPLIT_PROBE  16
+
+static uint64_t qfid_of(struct smb_client *c, const struct smb2_create_rsp *cr);
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A running mean, 1/8 weight to the new sample (relaxed: a lost race loses
+ * a sample, nothing else). */
+static void lat_note(uint64_t *mean, uint64_t sample)
+{
+	uint64_t m = __atomic_load_n(mean, __ATOMIC_RELAXED);
+	__atomic_store_n(mean, m ? m - m / 8 + sample / 8 : sample, __ATOMIC_RELAXED);
+}
+
+bool smb_stat_split_wanted(uint64_t compound_ns, uint64_t single_ns, uint64_t nth)
+{
+	bool split = compound_ns && single_ns && compound_ns > SPLIT_FACTOR * single_ns;
+	return nth % SPLIT_PROBE == SPLIT_PROBE - 1 ? !split : split;
+}
+
+void smb_client_set_meta_split(struct smb_client *c, enum smb_meta_split mode)
+{
+	c->meta_split = mode;
+}
+
+struct stat_steps {
+	struct smb_client *c;
+	smb_attr_cb cb;
+	void *arg;
+	struct smb2_fileid fid;
+	struct smb_attr a;
+	uint64_t t0;
+	char path[];
+};
+
+static void steps_end(struct stat_steps *s, int err, uint32_t status, const struct smb_attr *a)
+{
+	s->cb(s->arg, err, status, a);
+	free(s);
+}
+
+static int steps_send(struct stat_steps *s, int (*add)(struct smb_req *, struct stat_steps *),
+                      void (*done)(struct smb_req *))
+{
+	struct smb_req *req = smb_client_req(s->c, NULL);
+	if (!req)
+		return -ENOMEM;
+	req->arg = s;
+	s->t0 = mono_ns();
+	return op_submit(req, add(req, s), done);
+}
+
+/* The step's round trip, into the lone requests' mean. */
+static void steps_timed(struct stat_steps *s)
+{
+	lat_note(&s->c->meta_lat.single_ns, mono_ns() - s->t0);
+}
+
+static void steps_closed(struct smb_req *req)
+{
+	struct stat_steps *s = req->arg;
+	if (!req->err)
+		steps_timed(s);
+	smb_req_put(req);
+	/* the compound does not look at its CLOSE's status either */
+	steps_end(s, 0, STATUS_SUCCESS, &s->a);
+}
+
+static int add_steps_close(struct smb_req *req, struct stat_steps *s)
+{
+	return add_close(req, s->fid);
+}
+
+static void steps_compound(struct stat_steps *s);
+
+static void steps_queried(struct smb_req *req)
+{
+	struct stat_steps *s = req->arg;
+	struct smb2_query_info_rsp q;
+	struct smb2_file_standard_info std;
+	uint32_t st = req->err ? 0 : req->pdu[0].rsp_hdr.status;
+	bool ok = !req->err && st == STATUS_SUCCESS &&
+	          smb2_query_info_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &q) == 0 &&
+	          smb2_file_standard_info_decode(q.buffer, q.buffer_len, &std) == 0;
+	if (ok) {
+		steps_timed(s);
+		s->a.nlink = std.number_of_links;
+	}
+	smb_req_put(req);
+	if (!ok) {
+		/* lost with its channel, or refused: close it (if it still is
+		 * one) and ask the one way that survives a reconnect */
+		smb_close(s->c, s->fid, NULL, NULL);
+		steps_compound(s);
+		return;
+	}
+	if (steps_send(s, add_steps_close, steps_closed) < 0) {
+		smb_close(s->c, s->fid, NULL, NULL);
+		steps_end(s, 0, STATUS_SUCCESS, &s->a);
+	}
+}
+
+static int add_steps_query(struct smb_req *req, struct stat_steps *s)
+{
+	return add_query_info(req, s->fid, SMB2_0_INFO_FILE, FileStandardInformation, 64);
+}
+
+static void steps_created(struct smb_req *req)
+{
+	struct stat_steps *s = req->arg;
+	struct smb2_create_rsp cr;
+	if (req->err) {
+		smb_req_put(req);
+		steps_compound(s);
+		return;
+	}
+	uint32_t st = req->pdu[0].rsp_hdr.status;
+	if (st != STATUS_SUCCESS) {
+		steps_timed(s);
+		smb_req_put(req);
+		steps_end(s, 0, st, NULL);
+		return;
+	}
+	if (smb2_create_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &cr) < 0) {
+		log_malformed(s->c, "CREATE");
+		smb_req_put(req);
+		steps_end(s, -EIO, 0, NULL);
+		return;
+	}
+	steps_timed(s);
+	memset(&s->a, 0, sizeof(s->a));
+	s->fid = cr.fileid;
+	s->a.creation_time = cr.creation_time;
+	s->a.last_access_time = cr.last_access_time;
+	s->a.last_write_time = cr.last_write_time;
+	s->a.change_time = cr.change_time;
+	s->a.end_of_file = cr.end_of_file;
+	s->a.allocation_size = cr.allocation_size;
+	s->a.file_attributes = cr.file_attributes;
+	s->a.file_id = qfid_of(s->c, &cr);
+	smb_req_put(req);
+	if (steps_send(s, add_steps_query, steps_queried) < 0) {
+		smb_close(s->c, s->fid, NULL, NULL);
+		steps_compound(s);
+	}
+}
+
+static int add_steps_create(struct smb_req *req, struct stat_steps *s)
 {
 	struct smb_open_args oa = {
 	    .desired_access = FILE_READ_ATTRIBUTES,
 	    .create_disposition = FILE_OPEN,
 	};
-	return attr_chain(c, path, &oa, cb, arg);
+	struct smb2_create_ctx qfid = {"QFid", NULL, 0};
+	return smb_req_add_create_ctxs(req, s->path, &oa, SMB2_OPLOCK_LEVEL_NONE, &qfid, 1);
+}
+
+static int stat_compound(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg);
+
+/* A step failed where the compound would have been sent again (a channel
+ * lost): the lookup goes as the compound. */
+static void steps_compound(struct stat_steps *s)
+{
+	int rc = stat_compound(s->c, s->path, s->cb, s->arg);
+	if (rc < 0)
+		s->cb(s->arg, rc, 0, NULL);
+	free(s);
+}
+
+static int stat_steps(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
+{
+	size_t n = strlen(path) + 1;
+	struct stat_steps *s = malloc(sizeof(*s) + n);
+	if (!s)
+		return -ENOMEM;
+	*s = (struct stat_steps){.c = c, .cb = cb, .arg = arg};
+	memcpy(s->path, path, n);
+	int rc = steps_send(s, add_steps_create, steps_created);
+	if (rc < 0)
+		free(s);
+	return rc;
+}
+
+/* smb_stat()'s compound, timed into meta_lat.compound_ns. */
+struct stat_timed {
+	smb_attr_cb cb;
+	void *arg;
+	struct smb_client *c;
+	uint64_t t0;
+};
+
+static void stat_timed_done(void *arg, int err, uint32_t status, const struct smb_attr *a)
+{
+	struct stat_timed t = *(struct stat_timed *)arg;
+	free(arg);
+	if (!err)
+		lat_note(&t.c->meta_lat.compound_ns, mono_ns() - t.t0);
+	t.cb(t.arg, err, status, a);
+}
+
+static int stat_compound(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
+{
+	struct smb_open_args oa = {
+	    .desired_access = FILE_READ_ATTRIBUTES,
+	    .create_disposition = FILE_OPEN,
+	};
+	if (c->sess.posix || c->meta_split == SMB_META_SPLIT_NEVER)
+		return attr_chain(c, path, &oa, cb, arg);
+	struct stat_timed *t = malloc(sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	*t = (struct stat_timed){.cb = cb, .arg = arg, .c = c, .t0 = mono_ns()};
+	int rc = attr_chain(c, path, &oa, stat_timed_done, t);
+	if (rc < 0)
+		free(t);
+	return rc;
+}
+
+int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
+{
+	bool split = false;
+	if (!c->sess.posix && __atomic_load_n(&c->qfid_answered, __ATOMIC_RELAXED)) {
+		if (c->meta_split == SMB_META_SPLIT_ALWAYS)
+			split = true;
+		else if (c->meta_split == SMB_META_SPLIT_AUTO)
+			split = smb_stat_split_wanted(
+			    __atomic_load_n(&c->meta_lat.compound_ns, __ATOMIC_RELAXED),
+			    __atomic_load_n(&c->meta_lat.single_ns, __ATOMIC_RELAXED),
+			    __atomic_fetch_add(&c->meta_lat.lookups, 1, __ATOMIC_RELAXED));
+	}
+	return split ? stat_steps(c, path, cb, arg) : stat_compound(c, path, cb, arg);
 }
 
 int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
@@ -685,8 +934,8 @@ static void open_done(struct smb_req *req)
 		cb(op->arg, -EIO, 0, none, NULL);
 	} else if (req->npdu == 1 || (req->pdu[1].rsp_hdr.status != STATUS_SUCCESS &&
 	                              req->pdu[1].rsp_hdr.status != STATUS_BUFFER_OVERFLOW)) {
-		/* Opened, and no attributes asked for (a file made under QFid)
-		 * or none given: report what CREATE told us. */
+		/* Opened, and no attributes asked for (a file made or found
+		 * under QFid) or none given: report what CREATE told us. */
 		memset(&a, 0, sizeof(a));
 		a.creation_time = cr.creation_time;
 		a.last_access_time = cr.last_access_time;
@@ -698,6 +947,8 @@ static void open_done(struct smb_req *req)
 		a.file_id = qfid_of(op->c, &cr);
 		if (cr.create_action == FILE_CREATED)
 			a.nlink = 1;
+		if (req->npdu == 1 && op->t0)
+			lat_note(&op->c->meta_lat.single_ns, mono_ns() - op->t0);
 		open_grant(op, &cr, &a);
 		posix_from_create(op->c, &cr, &a);
 		open_record(op, &cr);
@@ -758,16 +1009,24 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 		smb2_dh2q_encode(dh2q, 0, op->create_guid);
 		ctx[nctx++] = (struct smb2_create_ctx){"DH2Q", dh2q, sizeof(dh2q)};
 	}
-	/* An open that makes a file (FILE_CREATE: tar x, cp, git checkout,
-	 * mkstemp) needs from QUERY_INFO only the file id (a new file has one
-	 * link): QFid ([MS-SMB2] 2.2.13.2.9) brings it in the CREATE
-	 * response, so once the server has answered it the CREATE goes alone.
-	 * One request less for the server to run, and no compound: ksmbd
-	 * zeroes a response buffer of its max trans size (1 MiB by default)
-	 * for every compound and every FileAllInformation query.  With the
-	 * POSIX extensions the POSIX information is asked for as before. */
+	/* The CREATE response carries the times, the sizes and the
+	 * attributes; of what QUERY_INFO adds, QFid ([MS-SMB2] 2.2.13.2.9)
+	 * brings the file id, and the link count is 1 for a file the open
+	 * made (FILE_CREATE: tar x, cp, git checkout, mkstemp) and not needed
+	 * for one it opened or overwrote by name (FILE_OPEN, FILE_OVERWRITE:
+	 * open(2) of an existing file; smb_attr.nlink 0, "unknown", and the
+	 * caller keeps the count it knew).  So once the server has answered
+	 * QFid such a CREATE goes alone: one request less for the server to
+	 * run, and no compound (ksmbd zeroes a response buffer of its max
+	 * trans size, 1 MiB by default, for every compound and every
+	 * FileAllInformation query).  Opens whose attributes are replied as
+	 * an entry (FILE_OPEN_IF, FILE_OVERWRITE_IF: O_CREAT) and directory
+	 * opens still ask for them; with the POSIX extensions the POSIX
+	 * information is asked for as before. */
 	bool alone = false;
-	if (!c->sess.posix && oa.create_disposition == FILE_CREATE) {
+	if (!c->sess.posix && !(oa.create_options & FILE_DIRECTORY_FILE) &&
+	    (oa.create_disposition == FILE_CREATE || oa.create_disposition == FILE_OPEN ||
+	     oa.create_disposition == FILE_OVERWRITE)) {
 		ctx[nctx++] = (struct smb2_create_ctx){"QFid", NULL, 0};
 		alone = __atomic_load_n(&c->qfid_answered, __ATOMIC_RELAXED);
 	}
@@ -780,6 +1039,7 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 		err = smb_req_add_create_ctxs(req, path, &oa, oplock, ctx, nctx);
 	if (!err && !alone)
 		err = add_query_attr(req, SMB2_FILEID_RELATED);
+	op->t0 = alone ? mono_ns() : 0;
 	return op_submit(req, err, open_done);
 }
 

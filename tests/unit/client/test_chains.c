@@ -12,8 +12,12 @@
  *  - smb_open() with FILE_CREATE: a CREATE+QUERY_INFO compound asking
  *    QFid; once the server has answered QFid, the CREATE alone, whose
  *    answer gives the file id (QFid) and one link; opens of files that
- *    may exist keep the QUERY_INFO; a server that ignores QFid keeps
- *    getting the compound. */
+ *    may make the file keep the QUERY_INFO, opens by name go alone too
+ *    (the link count "unknown"); a server that ignores QFid keeps getting
+ *    the compound;
+ *  - smb_stat() in steps (CREATE, QUERY_INFO FileStandardInformation,
+ *    CLOSE, each alone) once QFid was answered, the compound before and
+ *    with NEVER; the AUTO choice from the two running means. */
 #include "client/client.h"
 #include "common/log.h"
 #include "tests/unit/check.h"
@@ -246,13 +250,108 @@ static void test_create_alone_after_qfid(void)
 		CHECK_EQ(r[0].command, SMB2_CREATE);
 		CHECK(made.file_id != 0 && made.file_id != first.file_id);
 		CHECK_EQ(made.nlink, 1);
-		/* an open that may find the file asks its attributes */
+		/* an open that may make the file replies its attributes as an
+		 * entry: it asks them */
 		CHECK_EQ(open_records(&e, "n2", FILE_OPEN_IF, r, &old), 2);
 		CHECK_EQ(r[1].command, SMB2_QUERY_INFO);
 		CHECK_EQ(old.file_id, made.file_id);
 		CHECK_EQ(old.nlink, 1);
+		/* an open of a file by name needs no link count: alone too,
+		 * the count "unknown" */
+		for (int ow = 0; ow < 2; ow++) {
+			n = open_records(&e, "n2", ow ? FILE_OVERWRITE : FILE_OPEN, r, &old);
+			CHECK_EQ(n, answer ? 1 : 2);
+			CHECK_EQ(r[0].command, SMB2_CREATE);
+			CHECK_EQ(old.file_id, made.file_id);
+			CHECK_EQ(old.nlink, answer ? 0u : 1u);
+		}
 		env_unmount(&e);
 	}
+}
+
+static void stat_cb(void *arg, int err, uint32_t status, const struct smb_attr *a)
+{
+	struct wait *w = arg;
+	if (a)
+		w->attr = *a;
+	w_done(w, err, status);
+}
+
+/* smb_stat() of path; the records it made into r (at most 4), their count */
+static int stat_records(struct env *e, const char *path, struct peer_rec *r, struct wait *w)
+{
+	int from = peer_nrecords(e->p);
+	w_init(w);
+	CHECK_EQ(smb_stat(e->c, path, stat_cb, w), 0);
+	CHECK(w_wait(w));
+	return peer_records(e->p, from, r, 4);
+}
+
+static void test_stat_steps(void)
+{
+	for (int answer = 0; answer < 2; answer++) {
+		struct env e;
+		if (!mount(&e))
+			return;
+		peer_set_qfid(e.p, answer);
+		smb_client_set_meta_split(e.c, SMB_META_SPLIT_ALWAYS);
+		struct peer_rec r[4];
+		struct smb_attr made;
+		struct wait w;
+		CHECK_EQ(open_records(&e, "s1", FILE_CREATE, r, &made), 2);
+		/* in steps once QFid was answered: three requests, none
+		 * related, the handle closed before the answer */
+		int n = stat_records(&e, "s1", r, &w);
+		CHECK_EQ(w.err, 0);
+		CHECK_EQ(w.status, STATUS_SUCCESS);
+		CHECK_EQ(n, 3);
+		CHECK_EQ(r[0].command, SMB2_CREATE);
+		CHECK_EQ(r[1].command, SMB2_QUERY_INFO);
+		CHECK_EQ(r[2].command, SMB2_CLOSE);
+		if (answer) {
+			for (int i = 0; i < 3; i++)
+				CHECK(!(r[i].flags & SMB2_FLAGS_RELATED_OPERATIONS));
+			CHECK_EQ(r[1].info_class, FileStandardInformation);
+		} else {
+			CHECK(r[1].flags & SMB2_FLAGS_RELATED_OPERATIONS);
+			CHECK_EQ(r[1].info_class, FileAllInformation);
+		}
+		CHECK_EQ(w.attr.file_id, made.file_id);
+		CHECK_EQ(w.attr.nlink, 1);
+		CHECK_EQ(w.attr.end_of_file, 0);
+		CHECK(w.attr.last_write_time != 0);
+		/* a missing name: the CREATE's status, nothing more sent */
+		n = stat_records(&e, "missing", r, &w);
+		CHECK_EQ(w.err, 0);
+		CHECK_EQ(w.status, STATUS_OBJECT_NAME_NOT_FOUND);
+		CHECK_EQ(n, answer ? 1 : 3);
+		/* NEVER: the compound */
+		smb_client_set_meta_split(e.c, SMB_META_SPLIT_NEVER);
+		n = stat_records(&e, "s1", r, &w);
+		CHECK_EQ(w.status, STATUS_SUCCESS);
+		CHECK_EQ(n, 3);
+		CHECK(r[1].flags & SMB2_FLAGS_RELATED_OPERATIONS);
+		CHECK_EQ(w.attr.file_id, made.file_id);
+		env_unmount(&e);
+	}
+}
+
+/* AUTO: in steps while the compound costs more than four lone requests,
+ * and every 16th lookup the other way. */
+static void test_stat_split_choice(void)
+{
+	CHECK(!smb_stat_split_wanted(0, 0, 0));
+	CHECK(!smb_stat_split_wanted(100000, 0, 0)); /* no lone sample yet */
+	CHECK(smb_stat_split_wanted(0, 0, 15));      /* ...so take one */
+	CHECK(!smb_stat_split_wanted(120000, 60000, 3));
+	CHECK(smb_stat_split_wanted(120000, 60000, 31));
+	CHECK(smb_stat_split_wanted(16000000, 2500000, 3));
+	CHECK(!smb_stat_split_wanted(16000000, 2500000, 47));
+	CHECK(!smb_stat_split_wanted(400, 100, 1)); /* 4x: not more than four */
+	int split = 0;
+	for (uint64_t i = 0; i < 160; i++)
+		split += smb_stat_split_wanted(16000000, 2500000, i);
+	CHECK_EQ(split, 150);
 }
 
 int main(void)
@@ -262,5 +361,7 @@ int main(void)
 	RUN(test_close_batch);
 	RUN(test_close_batch_mtimes);
 	RUN(test_create_alone_after_qfid);
+	RUN(test_stat_steps);
+	RUN(test_stat_split_choice);
 	return check_report();
 }
