@@ -301,7 +301,7 @@ enum smb_meta_split { SMB_META_SPLIT_AUTO, SMB_META_SPLIT_NEVER, SMB_META_SPLIT_
 void smb_client_set_meta_split(struct smb_client *c, enum smb_meta_split mode);
 /* The choice smb_stat() makes in AUTO from the two running means (0: no
  * sample yet) for its nth lookup (pure; exposed for tests). */
-bool smb_stat_split_wanted(uint64_t compound_ns, uint64_t single_ns, uint64_t nth);
+bool smb_stat_split_wanted(uint64_t compound_us, uint64_t single_us, uint64_t nth);
 
 struct smb_open_args {
 	uint32_t desired_access;     /* FILE_READ_DATA | ... or GENERIC_* */

@@ -98,11 +98,11 @@ struct smb_client {
 	bool qfid_answered;
 	/* smb_stat() in steps or as the compound (client/ops.c, "lookups in
 	 * steps"): the mode (set before use, smb_client_set_meta_split()), and
-	 * running means in ns of the compound's round trip and of a lone
+	 * running means in us of the compound's round trip and of a lone
 	 * request's, with the count of lookups decided (all atomic, relaxed). */
 	enum smb_meta_split meta_split;
 	struct {
-		uint64_t compound_ns, single_ns, lookups;
+		uint64_t compound_us, single_us, lookups;
 	} meta_lat;
 	struct smb_sidmap *sidmap; /* client/sidmap.c, made on first use (atomic) */
 	unsigned echo_ms;          /* keepalive of a lone channel; 0 = off */

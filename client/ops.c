@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <talloc.h>
-#include <time.h>
 
 #define ALLINFO_OUT 8192
 #define DIR_OUT     65536
@@ -214,7 +213,7 @@ struct op {
 	uint32_t lock_seq;            /* smb_lock(): the LockSequence sent (0: none) */
 	struct smb2_lock_elem *locks; /* smb_lock(): its elements (on op), nlocks of them */
 	uint16_t nlocks;
-	uint64_t t0; /* smb_open(): when sent (a lone CREATE's round trip, meta_lat) */
+	bool timed; /* attr_chain() for smb_stat(): its round trip goes into meta_lat */
 };
 
 static struct smb_req *op_req(struct smb_client *c, void *cb, void *arg, struct op **out)
@@ -500,6 +499,35 @@ static void replay_collision(const struct op *op, const struct smb_req *req)
 		         op->c->host, op->path, smb_replay_class_str(smb_req_replay_class(req)));
 }
 
+/* A running mean of round trips in us, 1/8 weight to req's, from its
+ * submission (smb_req.t0_us, the connection's clock) to now; nothing for a
+ * request that failed or was never timed.  Relaxed: a lost race loses a
+ * sample, nothing else. */
+static void lat_note(uint64_t *mean, const struct smb_req *req)
+{
+	const struct smb_conn *conn = req->conn;
+	if (req->err || !conn || !req->t0_us)
+		return;
+	uint64_t sample = conn->env.now_us(conn->env.ctx) - req->t0_us;
+	uint64_t m = __atomic_load_n(mean, __ATOMIC_RELAXED);
+	m = m ? m - m / 8 + sample / 8 : sample;
+	__atomic_store_n(mean, m ? m : 1, __ATOMIC_RELAXED); /* 0 reads "no sample" */
+}
+
+/* What a CREATE response tells of the file (times, sizes, attributes);
+ * the rest of *a is zero. */
+static void attr_from_create(const struct smb2_create_rsp *cr, struct smb_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->creation_time = cr->creation_time;
+	a->last_access_time = cr->last_access_time;
+	a->last_write_time = cr->last_write_time;
+	a->change_time = cr->change_time;
+	a->end_of_file = cr->end_of_file;
+	a->allocation_size = cr->allocation_size;
+	a->file_attributes = cr->file_attributes;
+}
+
 static void attr_chain_done(struct smb_req *req)
 {
 	struct op *op = req->arg;
@@ -507,6 +535,8 @@ static void attr_chain_done(struct smb_req *req)
 	struct smb_attr a;
 	if (sids_defer(req, 1, false))
 		return;
+	if (op->timed)
+		lat_note(&op->c->meta_lat.compound_us, req);
 	if (req->err) {
 		cb(op->arg, req->err, 0, NULL);
 	} else {
@@ -523,14 +553,17 @@ static void attr_chain_done(struct smb_req *req)
 	smb_req_put(req);
 }
 
+/* timed: smb_stat()'s compound, whose round trip goes into
+ * meta_lat.compound_us ("lookups in steps" below). */
 static int attr_chain(struct smb_client *c, const char *path, const struct smb_open_args *oa,
-                      smb_attr_cb cb, void *arg)
+                      bool timed, smb_attr_cb cb, void *arg)
 {
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
 		return -ENOMEM;
 	req->related = true;
+	op->timed = timed;
 	/* a lease only to name the parent's (smb_create_in()) */
 	uint8_t rqls[SMB2_RQLS_V2_LEN];
 	struct smb2_create_ctx lctx;
@@ -572,24 +605,9 @@ static int attr_chain(struct smb_client *c, const char *path, const struct smb_o
 
 static uint64_t qfid_of(struct smb_client *c, const struct smb2_create_rsp *cr);
 
-static uint64_t mono_ns(void)
+bool smb_stat_split_wanted(uint64_t compound_us, uint64_t single_us, uint64_t nth)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* A running mean, 1/8 weight to the new sample (relaxed: a lost race loses
- * a sample, nothing else). */
-static void lat_note(uint64_t *mean, uint64_t sample)
-{
-	uint64_t m = __atomic_load_n(mean, __ATOMIC_RELAXED);
-	__atomic_store_n(mean, m ? m - m / 8 + sample / 8 : sample, __ATOMIC_RELAXED);
-}
-
-bool smb_stat_split_wanted(uint64_t compound_ns, uint64_t single_ns, uint64_t nth)
-{
-	bool split = compound_ns && single_ns && compound_ns > SPLIT_FACTOR * single_ns;
+	bool split = compound_us && single_us && compound_us > SPLIT_FACTOR * single_us;
 	return nth % SPLIT_PROBE == SPLIT_PROBE - 1 ? !split : split;
 }
 
@@ -604,7 +622,6 @@ struct stat_steps {
 	void *arg;
 	struct smb2_fileid fid;
 	struct smb_attr a;
-	uint64_t t0;
 	char path[];
 };
 
@@ -621,21 +638,19 @@ static int steps_send(struct stat_steps *s, int (*add)(struct smb_req *, struct 
 	if (!req)
 		return -ENOMEM;
 	req->arg = s;
-	s->t0 = mono_ns();
 	return op_submit(req, add(req, s), done);
 }
 
 /* The step's round trip, into the lone requests' mean. */
-static void steps_timed(struct stat_steps *s)
+static void steps_timed(struct stat_steps *s, const struct smb_req *req)
 {
-	lat_note(&s->c->meta_lat.single_ns, mono_ns() - s->t0);
+	lat_note(&s->c->meta_lat.single_us, req);
 }
 
 static void steps_closed(struct smb_req *req)
 {
 	struct stat_steps *s = req->arg;
-	if (!req->err)
-		steps_timed(s);
+	steps_timed(s, req);
 	smb_req_put(req);
 	/* the compound does not look at its CLOSE's status either */
 	steps_end(s, 0, STATUS_SUCCESS, &s->a);
@@ -658,7 +673,7 @@ static void steps_queried(struct smb_req *req)
 	          smb2_query_info_rsp_decode(req->pdu[0].rsp, req->pdu[0].rsp_len, &q) == 0 &&
 	          smb2_file_standard_info_decode(q.buffer, q.buffer_len, &std) == 0;
 	if (ok) {
-		steps_timed(s);
+		steps_timed(s, req);
 		s->a.nlink = std.number_of_links;
 	}
 	smb_req_put(req);
@@ -691,7 +706,7 @@ static void steps_created(struct smb_req *req)
 	}
 	uint32_t st = req->pdu[0].rsp_hdr.status;
 	if (st != STATUS_SUCCESS) {
-		steps_timed(s);
+		steps_timed(s, req);
 		smb_req_put(req);
 		steps_end(s, 0, st, NULL);
 		return;
@@ -702,16 +717,9 @@ static void steps_created(struct smb_req *req)
 		steps_end(s, -EIO, 0, NULL);
 		return;
 	}
-	steps_timed(s);
-	memset(&s->a, 0, sizeof(s->a));
+	steps_timed(s, req);
 	s->fid = cr.fileid;
-	s->a.creation_time = cr.creation_time;
-	s->a.last_access_time = cr.last_access_time;
-	s->a.last_write_time = cr.last_write_time;
-	s->a.change_time = cr.change_time;
-	s->a.end_of_file = cr.end_of_file;
-	s->a.allocation_size = cr.allocation_size;
-	s->a.file_attributes = cr.file_attributes;
+	attr_from_create(&cr, &s->a);
 	s->a.file_id = qfid_of(s->c, &cr);
 	smb_req_put(req);
 	if (steps_send(s, add_steps_query, steps_queried) < 0) {
@@ -720,14 +728,16 @@ static void steps_created(struct smb_req *req)
 	}
 }
 
+/* What smb_stat() opens a path with, either way. */
+static const struct smb_open_args stat_oa = {
+    .desired_access = FILE_READ_ATTRIBUTES,
+    .create_disposition = FILE_OPEN,
+};
+
 static int add_steps_create(struct smb_req *req, struct stat_steps *s)
 {
-	struct smb_open_args oa = {
-	    .desired_access = FILE_READ_ATTRIBUTES,
-	    .create_disposition = FILE_OPEN,
-	};
 	struct smb2_create_ctx qfid = {"QFid", NULL, 0};
-	return smb_req_add_create_ctxs(req, s->path, &oa, SMB2_OPLOCK_LEVEL_NONE, &qfid, 1);
+	return smb_req_add_create_ctxs(req, s->path, &stat_oa, SMB2_OPLOCK_LEVEL_NONE, &qfid, 1);
 }
 
 static int stat_compound(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg);
@@ -756,39 +766,11 @@ static int stat_steps(struct smb_client *c, const char *path, smb_attr_cb cb, vo
 	return rc;
 }
 
-/* smb_stat()'s compound, timed into meta_lat.compound_ns. */
-struct stat_timed {
-	smb_attr_cb cb;
-	void *arg;
-	struct smb_client *c;
-	uint64_t t0;
-};
-
-static void stat_timed_done(void *arg, int err, uint32_t status, const struct smb_attr *a)
-{
-	struct stat_timed t = *(struct stat_timed *)arg;
-	free(arg);
-	if (!err)
-		lat_note(&t.c->meta_lat.compound_ns, mono_ns() - t.t0);
-	t.cb(t.arg, err, status, a);
-}
-
+/* smb_stat()'s compound, timed where the choice may use it. */
 static int stat_compound(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 {
-	struct smb_open_args oa = {
-	    .desired_access = FILE_READ_ATTRIBUTES,
-	    .create_disposition = FILE_OPEN,
-	};
-	if (c->sess.posix || c->meta_split == SMB_META_SPLIT_NEVER)
-		return attr_chain(c, path, &oa, cb, arg);
-	struct stat_timed *t = malloc(sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	*t = (struct stat_timed){.cb = cb, .arg = arg, .c = c, .t0 = mono_ns()};
-	int rc = attr_chain(c, path, &oa, stat_timed_done, t);
-	if (rc < 0)
-		free(t);
-	return rc;
+	bool timed = !c->sess.posix && c->meta_split == SMB_META_SPLIT_AUTO;
+	return attr_chain(c, path, &stat_oa, timed, cb, arg);
 }
 
 int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
@@ -799,8 +781,8 @@ int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 			split = true;
 		else if (c->meta_split == SMB_META_SPLIT_AUTO)
 			split = smb_stat_split_wanted(
-			    __atomic_load_n(&c->meta_lat.compound_ns, __ATOMIC_RELAXED),
-			    __atomic_load_n(&c->meta_lat.single_ns, __ATOMIC_RELAXED),
+			    __atomic_load_n(&c->meta_lat.compound_us, __ATOMIC_RELAXED),
+			    __atomic_load_n(&c->meta_lat.single_us, __ATOMIC_RELAXED),
 			    __atomic_fetch_add(&c->meta_lat.lookups, 1, __ATOMIC_RELAXED));
 	}
 	return split ? stat_steps(c, path, cb, arg) : stat_compound(c, path, cb, arg);
@@ -813,7 +795,7 @@ int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void
 	    .create_disposition = FILE_CREATE,
 	    .create_options = FILE_NON_DIRECTORY_FILE,
 	};
-	return attr_chain(c, path, &oa, cb, arg);
+	return attr_chain(c, path, &oa, false, cb, arg);
 }
 
 int smb_create_mode(struct smb_client *c, const char *path, bool dir, uint32_t mode, smb_attr_cb cb,
@@ -837,7 +819,7 @@ int smb_create_in(struct smb_client *c, const char *path, bool dir, bool set_mod
 		oa.lease_id = lease_id;
 		oa.parent_lease_id = parent_lease_id;
 	}
-	return attr_chain(c, path, &oa, cb, arg);
+	return attr_chain(c, path, &oa, false, cb, arg);
 }
 
 int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
@@ -848,7 +830,7 @@ int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 	    .create_options = FILE_DIRECTORY_FILE,
 	    .file_attributes = FILE_ATTRIBUTE_DIRECTORY,
 	};
-	return attr_chain(c, path, &oa, cb, arg);
+	return attr_chain(c, path, &oa, false, cb, arg);
 }
 
 /* Was a durable handle granted?  (A DH2Q context in the CREATE response.) */
@@ -936,19 +918,12 @@ static void open_done(struct smb_req *req)
 	                              req->pdu[1].rsp_hdr.status != STATUS_BUFFER_OVERFLOW)) {
 		/* Opened, and no attributes asked for (a file made or found
 		 * under QFid) or none given: report what CREATE told us. */
-		memset(&a, 0, sizeof(a));
-		a.creation_time = cr.creation_time;
-		a.last_access_time = cr.last_access_time;
-		a.last_write_time = cr.last_write_time;
-		a.change_time = cr.change_time;
-		a.end_of_file = cr.end_of_file;
-		a.allocation_size = cr.allocation_size;
-		a.file_attributes = cr.file_attributes;
+		attr_from_create(&cr, &a);
 		a.file_id = qfid_of(op->c, &cr);
 		if (cr.create_action == FILE_CREATED)
 			a.nlink = 1;
-		if (req->npdu == 1 && op->t0)
-			lat_note(&op->c->meta_lat.single_ns, mono_ns() - op->t0);
+		if (req->npdu == 1) /* a lone CREATE's round trip */
+			lat_note(&op->c->meta_lat.single_us, req);
 		open_grant(op, &cr, &a);
 		posix_from_create(op->c, &cr, &a);
 		open_record(op, &cr);
@@ -1039,7 +1014,6 @@ int smb_open(struct smb_client *c, const char *path, const struct smb_open_args 
 		err = smb_req_add_create_ctxs(req, path, &oa, oplock, ctx, nctx);
 	if (!err && !alone)
 		err = add_query_attr(req, SMB2_FILEID_RELATED);
-	op->t0 = alone ? mono_ns() : 0;
 	return op_submit(req, err, open_done);
 }
 

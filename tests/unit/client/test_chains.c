@@ -19,6 +19,7 @@
  *    CLOSE, each alone) once QFid was answered, the compound before and
  *    with NEVER; the AUTO choice from the two running means. */
 #include "client/client.h"
+#include "client/client_int.h"
 #include "common/log.h"
 #include "tests/unit/check.h"
 #include "tests/unit/client/engine.h"
@@ -332,6 +333,13 @@ static void test_stat_steps(void)
 		CHECK_EQ(n, 3);
 		CHECK(r[1].flags & SMB2_FLAGS_RELATED_OPERATIONS);
 		CHECK_EQ(w.attr.file_id, made.file_id);
+		/* AUTO: the compound's round trip is timed (the request's own
+		 * clock), as the steps and the lone CREATEs were */
+		smb_client_set_meta_split(e.c, SMB_META_SPLIT_AUTO);
+		stat_records(&e, "s1", r, &w);
+		CHECK_EQ(w.status, STATUS_SUCCESS);
+		CHECK(e.c->meta_lat.compound_us != 0);
+		CHECK(!answer || e.c->meta_lat.single_us != 0);
 		env_unmount(&e);
 	}
 }
