@@ -57,5 +57,13 @@ struct smb_chanmgr_ops {
  * outlive the client. */
 int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_ops *mgr,
                     struct smb_client **out, char *errbuf, size_t errlen);
+/* The same on loop, another client's event loop, instead of one of its
+ * own (NULL: its own): its callbacks run on that loop's thread, which
+ * must outlive it (client/dfs_ns.c opens a DFS link's target so, beside
+ * the namespace's root).  Such a client is destroyed off that loop's
+ * thread. */
+struct ev_loop;
+int smb_client_open_on(const struct smb_client_opts *o, const struct smb_chanmgr_ops *mgr,
+                       struct ev_loop *loop, struct smb_client **out, char *errbuf, size_t errlen);
 
 #endif

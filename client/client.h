@@ -108,6 +108,8 @@ struct smb_client_opts {
 	unsigned mc_echo_ms;         /* multichannel keepalive per channel; 0 = 5000 */
 	const char *mc_interfaces;   /* "eth1:eth2": extra channels only via these local
 	                                interfaces; NULL = any */
+	bool nodfs;                  /* nodfs: do not follow DFS referrals: a link in a DFS
+	                                namespace is then an error (EREMOTE), as mount.cifs */
 	bool posix;                  /* offer the SMB3 POSIX extensions (3.1.1); they are
 	                                used when the server accepts them: see smb_attr */
 };
@@ -140,6 +142,29 @@ struct smb_client_info {
 	bool posix_share_off;
 };
 void smb_client_get_info(struct smb_client *c, struct smb_client_info *out);
+
+/* The DFS namespace the mount's share roots (smbrdmactl dfs): what was
+ * asked, and each link followed.  Strings are "\\server\share[\path]"
+ * and the link's path in the mount ('/'-separated, no leading '/'). */
+#define SMB_DFS_TARGETS_MAX 8
+struct smb_dfs_info {
+	uint64_t referrals;         /* referral requests sent */
+	uint64_t referral_failures; /* ... that gave no link to follow */
+	int nlinks;                 /* links followed (may exceed what was filled) */
+};
+struct smb_dfs_link_info {
+	char path[256];
+	char current[320]; /* the target in use now */
+	char targets[SMB_DFS_TARGETS_MAX][320];
+	int ntargets;   /* in referral order */
+	uint32_t ttl;   /* seconds the referral said it holds */
+	bool expired;   /* that long has passed since it was asked */
+	uint64_t moves; /* times the link moved to another target */
+};
+/* Fills *info and out[0..max).  0, or -ENOENT when the share is in no
+ * DFS namespace (or the mount has nodfs).  Any thread. */
+int smb_client_dfs_links(struct smb_client *c, struct smb_dfs_info *info,
+                         struct smb_dfs_link_info *out, int max);
 
 /* Drop every live channel now (any thread; smbrdmactl reconnect): requests
  * wait while the session is built again, as after a lost connection.

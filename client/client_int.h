@@ -74,6 +74,12 @@ struct smb_client {
 	unsigned timeout_ms;
 	bool hard; /* requests have no deadline and wait for reconnects forever */
 	struct ev_loop *loop;
+	bool loop_borrowed; /* loop is another client's (a DFS link's target runs on
+	                       the namespace's loop): not freed with this one */
+	/* The DFS namespace this client's share roots (client/dfs_ns.h), made
+	 * by smb_client_open() when the tree connect says the share is in
+	 * one; NULL otherwise.  Freed first by smb_client_destroy(). */
+	struct smb_dfs *dfs;
 	struct smb_conn *conn; /* chans[0]->conn: session set-up, tree connect, logoff */
 	/* Channels: chans[0] is the one the session was set up on.  Appended
 	 * under chans_lock; nchans is read without it (atomic, release/acquire). */
@@ -104,6 +110,17 @@ struct smb_client {
 	struct {
 		uint64_t compound_us, single_us, lookups;
 	} meta_lat;
+	/* Where else the share is: a DFS link's targets in referral order
+	 * (client/dfs_ns.c sets them once, smb_client_set_targets(), before the
+	 * client's first request), alts[alt_cur] the one in use.  When a
+	 * reconnect attempt fails, the channel manager moves to the next
+	 * (smb_client_retarget(), session.h).  NULL/0: only the one. */
+	struct smb_alt_target {
+		char *host, *share, *unc, *addr;
+	} * alts;
+	int nalts;
+	int alt_cur;               /* atomic */
+	uint64_t retargets;        /* atomic: moves to another target */
 	struct smb_sidmap *sidmap; /* client/sidmap.c, made on first use (atomic) */
 	unsigned echo_ms;          /* keepalive of a lone channel; 0 = off */
 	uint64_t reconnects;       /* atomic */

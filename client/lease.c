@@ -24,6 +24,7 @@
 
 #include "client/client.h"
 #include "client/client_int.h"
+#include "client/dfs_ns.h"
 #include "client/conn.h"
 #include "client/lease.h"
 #include "client/opens.h"
@@ -133,6 +134,8 @@ uint32_t smb_lease_granted(struct smb_client *c, const uint8_t *ctxs, uint32_t c
 
 void smb_client_set_lease_break_cb(struct smb_client *c, smb_lease_break_cb cb, void *arg)
 {
+	if (c->dfs)
+		smb_dfs_set_lease_break_cb(c, cb, arg);
 	c->leases.on_break = cb;
 	c->leases.on_break_arg = arg;
 }

@@ -31,6 +31,7 @@
 #include "client/chanmgr.h"
 #include "client/client.h"
 #include "client/client_int.h"
+#include "client/dfs_ns.h"
 #include "client/conn.h"
 #include "client/opens.h"
 #include "client/request.h"
@@ -470,5 +471,7 @@ int smb_client_region_add(struct smb_client *c, void *addr, size_t len)
 	if (!offloading)
 		__atomic_store_n(&c->nregions, n, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&c->chans_lock);
+	if (c->dfs)
+		smb_dfs_region_add(c, addr, len); /* the DFS links' clients too */
 	return err ? err : offloading ? 0 : -EOPNOTSUPP;
 }

@@ -19,6 +19,7 @@
 
 #include "client/client.h"
 #include "client/client_int.h"
+#include "client/dfs_ns.h"
 #include "client/conn.h"
 #include "client/lease.h"
 #include "client/opens.h"
@@ -219,12 +220,20 @@ void smb_opens_lock_seq_done(struct smb_client *c, struct smb2_fileid fid, uint3
 
 void smb_client_set_break_cb(struct smb_client *c, smb_break_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c)) {
+		smb_dfs_set_break_cb(c, cb, arg);
+		return;
+	}
 	c->opens->on_break = cb;
 	c->opens->on_break_arg = arg;
 }
 
 void smb_client_set_lock_lost_cb(struct smb_client *c, smb_lock_lost_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c)) {
+		smb_dfs_set_lock_lost_cb(c, cb, arg);
+		return;
+	}
 	c->opens->on_lock_lost = cb;
 	c->opens->on_lock_lost_arg = arg;
 }
@@ -276,6 +285,8 @@ bool smb_opens_lost(struct smb_client *c, struct smb2_fileid fid)
 
 bool smb_file_failed(struct smb_client *c, struct smb2_fileid fid)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_file_failed(c, fid);
 	struct smb_opens *o = c->opens;
 	if (!__atomic_load_n(&o->moved, __ATOMIC_ACQUIRE))
 		return false; /* nothing was reopened, nothing lost */

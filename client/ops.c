@@ -11,6 +11,7 @@
 #include "client/chanmgr.h"
 #include "client/client.h"
 #include "client/client_int.h"
+#include "client/dfs_ns.h"
 #include "client/conn.h"
 #include "client/lease.h"
 #include "client/offload.h"
@@ -613,6 +614,8 @@ bool smb_stat_split_wanted(uint64_t compound_us, uint64_t single_us, uint64_t nt
 
 void smb_client_set_meta_split(struct smb_client *c, enum smb_meta_split mode)
 {
+	if (c->dfs)
+		smb_dfs_set_meta_split(c, mode);
 	c->meta_split = mode;
 }
 
@@ -775,6 +778,8 @@ static int stat_compound(struct smb_client *c, const char *path, smb_attr_cb cb,
 
 int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_stat(c, path, cb, arg);
 	bool split = false;
 	if (!c->sess.posix && __atomic_load_n(&c->qfid_answered, __ATOMIC_RELAXED)) {
 		if (c->meta_split == SMB_META_SPLIT_ALWAYS)
@@ -790,6 +795,8 @@ int smb_stat(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 
 int smb_create_file(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_create_file(c, path, cb, arg);
 	struct smb_open_args oa = {
 	    .desired_access = FILE_READ_ATTRIBUTES,
 	    .create_disposition = FILE_CREATE,
@@ -807,6 +814,9 @@ int smb_create_mode(struct smb_client *c, const char *path, bool dir, uint32_t m
 int smb_create_in(struct smb_client *c, const char *path, bool dir, bool set_mode, uint32_t mode,
                   uint64_t lease_id, uint64_t parent_lease_id, smb_attr_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_create_in(c, path, dir, set_mode, mode, lease_id, parent_lease_id,
+		                         cb, arg);
 	struct smb_open_args oa = {
 	    .desired_access = FILE_READ_ATTRIBUTES,
 	    .create_disposition = FILE_CREATE,
@@ -824,6 +834,8 @@ int smb_create_in(struct smb_client *c, const char *path, bool dir, bool set_mod
 
 int smb_mkdir(struct smb_client *c, const char *path, smb_attr_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_mkdir(c, path, cb, arg);
 	struct smb_open_args oa = {
 	    .desired_access = FILE_READ_ATTRIBUTES,
 	    .create_disposition = FILE_CREATE,
@@ -945,6 +957,8 @@ static void open_done(struct smb_req *req)
 int smb_open(struct smb_client *c, const char *path, const struct smb_open_args *args,
              smb_open_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_open(c, path, args, cb, arg);
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
@@ -1197,6 +1211,8 @@ static void close_done(struct smb_req *req)
 
 int smb_close(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_close(c, fid, cb, arg);
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
@@ -1237,6 +1253,8 @@ static void close_batch_done(struct smb_req *req)
 int smb_close_batch(struct smb_client *c, const struct smb2_fileid *fids, const uint64_t *mtimes,
                     void *const *args, int n, smb_status_cb cb)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_close_batch(c, fids, mtimes, args, n, cb);
 	if (n < 1 || smb_close_batch_pdus(mtimes, n) > SMB_CLOSE_BATCH_MAX)
 		return -EINVAL;
 	struct op *op;
@@ -1272,6 +1290,8 @@ int smb_unlink(struct smb_client *c, const char *path, bool is_dir, smb_status_c
 int smb_unlink_in(struct smb_client *c, const char *path, bool is_dir, uint64_t lease_id,
                   uint64_t parent_lease_id, smb_status_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_unlink_in(c, path, is_dir, lease_id, parent_lease_id, cb, arg);
 	/* Set the disposition explicitly rather than FILE_DELETE_ON_CLOSE: only
 	 * SET_INFO reports STATUS_DIRECTORY_NOT_EMPTY for a non-empty directory
 	 * (a delete-on-close open of one succeeds and the delete quietly does not
@@ -1294,6 +1314,8 @@ int smb_unlink_in(struct smb_client *c, const char *path, bool is_dir, uint64_t 
 int smb_rename(struct smb_client *c, const char *from, const char *to, bool replace,
                smb_status_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_rename(c, from, to, replace, cb, arg);
 	struct smb_open_args oa = {
 	    .desired_access = DELETE_ACCESS | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
 	    .create_disposition = FILE_OPEN,
@@ -1305,6 +1327,8 @@ int smb_rename(struct smb_client *c, const char *from, const char *to, bool repl
 
 int smb_flush(struct smb_client *c, struct smb2_fileid fid, smb_status_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_flush(c, fid, cb, arg);
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
@@ -1342,6 +1366,8 @@ static void setattr_done(struct smb_req *req)
 int smb_setattr(struct smb_client *c, const char *path, const struct smb2_fileid *fid,
                 const struct smb_setattr_args *args, smb_attr_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_setattr(c, path, fid, args, cb, arg);
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
@@ -1471,6 +1497,8 @@ static void fstat_done(struct smb_req *req)
 
 int smb_fstat(struct smb_client *c, struct smb2_fileid fid, smb_attr_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_fstat(c, fid, cb, arg);
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
@@ -1724,6 +1752,8 @@ static int read_into(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offse
 int smb_read(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, size_t len,
              smb_read_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_read(c, fid, offset, len, cb, arg);
 	return read_into(smb_client_pick(c, SMB_SCHED_BULK, len), fid, offset, len, NULL, cb, arg);
 }
 
@@ -1874,6 +1904,8 @@ static int write_on(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset
 int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
               size_t len, smb_write_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_write(c, fid, offset, data, len, false, cb, arg);
 	return write_on(smb_client_pick(c, SMB_SCHED_BULK, len), fid, offset, data, len, false, cb,
 	                arg);
 }
@@ -1881,6 +1913,8 @@ int smb_write(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, con
 int smb_write_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
                    size_t len, smb_write_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_write(c, fid, offset, data, len, true, cb, arg);
 	struct smb_chan *ch = smb_client_pick(c, SMB_SCHED_BULK, len);
 	int rc = smb_offload_write_lent(ch, fid, offset, data, len, cb, arg);
 	if (rc != -EAGAIN)
@@ -1930,6 +1964,8 @@ static void write_times_done(struct smb_req *req)
 int smb_write_times(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, const void *data,
                     size_t len, const struct smb_setattr_args *times, smb_write_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_write_times(c, fid, offset, data, len, times, cb, arg);
 	if (!len || len > SMB_WRITE_TIMES_MAX ||
 	    (times->which & ~(unsigned)(SMB_SET_ATIME | SMB_SET_MTIME)) ||
 	    !(times->which & (SMB_SET_ATIME | SMB_SET_MTIME)))
@@ -1952,6 +1988,8 @@ int smb_write_times(struct smb_client *c, struct smb2_fileid fid, uint64_t offse
 int smb_read_lent(struct smb_client *c, struct smb2_fileid fid, uint64_t offset, void *buf,
                   size_t len, smb_read_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_read_lent(c, fid, offset, buf, len, cb, arg);
 	struct smb_chan *ch = smb_client_pick(c, SMB_SCHED_BULK, len);
 	int rc = smb_offload_read_lent(ch, fid, offset, buf, len, cb, arg);
 	return rc == -EAGAIN ? read_into(ch, fid, offset, len, buf, cb, arg) : rc;
@@ -2011,6 +2049,8 @@ static void buf_chain_done(struct smb_req *req)
 int smb_query_eas(struct smb_client *c, const char *path, const char *name, smb_buf_cb cb,
                   void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_query_eas(c, path, name, cb, arg);
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
@@ -2050,6 +2090,8 @@ int smb_query_eas(struct smb_client *c, const char *path, const char *name, smb_
 int smb_set_ea(struct smb_client *c, const char *path, const char *name, const void *value,
                size_t len, smb_status_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_set_ea(c, path, name, value, len, cb, arg);
 	struct smb_open_args oa = {
 	    .desired_access = FILE_WRITE_EA | FILE_READ_ATTRIBUTES,
 	    .create_disposition = FILE_OPEN,
@@ -2062,6 +2104,8 @@ int smb_set_ea(struct smb_client *c, const char *path, const char *name, const v
 
 int smb_link(struct smb_client *c, const char *from, const char *to, smb_status_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_link(c, from, to, cb, arg);
 	struct smb_open_args oa = {
 	    .desired_access = FILE_READ_ATTRIBUTES | SYNCHRONIZE,
 	    .create_disposition = FILE_OPEN,
@@ -2076,6 +2120,8 @@ int smb_link(struct smb_client *c, const char *from, const char *to, smb_status_
 int smb_put_small(struct smb_client *c, const char *path, const void *data, size_t len,
                   smb_status_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_put_small(c, path, data, len, cb, arg);
 	if (len == 0 || len > SMALL_IO)
 		return -EINVAL;
 	struct op *op;
@@ -2098,6 +2144,8 @@ int smb_put_small(struct smb_client *c, const char *path, const void *data, size
 
 int smb_get_small(struct smb_client *c, const char *path, size_t max, smb_buf_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_get_small(c, path, max, cb, arg);
 	if (max == 0 || max > SMALL_IO)
 		return -EINVAL;
 	struct op *op;
@@ -2127,6 +2175,8 @@ static int add_ioctl(struct smb_req *req, struct smb2_fileid fid, uint32_t code,
 
 int smb_get_reparse(struct smb_client *c, const char *path, smb_buf_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_get_reparse(c, path, cb, arg);
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
@@ -2193,6 +2243,8 @@ static void ioctl_done(struct smb_req *req)
 int smb_fsctl(struct smb_client *c, struct smb2_fileid fid, uint32_t code, const void *in,
               size_t inlen, uint32_t max_out, smb_buf_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_fsctl(c, fid, code, in, inlen, max_out, cb, arg);
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
@@ -2215,6 +2267,8 @@ static void lock_done(struct smb_req *req)
 int smb_lock(struct smb_client *c, struct smb2_fileid fid, const struct smb2_lock_elem *e,
              uint16_t n, smb_status_cb cb, void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_lock(c, fid, e, n, cb, arg);
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)
@@ -2383,6 +2437,8 @@ static void readdir_done(struct smb_req *req)
 int smb_readdir(struct smb_client *c, struct smb2_fileid fid, bool restart, smb_dir_cb cb,
                 void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_readdir(c, fid, restart, cb, arg);
 	struct op *op;
 	struct smb_req *req = op_req(c, (void *)cb, arg, &op);
 	if (!req)

@@ -14,6 +14,7 @@
  */
 #include "client/client.h"
 #include "client/client_int.h"
+#include "client/dfs_ns.h"
 #include "client/proto/smb2_fsctl.h"
 #include "common/log.h"
 
@@ -174,6 +175,8 @@ int smb_copy_range(struct smb_client *c, struct smb2_fileid src, uint64_t src_of
                    struct smb2_fileid dst, uint64_t dst_off, uint64_t len, smb_copy_cb cb,
                    void *arg)
 {
+	if (smb_dfs_routes(c))
+		return smb_dfs_copy_range(c, src, src_off, dst, dst_off, len, cb, arg);
 	if (!len)
 		return -EINVAL;
 	struct copy_op *o = talloc_zero(NULL, struct copy_op);

@@ -9,6 +9,7 @@
 #include "client/client.h"
 #include "client/client_int.h"
 #include "client/conn.h"
+#include "client/dfs_ns.h"
 #include "client/dial_race.h"
 #include "client/lease.h"
 #include "client/offload.h"
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <talloc.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -989,7 +991,11 @@ static int do_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem,
 	}
 	c->tree.tree_id = p->rsp_hdr.tree_id;
 	c->tree.share_type = trs.share_type;
+	c->tree.share_flags = trs.share_flags;
+	c->tree.share_caps = trs.capabilities;
 	smb_req_put(req);
+	if (c->tree.ipc && trs.share_type == SMB2_SHARE_TYPE_PIPE)
+		return 0;
 	if (trs.share_type != SMB2_SHARE_TYPE_DISK) {
 		set_err(errbuf, errlen, "share '%s' on %s is not a disk share", c->tree.share,
 		        c->host);
@@ -1363,6 +1369,12 @@ static int resolve_and_connect(struct smb_client *c, unsigned ctimeout, char *er
 int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_ops *mgr,
                     struct smb_client **out, char *errbuf, size_t errlen)
 {
+	return smb_client_open_on(o, mgr, NULL, out, errbuf, errlen);
+}
+
+int smb_client_open_on(const struct smb_client_opts *o, const struct smb_chanmgr_ops *mgr,
+                       struct ev_loop *loop, struct smb_client **out, char *errbuf, size_t errlen)
+{
 	int err = smb_crypto_init();
 	if (err) {
 		set_err(errbuf, errlen, "cannot initialise OpenSSL (legacy provider missing?)");
@@ -1383,6 +1395,7 @@ int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_op
 	void *mem = talloc_new(c);
 	c->host = talloc_strdup(c, o->host);
 	c->tree.share = talloc_strdup(c, o->share);
+	c->tree.ipc = strcasecmp(o->share, "IPC$") == 0;
 	c->user = talloc_strdup(c, o->user ? o->user : "");
 	c->domain = talloc_strdup(c, o->domain ? o->domain : "");
 	c->tree.unc = talloc_asprintf(c, "\\\\%s\\%s", o->host, o->share);
@@ -1417,7 +1430,12 @@ int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_op
 	uint8_t *blob = NULL;
 	size_t blob_len = 0;
 
-	err = ev_loop_new(&c->loop);
+	if (loop) {
+		c->loop = loop;
+		c->loop_borrowed = true;
+	} else {
+		err = ev_loop_new(&c->loop);
+	}
 	if (err) {
 		set_err(errbuf, errlen, "cannot start the event loop: %s", strerror(-err));
 		goto fail;
@@ -1438,7 +1456,7 @@ int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_op
 	err = smb_chan_tree_connect(c, c->chans[0], mem, errbuf, errlen);
 	if (err)
 		goto fail;
-	if (c->sess.posix)
+	if (c->sess.posix && !c->tree.ipc)
 		smb_posix_probe(c, c->chans[0], mem);
 	/* A durable handle is granted only under a batch oplock or a lease
 	 * with H ([MS-SMB2] 3.3.5.9.10): none without either. */
@@ -1459,11 +1477,16 @@ int smb_client_open(const struct smb_client_opts *o, const struct smb_chanmgr_op
 		set_err(errbuf, errlen, "cannot start the channel manager: %s", strerror(-err));
 		goto fail;
 	}
+	if (!c->tree.ipc && !o->nodfs && smb_dfs_tree_is_dfs(c) && (err = smb_dfs_init(c)) < 0) {
+		set_err(errbuf, errlen, "cannot set up DFS: %s", strerror(-err));
+		goto fail;
+	}
 	talloc_free(mem);
-	smb_info("mounted %s (SMB %s, signing %s, encryption %s)", c->tree.unc,
+	smb_info("mounted %s (SMB %s, signing %s, encryption %s%s)", c->tree.unc,
 	         smb2_dialect_str(c->sess.dialect),
 	         c->sess.signing.active ? smb2_signing_alg_str(c->sess.signing.alg) : "off",
-	         smb_client_sealed(c) ? smb2_cipher_str(c->sess.crypt.cipher) : "off");
+	         smb_client_sealed(c) ? smb2_cipher_str(c->sess.crypt.cipher) : "off",
+	         c->dfs ? ", a DFS namespace" : "");
 	*out = c;
 	return 0;
 fail:
@@ -1475,6 +1498,8 @@ void smb_client_destroy(struct smb_client *c)
 {
 	if (!c)
 		return;
+	/* The targets of DFS links first: they run on our loop. */
+	smb_dfs_destroy(c);
 	__atomic_store_n(&c->closing, true, __ATOMIC_RELEASE);
 	uint64_t one = 1;
 	if (c->cancel_fd >= 0 && write(c->cancel_fd, &one, sizeof(one)) < 0)
@@ -1503,7 +1528,9 @@ void smb_client_destroy(struct smb_client *c)
 		smb_wipe(&c->chans[i]->signing, sizeof(c->chans[i]->signing));
 	}
 	c->conn = NULL;
-	if (c->loop)
+	if (c->loop && c->loop_borrowed)
+		ev_call_wait(c->loop, NULL, NULL); /* calls queued for c have run */
+	else if (c->loop)
 		ev_loop_free(c->loop);
 	smb_wipe(&c->sess.signing, sizeof(c->sess.signing));
 	smb_wipe(c->sess.session_key, sizeof(c->sess.session_key));
@@ -1595,7 +1622,50 @@ int smb_client_reconnect_now(struct smb_client *c, const char *why)
 			dropped++;
 		}
 	}
+	if (c->dfs)
+		dropped += smb_dfs_reconnect_now(c, why);
 	return dropped;
+}
+
+int smb_client_set_targets(struct smb_client *c, const char *const *hosts,
+                           const char *const *shares, int n, int cur)
+{
+	struct smb_alt_target *a = talloc_zero_array(c, struct smb_alt_target, n);
+	if (!a)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		a[i].host = talloc_strdup(a, hosts[i]);
+		a[i].share = talloc_strdup(a, shares[i]);
+		a[i].unc = talloc_asprintf(a, "\\\\%s\\%s", hosts[i], shares[i]);
+		/* ip= is the address of the target it came with only */
+		a[i].addr = i == cur && c->addr ? talloc_strdup(a, c->addr) : NULL;
+		if (!a[i].host || !a[i].share || !a[i].unc) {
+			talloc_free(a);
+			return -ENOMEM;
+		}
+	}
+	c->alts = a;
+	c->nalts = n;
+	__atomic_store_n(&c->alt_cur, cur, __ATOMIC_RELEASE);
+	return 0;
+}
+
+bool smb_client_retarget(struct smb_client *c)
+{
+	if (c->nalts < 2 || __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+		return false;
+	int from = __atomic_load_n(&c->alt_cur, __ATOMIC_ACQUIRE), to = (from + 1) % c->nalts;
+	struct smb_alt_target *t = &c->alts[to];
+	smb_warn("%s: no answer from this DFS target; moving to %s (target %d of %d)", c->tree.unc,
+	         t->unc, to + 1, c->nalts);
+	__atomic_store_n(&c->addr, t->addr, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->host, t->host, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->quic.server_name, t->host, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->tree.share, t->share, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->tree.unc, t->unc, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->alt_cur, to, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&c->retargets, 1, __ATOMIC_RELAXED);
+	return true;
 }
 
 void smb_client_get_info(struct smb_client *c, struct smb_client_info *out)

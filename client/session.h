@@ -63,6 +63,10 @@ struct smb_tree {
 	char *share, *unc;
 	uint32_t tree_id;
 	uint32_t share_type;
+	uint32_t share_flags, share_caps; /* ShareFlags, Capabilities (SMB2_SHAREFLAG_*,
+	                                     SMB2_SHARE_CAP_*): DFS, encryption */
+	bool ipc; /* the share is IPC$ (a pipe share: client/dfs_ns.c asks its
+	             referrals there), set once by smb_client_open() */
 };
 
 /* Channel set-up (session.c), used for channel 0 by smb_client_connect()
@@ -85,5 +89,17 @@ int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, 
  * only); if not, c->sess.posix goes false for good and posix_share_off
  * true.  On ch, not on the loop thread, before the mount is used. */
 void smb_posix_probe(struct smb_client *c, struct smb_chan *ch, void *mem);
+
+/* A DFS link's targets for c (client_int.h, alts): hosts[i] and shares[i]
+ * for n targets, cur the one c is connected to.  Once, before c's first
+ * request.  0 or -ENOMEM. */
+int smb_client_set_targets(struct smb_client *c, const char *const *hosts,
+                           const char *const *shares, int n, int cur);
+/* After a failed reconnect attempt (the channel manager's thread, no
+ * channel alive): point c at its next target, if it has more than one.
+ * host, tree.share, tree.unc, addr and the QUIC server name change (each
+ * string stays allocated until c is freed, so a reader on another thread
+ * sees the old target's or the new one's).  true when it moved. */
+bool smb_client_retarget(struct smb_client *c);
 
 #endif

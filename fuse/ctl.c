@@ -208,7 +208,17 @@ static const char *share_type_str(uint32_t t)
 	}
 }
 
-enum ctl_cmd { CTL_STATS, CTL_CHANNELS, CTL_DEBUG, CTL_RECONNECT };
+enum ctl_cmd { CTL_STATS, CTL_CHANNELS, CTL_DEBUG, CTL_RECONNECT, CTL_DFS };
+
+/* The DFS namespace for `smbrdmactl dfs` (loop thread only: static). */
+#define CTL_DFS_LINKS 64
+static struct smb_dfs_link_info ctl_dfs_links[CTL_DFS_LINKS];
+
+/* Fills info and ctl_dfs_links; false when the mount is no namespace. */
+static bool ctl_dfs(const struct smb_ctl *ctl, struct smb_dfs_info *info)
+{
+	return smb_client_dfs_links(ctl->client, info, ctl_dfs_links, CTL_DFS_LINKS) == 0;
+}
 
 static unsigned ctl_tcp_port(const struct smb_ctl *ctl)
 {
@@ -260,6 +270,35 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 		json_ku64(o, &first, "max_read", info->max_read);
 		json_ku64(o, &first, "max_write", info->max_write);
 		json_kstr(o, &first, "share_type", share_type_str(info->share_type));
+	}
+	if (cmd == CTL_DFS) {
+		struct smb_dfs_info di;
+		bool on = ctl_dfs(ctl, &di);
+		json_kbool(o, &first, "dfs", on);
+		json_ku64(o, &first, "dfs_referrals", on ? di.referrals : 0);
+		json_ku64(o, &first, "dfs_referral_failures", on ? di.referral_failures : 0);
+		json_key(o, &first, "dfs_links");
+		out_add(o, "[", 1);
+		for (int i = 0; on && i < di.nlinks && i < CTL_DFS_LINKS; i++) {
+			const struct smb_dfs_link_info *l = &ctl_dfs_links[i];
+			bool f = true;
+			out_add(o, i ? ",{" : "{", i ? 2 : 1);
+			json_kstr(o, &f, "path", l->path);
+			json_kstr(o, &f, "current", l->current);
+			json_key(o, &f, "targets");
+			out_add(o, "[", 1);
+			for (int t = 0; t < l->ntargets; t++) {
+				if (t)
+					out_add(o, ",", 1);
+				json_str(o, l->targets[t]);
+			}
+			out_add(o, "]", 1);
+			json_ku64(o, &f, "ttl", l->ttl);
+			json_kbool(o, &f, "expired", l->expired);
+			json_ku64(o, &f, "moves", l->moves);
+			out_add(o, "}", 1);
+		}
+		out_add(o, "]", 1);
 	}
 	json_key(o, &first, "channels");
 	out_add(o, "[", 1);
@@ -373,6 +412,31 @@ static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 		           ", acknowledged %" PRIu64 "\n",
 		           st->leases_granted, st->lease_breaks, st->lease_break_acks);
 	}
+	if (cmd == CTL_DFS) {
+		struct smb_dfs_info di;
+		if (!ctl_dfs(ctl, &di)) {
+			out_printf(o, "dfs       the share is in no DFS namespace (or nodfs)\n");
+		} else {
+			out_printf(o,
+			           "dfs       %d link%s followed; %" PRIu64
+			           " referral%s asked, %" PRIu64 " failed\n",
+			           di.nlinks, di.nlinks == 1 ? "" : "s", di.referrals,
+			           di.referrals == 1 ? "" : "s", di.referral_failures);
+			for (int i = 0; i < di.nlinks && i < CTL_DFS_LINKS; i++) {
+				const struct smb_dfs_link_info *l = &ctl_dfs_links[i];
+				out_printf(o,
+				           "link      /%s -> %s (ttl %" PRIu32 " s%s, %" PRIu64
+				           " move%s)\n",
+				           l->path, l->current, l->ttl,
+				           l->expired ? ", expired" : "", l->moves,
+				           l->moves == 1 ? "" : "s");
+				for (int k = 0; k < l->ntargets; k++)
+					out_printf(
+					    o, "          target %d: %s%s\n", k + 1, l->targets[k],
+					    strcmp(l->targets[k], l->current) == 0 ? " *" : "");
+			}
+		}
+	}
 	if (cmd == CTL_DEBUG)
 		out_printf(o,
 		           "encryption %s, max read %" PRIu32 " bytes, max write %" PRIu32
@@ -463,9 +527,11 @@ static char *answer(struct smb_ctl *ctl, const char *line, size_t *len)
 		c = CTL_DEBUG;
 	else if (n >= 1 && strcmp(cmd, "reconnect") == 0)
 		c = CTL_RECONNECT;
+	else if (n >= 1 && strcmp(cmd, "dfs") == 0)
+		c = CTL_DFS;
 	else {
-		out_printf(&o,
-		           "error: unknown request (known: stats, channels, debug, reconnect)\n");
+		out_printf(&o, "error: unknown request (known: stats, channels, debug, reconnect, "
+		               "dfs)\n");
 		goto done;
 	}
 	if (n > 2 || (n == 2 && strcmp(fmt, "json") != 0 && strcmp(fmt, "text") != 0)) {

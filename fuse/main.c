@@ -79,7 +79,7 @@ static void usage(FILE *out)
 	        "              file_mode=, dir_mode=, noperm, ro, rw, actimeo=, cache=,\n"
 	        "              rsize=, wsize=, soft, hard, timeout=, echo_interval=, rdma,\n"
 	        "              rdma_threshold=, rdma_channels=, multichannel, max_channels=,\n"
-	        "              interfaces=, nolease, nohandlecache, max_cached_dirs=,\n"
+	        "              interfaces=, nolease, nodfs, nohandlecache, max_cached_dirs=,\n"
 	        "              daemon_user=, nosubtype, debug\n"
 	        "  -f          stay in the foreground, log to stderr\n"
 	        "  -d          foreground with FUSE and engine debug output\n"
@@ -755,6 +755,7 @@ static void client_opts_from(const struct mount_args *a, struct smb_client_opts 
 	copts->max_channels = a->opts.max_channels;
 	copts->rdma_channels = a->opts.rdma_channels;
 	copts->no_lease = a->opts.nolease;
+	copts->nodfs = a->opts.nodfs;
 	copts->mc_interfaces = a->opts.interfaces;
 	copts->posix = !a->opts.noposix;
 }

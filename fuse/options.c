@@ -269,6 +269,7 @@ static const struct flag_opt {
     FLAG("brl", nobrl, false),
     FLAG("nobrl", nobrl, true),
     FLAG("nolease", nolease, true),
+    FLAG("nodfs", nodfs, true),
     FLAG("handlecache", nohandlecache, false),
     FLAG("nohandlecache", nohandlecache, true),
 #undef FLAG

@@ -36,6 +36,7 @@
 #include "client/client.h"
 #include "client/client_int.h"
 #include "client/conn.h"
+#include "client/session.h"
 #include "common/evloop.h"
 #include "common/log.h"
 #include "multichannel/mgr_int.h"
@@ -95,16 +96,20 @@ static bool down(struct smb_chanmgr *m, unsigned *tries)
 {
 	struct smb_client *c = m->c;
 	smb_park_expire(&m->park, false);
-	char why[512] = "";
-	if (smb_reconn_attempt(m->reconn, m->mc != NULL, why, sizeof(why)) == 0) {
-		*tries = 0;
-		smb_park_release(&m->park);
-		return true;
+	/* A DFS link with more targets tries each of the others once now. */
+	for (int moves = 0;; moves++) {
+		char why[512] = "";
+		if (smb_reconn_attempt(m->reconn, m->mc != NULL, why, sizeof(why)) == 0) {
+			*tries = 0;
+			smb_park_release(&m->park);
+			return true;
+		}
+		if ((*tries)++ == 0 || *tries % 10 == 0)
+			smb_warn("%s: reconnect attempt %u failed: %s; trying again", c->host,
+			         *tries, why[0] ? why : "unknown error");
+		if (moves + 1 >= c->nalts || !smb_client_retarget(c))
+			return false;
 	}
-	if ((*tries)++ == 0 || *tries % 10 == 0)
-		smb_warn("%s: reconnect attempt %u failed: %s; trying again", c->host, *tries,
-		         why[0] ? why : "unknown error");
-	return false;
 }
 
 /* Sleep until woken, a link changes, or timeout_ms (-1: no timeout).

@@ -1,7 +1,7 @@
 /* tools/smbrdmactl.c — ask a mount's daemon for its statistics, channels and
  * session state, through the control socket of fuse/ctl.h.
  *
- *   smbrdmactl stats|channels|debug|reconnect MOUNTPOINT [--json]
+ *   smbrdmactl stats|channels|debug|reconnect|dfs MOUNTPOINT [--json]
  *
  * The socket is found from the mount alone: stat(MOUNTPOINT).st_dev names
  * /run/smbrdma/MAJOR:MINOR.sock.  The daemon formats both the JSON and the
@@ -33,11 +33,12 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: " PROG " stats|channels|debug|reconnect MOUNTPOINT [--json]\n"
+	fprintf(out, "usage: " PROG " stats|channels|debug|reconnect|dfs MOUNTPOINT [--json]\n"
 	             "  stats     per-channel counters and payload bytes copied\n"
 	             "  channels  the channel table: transport, addresses, state, credits\n"
 	             "  debug     dialect, signing, limits and per-channel state\n"
 	             "  reconnect drop every channel; the session is built again\n"
+	             "  dfs       the DFS links followed and their targets\n"
 	             "  --json    print JSON instead of a table\n"
 	             "See smbrdmactl(8).\n");
 }
@@ -191,7 +192,7 @@ int main(int argc, char **argv)
 	cmd = argv[optind];
 	mountpoint = argv[optind + 1];
 	if (strcmp(cmd, "stats") != 0 && strcmp(cmd, "channels") != 0 &&
-	    strcmp(cmd, "debug") != 0 && strcmp(cmd, "reconnect") != 0) {
+	    strcmp(cmd, "debug") != 0 && strcmp(cmd, "reconnect") != 0 && strcmp(cmd, "dfs") != 0) {
 		fprintf(stderr, PROG ": unknown command '%s'\n", cmd);
 		usage(stderr);
 		return 2;

@@ -101,7 +101,10 @@ enum smb2_command {
 #define SMB2_SHARE_TYPE_DISK                   0x01
 #define SMB2_SHARE_TYPE_PIPE                   0x02
 #define SMB2_SHARE_TYPE_PRINT                  0x03
+#define SMB2_SHAREFLAG_DFS                     0x00000001u
+#define SMB2_SHAREFLAG_DFS_ROOT                0x00000002u
 #define SMB2_SHAREFLAG_ENCRYPT_DATA            0x00008000u
+#define SMB2_SHARE_CAP_DFS                     0x00000008u
 #define SMB2_SHARE_CAP_CONTINUOUS_AVAILABILITY 0x00000010u
 
 /* CREATE */
@@ -340,6 +343,7 @@ enum smb2_command {
 #define STATUS_INVALID_NETWORK_RESPONSE   0xC00000C3u
 #define STATUS_TOO_MANY_OPENED_FILES      0xC000011Fu
 #define STATUS_HOST_UNREACHABLE           0xC000023Du
+#define STATUS_PATH_NOT_COVERED           0xC0000257u
 #define STATUS_SMB_BAD_CLUSTER_DIALECT    0xC05D0001u
 #define STATUS_FS_DRIVER_REQUIRED         0xC000019Cu
 #define STATUS_NO_SUCH_USER               0xC0000064u

@@ -52,6 +52,8 @@ static const struct status_errno status_table[] = {
     {STATUS_OBJECT_PATH_INVALID, ENOTDIR},
     {STATUS_OBJECT_PATH_NOT_FOUND, ENOENT},
     {STATUS_OBJECT_PATH_SYNTAX_BAD, EINVAL},
+    /* A DFS link the client could not follow (cifs.ko: EREMOTE). */
+    {STATUS_PATH_NOT_COVERED, EREMOTE},
     {STATUS_DATA_ERROR, EIO},
     {STATUS_SHARING_VIOLATION, EBUSY},
     {STATUS_EA_TOO_LARGE, E2BIG},

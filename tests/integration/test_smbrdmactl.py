@@ -11,7 +11,7 @@ from lib.fileops import MIB, make_random_file
 from lib.mount import REPO, build_dir
 
 MAN = os.path.join(REPO, "man", "smbrdmactl.8")
-COMMANDS = ("stats", "channels", "debug", "reconnect")
+COMMANDS = ("stats", "channels", "debug", "reconnect", "dfs")
 TYPES = {"string": str, "number": int, "boolean": bool, "array": list, "object": dict}
 
 

@@ -6,6 +6,7 @@
  * server will not do on demand (copychunk limits below Samba's, cut and
  * malformed answers); tests/integration covers the rest against Samba. */
 #include "client/client_int.h"
+#include "client/dfs_ns.h"
 #include "client/proto/smb2_fsctl.h"
 #include "tests/unit/check.h"
 
@@ -41,6 +42,22 @@ static void expect(enum kind k)
 {
 	CHECK_EQ(P.kind, k);
 	P.kind = K_NONE;
+}
+
+/* smb_copy_range()'s DFS hook (client/dfs_ns.h): no namespace here. */
+bool smb_dfs_routes(const struct smb_client *c)
+{
+	(void)c;
+	return false;
+}
+
+int smb_dfs_copy_range(struct smb_client *c, struct smb2_fileid src, uint64_t src_off,
+                       struct smb2_fileid dst, uint64_t dst_off, uint64_t len, smb_copy_cb cb,
+                       void *arg)
+{
+	(void)c, (void)src, (void)src_off, (void)dst, (void)dst_off, (void)len, (void)cb, (void)arg;
+	CHECK(!"smb_dfs_copy_range called without a namespace");
+	return -ENOSYS;
 }
 
 int smb_fstat(struct smb_client *c, struct smb2_fileid fid, smb_attr_cb cb, void *arg)

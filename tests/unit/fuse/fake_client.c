@@ -517,6 +517,13 @@ int smb_client_reconnect_now(struct smb_client *c, const char *why)
 	return 0; /* the fake has no channels to drop */
 }
 
+int smb_client_dfs_links(struct smb_client *c, struct smb_dfs_info *info,
+                         struct smb_dfs_link_info *out, int max)
+{
+	(void)c, (void)info, (void)out, (void)max;
+	return -ENOENT; /* a local directory is in no DFS namespace */
+}
+
 static int submit_or_enomem(struct smb_client *c, struct job *j)
 {
 	return j ? submit(c, j) : -ENOMEM;
