@@ -15,6 +15,7 @@ target dies the client moves to the second with no error to a writer. They
 fail with a client that does not follow referrals."""
 
 import errno
+import json
 import os
 import re
 import signal
@@ -27,6 +28,7 @@ import time
 import pytest
 
 import lib.dfslab
+import lib.mount
 from lib.dfslab import ADDRS, PREFIX, ROOT_FILES, SHARE_ID, DfsLab, netns_list
 from lib.fileops import make_random_file, read_bytes, sha256, write_bytes
 
@@ -475,3 +477,53 @@ def test_dfs_client_failover_to_the_second_target(dfs, tmp_path):
     assert sorted(os.listdir(l1)) == sorted(os.listdir(c_data))
     for k in after[-3:]:
         assert read_bytes(os.path.join(l1, "w%05d" % k)) == _content(k), k
+
+
+FIO_RUNTIME = int(os.environ.get("SMBRDMA_DFS_FIO_RUNTIME", "20"))
+
+
+def test_dfs_client_failover_of_replicas_under_verified_fio(dfslab_factory, fuse_required,
+                                                             need_fio):
+    """A link whose two targets hold the same files (B and C serve one
+    directory, as replicas or a cluster file system do) carries a verified
+    fio write; B, the target in use, is killed mid-run. The client moves to
+    C, reopens the file there by its path and sends again what was in
+    flight: fio sees no error and its verify (every block read back) passes,
+    and the link now shows C with one move."""
+    lab = dfslab_factory(links={"rep": [(1, "rep"), (2, "rep")]}, replicated={"rep"})
+    m = lab.mount()
+    f = os.path.join(m.path, "rep", "v.bin")
+    fio = subprocess.Popen(
+        ["fio", "--name=dfs", f"--filename={f}", "--rw=write", "--size=64M", "--bs=256k",
+         "--direct=1", "--ioengine=libaio", "--iodepth=8", "--verify=crc32c",
+         "--verify_fatal=1", "--verify_state_save=0", "--time_based",
+         f"--runtime={FIO_RUNTIME}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(min(5, FIO_RUNTIME / 4))
+        assert fio.poll() is None, fio.communicate()[0][-3000:]
+        t_kill = time.monotonic()
+        lab.stop_server(1)
+        out, _ = fio.communicate(timeout=FIO_RUNTIME + 180)
+    finally:
+        if fio.poll() is None:
+            fio.kill()
+            fio.wait(timeout=30)
+    assert fio.returncode == 0, out[-3000:]
+    # fio verifies as it goes round the file (the write phase takes the
+    # whole runtime): the reads are its verify
+    assert " err= 0" in out and "READ: bw=" in out, out[-3000:]
+    log = m.log_text()
+    moved = [ln for ln in log.splitlines() if "moving to" in ln]
+    assert moved and "\\\\10.88.0.3\\rep" in moved[0], log[-3000:]
+    counts = [tuple(int(x) for x in mm) for mm in
+              re.findall(r"(\d+) handles reopened durably, (\d+) by path, (\d+) lost", log)]
+    assert counts and all(lost == 0 for _, _, lost in counts), (counts, log[-3000:])
+    r = subprocess.run([os.path.join(lib.mount.build_dir(), "tools", "smbrdmactl"), "dfs",
+                        m.path, "--json"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    links = {x["path"]: x for x in json.loads(r.stdout)["dfs_links"]}
+    assert links["rep"]["current"] == "\\\\10.88.0.3\\rep", links
+    assert links["rep"]["moves"] == 1, links
+    assert os.path.getsize(os.path.join(lab.share_dir(2, "rep"), "v.bin")) == 64 << 20
+    print(f"B killed {time.monotonic() - t_kill:.1f} s before fio ended; the move: {moved[0]}")

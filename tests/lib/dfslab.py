@@ -91,6 +91,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import sys
 import time
 
@@ -240,17 +241,23 @@ class NsMount(SmbrdmaMount):
 class DfsLab:
     """links: {name: [(server index, share), ...]} (DEFAULT_LINKS). A share
     named as a target on B or C that is not its main "data" becomes an extra
-    share there, on a tmpfs of its own. extra_global goes to every server's
-    [global]; log_level to every SambaServer."""
+    share there, on a tmpfs of its own. replicated: names of such extra shares
+    that B and C serve from ONE directory (a tmpfs the lab mounts once and
+    binds into both), as the replicas of a DFS link's targets or a cluster
+    file system would: a file written through one server is there through
+    the other. extra_global goes to every server's [global]; log_level to
+    every SambaServer."""
 
     def __init__(self, links=None, extra_global=(), log_level=None, user=DEFAULT_USER,
-                 password=DEFAULT_PASSWORD, tmpfs_size="512m"):
+                 password=DEFAULT_PASSWORD, tmpfs_size="512m", replicated=()):
         self.links = {k: [(_server_index(s), sh) for s, sh in v]
                       for k, v in (links or DEFAULT_LINKS).items()}
         for name, targets in self.links.items():
             if not targets or any(s == 0 for s, _ in targets):
                 raise ValueError(f"link {name}: targets must be on B or C: {targets}")
         self.extra_global = list(extra_global)
+        self.replicated = set(replicated)
+        self._replica_dirs = {}    # share -> the one tmpfs B and C serve it from
         self.log_level = log_level
         self.user = user
         self.password = password
@@ -353,12 +360,22 @@ class DfsLab:
         # smbd looks at a share's path only when a client connects to it
         for sh in srv.extra_shares:
             p = srv.extra_share_path(sh)
-            _run(["mount", "-t", "tmpfs", "-o", f"size={self.tmpfs_size},mode=0755",
-                  DATA_TMPFS, p])
+            if sh in self.replicated:
+                if sh not in self._replica_dirs:
+                    d = tempfile.mkdtemp(prefix=f"smbrdma-dfs-{self.id}-{sh}-")
+                    _run(["mount", "-t", "tmpfs", "-o",
+                          f"size={self.tmpfs_size},mode=0755", DATA_TMPFS, d])
+                    self._extra_tmpfs.insert(0, d)  # unmounted after its binds
+                    self._replica_dirs[sh] = d
+                    srv.chown_to_user(d)
+                _run(["mount", "--bind", self._replica_dirs[sh], p])
+            else:
+                _run(["mount", "-t", "tmpfs", "-o", f"size={self.tmpfs_size},mode=0755",
+                      DATA_TMPFS, p])
             self._extra_tmpfs.append(p)
             srv.chown_to_user(p)
         if i > 0:
-            for sh in [srv.share] + list(srv.extra_shares):
+            for sh in [srv.share] + [x for x in srv.extra_shares if x not in self.replicated]:
                 p = os.path.join(self.share_dir(i, sh), SHARE_ID)
                 with open(p, "w") as f:
                     f.write(self.share_id(i, sh))
@@ -407,6 +424,12 @@ class DfsLab:
         for p in reversed(self._extra_tmpfs):
             _umount(p)
         self._extra_tmpfs = []
+        for d in self._replica_dirs.values():
+            try:
+                os.rmdir(d)
+            except OSError as e:
+                errors.append(f"replica dir {d}: {e}")
+        self._replica_dirs = {}
         for srv in self.servers:
             if srv is not None:
                 try:
