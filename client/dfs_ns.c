@@ -587,27 +587,18 @@ static int ask_referral(struct smb_dfs *ns, const char *reqpath, uint8_t **out, 
 	return 0;
 }
 
-/* "\server\share[\path]" into t (talloc children of ctx); false if it is
- * not in that form. */
+/* A target's NetworkAddress into t (talloc children of ctx): see
+ * dfs_target_split().  false if it is not in that form. */
 static bool parse_target(void *ctx, const char *addr, struct dfs_target *t)
 {
-	if (addr[0] != '\\' || addr[1] == '\\' || !addr[1])
+	size_t cap = strlen(addr) + 3;
+	char *buf = talloc_size(ctx, cap);
+	const char *server, *share, *path;
+	if (!buf || dfs_target_split(addr, buf, cap, &server, &share, &path) < 0)
 		return false;
-	const char *s = addr + 1, *e = strchr(s, '\\');
-	if (!e || e == s || !e[1] || e[1] == '\\')
-		return false;
-	const char *sh = e + 1, *e2 = strchr(sh, '\\');
-	t->server = talloc_strndup(ctx, s, (size_t)(e - s));
-	t->share = e2 ? talloc_strndup(ctx, sh, (size_t)(e2 - sh)) : talloc_strdup(ctx, sh);
-	t->path = talloc_strdup(ctx, e2 ? e2 + 1 : "");
-	if (!t->server || !t->share || !t->path)
-		return false;
-	for (char *p = t->path; *p; p++)
-		if (*p == '\\')
-			*p = '/';
-	size_t pl = strlen(t->path);
-	while (pl && t->path[pl - 1] == '/')
-		t->path[--pl] = '\0';
+	t->server = (char *)server;
+	t->share = (char *)share;
+	t->path = (char *)path;
 	return true;
 }
 

@@ -278,3 +278,40 @@ int dfs_referral_rsp_decode(const uint8_t *b, size_t len, const char *path,
 		return -E2BIG;
 	return 0;
 }
+
+int dfs_target_split(const char *addr, char *buf, size_t cap, const char **server,
+                     const char **share, const char **path)
+{
+	if (!addr || addr[0] != '\\' || addr[1] == '\\' || !addr[1])
+		return -EINVAL;
+	size_t n = strlen(addr);
+	if (cap < n + 3)
+		return -ENOSPC;
+	/* server\0share\0path\0, the path's separators as '/' */
+	const char *s = addr + 1, *e = strchr(s, '\\');
+	if (!e || e == s || !e[1] || e[1] == '\\')
+		return -EINVAL;
+	const char *sh = e + 1, *e2 = strchr(sh, '\\');
+	size_t sl = (size_t)(e - s), shl = e2 ? (size_t)(e2 - sh) : strlen(sh);
+	const char *rest = e2 ? e2 + 1 : "";
+	size_t rl = strlen(rest);
+	while (rl && rest[rl - 1] == '\\')
+		rl--; /* "\\srv\\share\\" names the share's root */
+	for (size_t i = 0; i < rl; i++)
+		if (rest[i] == '\\' && (i == 0 || rest[i - 1] == '\\'))
+			return -EINVAL;
+	char *o = buf;
+	memcpy(o, s, sl);
+	o[sl] = '\0';
+	*server = o;
+	o += sl + 1;
+	memcpy(o, sh, shl);
+	o[shl] = '\0';
+	*share = o;
+	o += shl + 1;
+	for (size_t i = 0; i < rl; i++)
+		o[i] = rest[i] == '\\' ? '/' : rest[i];
+	o[rl] = '\0';
+	*path = o;
+	return 0;
+}

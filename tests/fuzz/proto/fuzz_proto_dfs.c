@@ -7,7 +7,8 @@
  * -E2BIG); every string comes back NUL-terminated, valid UTF-8, inside the
  * caller's string buffer, and the strings add up to str_len; each entry has
  * the strings of its form and no others; PathConsumed maps onto a prefix of
- * the path.  Output arrays are exact-size heap blocks, so ASan flags a write
+ * the path; every target address goes through dfs_target_split().  Output
+ * arrays are exact-size heap blocks, so ASan flags a write
  * past the caller's room. */
 #include <errno.h>
 
@@ -75,6 +76,35 @@ static void check_ok(const struct dfs_referral_rsp *r, const struct dfs_referral
 		abort();
 }
 
+/* dfs_target_split() on a decoded address: 0 or -EINVAL, and on 0 three
+ * pieces inside the buffer, none with a backslash, server and share not
+ * empty, the path without '/' at either end. */
+static void check_split(const char *addr)
+{
+	size_t cap = strlen(addr) + 3;
+	char *buf = malloc(cap);
+	const char *sv, *sh, *p;
+	if (!buf)
+		return;
+	int r = dfs_target_split(addr, buf, cap, &sv, &sh, &p);
+	if (r != 0 && r != -EINVAL)
+		abort();
+	if (r == 0) {
+		const char *pieces[] = {sv, sh, p};
+		for (int i = 0; i < 3; i++) {
+			if (pieces[i] < buf || pieces[i] >= buf + cap ||
+			    strnlen(pieces[i], (size_t)(buf + cap - pieces[i])) ==
+			        (size_t)(buf + cap - pieces[i]) ||
+			    strchr(pieces[i], '\\'))
+				abort();
+		}
+		size_t pl = strlen(p);
+		if (!*sv || !*sh || (pl && (p[0] == '/' || p[pl - 1] == '/')))
+			abort();
+	}
+	free(buf);
+}
+
 static void one_path(const uint8_t *m, size_t size, const char *path)
 {
 	struct dfs_referral *big = malloc(BIG_MAX * sizeof(*big));
@@ -117,8 +147,15 @@ static void one_path(const uint8_t *m, size_t size, const char *path)
 		if (b == -ENOENT && rb.count != 0)
 			abort();
 	}
-	if (b == 0)
+	if (b == 0) {
 		check_ok(&rb, big, bs, BIG_STRS);
+		/* each target's address goes through the splitter the client
+		 * uses (dfs_target_split), in a buffer of exactly the room it
+		 * documents */
+		for (size_t i = 0; i < rb.count; i++)
+			if (big[i].network_address)
+				check_split(big[i].network_address);
+	}
 	if (s == 0)
 		check_ok(&rs, small, ss, SMALL_STRS);
 out:

@@ -591,8 +591,42 @@ static void test_mutations(void)
 	check_all_bytes(b, n, "\\srv");
 }
 
+/* dfs_target_split(): the pieces of a NetworkAddress, and what is no
+ * address at all. */
+static void split_ok(const char *addr, const char *server, const char *share, const char *path)
+{
+	char buf[128];
+	const char *sv = NULL, *sh = NULL, *p = NULL;
+	CHECK_EQ(dfs_target_split(addr, buf, strlen(addr) + 3, &sv, &sh, &p), 0);
+	CHECK(sv && strcmp(sv, server) == 0);
+	CHECK(sh && strcmp(sh, share) == 0);
+	CHECK(p && strcmp(p, path) == 0);
+	/* the room it documents is the room it asks for */
+	CHECK_EQ(dfs_target_split(addr, buf, strlen(addr) + 2, &sv, &sh, &p), -ENOSPC);
+}
+
+static void test_target_split(void)
+{
+	split_ok("\\srv\\share", "srv", "share", "");
+	split_ok("\\srv\\share\\", "srv", "share", "");
+	split_ok("\\10.0.0.1\\data\\a\\b", "10.0.0.1", "data", "a/b");
+	split_ok("\\srv\\share\\dir\\", "srv", "share", "dir");
+	split_ok("\\h\xc3\xa9\\s\xe2\x82\xac\\\xf0\x9f\x98\x80", "h\xc3\xa9", "s\xe2\x82\xac",
+	         "\xf0\x9f\x98\x80");
+	const char *bad[] = {
+	    "",           "srv\\share", "\\\\srv\\share", "\\srv",           "\\srv\\",   "\\\\",
+	    "\\srv\\\\x", "\\\\share",  "\\s\\sh\\\\x",   "\\s\\sh\\a\\\\b", "/srv/share"};
+	char buf[64];
+	const char *sv, *sh, *p;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_EQ(dfs_target_split(bad[i], buf, sizeof(buf), &sv, &sh, &p), -EINVAL);
+	CHECK_EQ(dfs_target_split(NULL, buf, sizeof(buf), &sv, &sh, &p), -EINVAL);
+	CHECK_EQ(dfs_target_split("\\srv\\share\\x", buf, 4, &sv, &sh, &p), -ENOSPC);
+}
+
 int main(void)
 {
+	RUN(test_target_split);
 	RUN(test_request);
 	RUN(test_v4_root);
 	RUN(test_v3_link);
