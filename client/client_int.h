@@ -111,10 +111,11 @@ struct smb_client {
 		uint64_t compound_us, single_us, lookups;
 	} meta_lat;
 	/* Where else the share is: a DFS link's targets in referral order
-	 * (client/dfs_ns.c sets them once, smb_client_set_targets(), before the
-	 * client's first request), alts[alt_cur] the one in use.  When a
-	 * reconnect attempt fails, the channel manager moves to the next
-	 * (smb_client_retarget(), session.h).  NULL/0: only the one. */
+	 * (client/dfs_ns.c sets them, smb_client_set_targets(), after the
+	 * client is open and again when the referral is refreshed; under
+	 * chans_lock), alts[alt_cur] the one in use.  When a reconnect attempt
+	 * fails, the channel manager moves to the next (smb_client_retarget(),
+	 * session.h).  NULL/0: only the one. */
 	struct smb_alt_target {
 		char *host, *share, *unc, *addr;
 	} * alts;

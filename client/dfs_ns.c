@@ -49,6 +49,7 @@ struct dfs_link {
 	int ntargets, cur;
 	uint32_t ttl;
 	uint64_t expires_ms;
+	bool refreshing; /* its referral is being asked again (refresh()) */
 	struct smb_client *client;
 };
 
@@ -256,6 +257,7 @@ enum dfs_op {
 	OP_PUT_SMALL,
 	OP_GET_SMALL,
 	OP_GET_REPARSE,
+	OP_REFRESH, /* the worker asks link's referral again (no caller) */
 };
 
 /* One path call, kept until its callback ran: it may go out again after a
@@ -361,19 +363,37 @@ static int call_send(struct dfs_call *k)
 {
 	struct smb_dfs *ns = k->ns;
 	const char *rest, *rest2 = NULL;
+	void *tmp = talloc_new(k);
+	if (!tmp)
+		return -ENOMEM;
 	pthread_mutex_lock(&ns->lock);
 	struct dfs_link *l = route_locked(ns, k->path, &rest);
 	struct dfs_link *l2 = k->path2 ? route_locked(ns, k->path2, &rest2) : l;
 	k->generation = ns->generation;
-	pthread_mutex_unlock(&ns->lock);
-	if (l != l2)
-		return -EXDEV; /* two servers: the caller copies */
-	k->link = l;
-	struct smb_client *cl = l ? l->client : ns->root;
-	void *tmp = talloc_new(k);
+	/* the paths on the link's share (its targets may be refreshed) */
 	const char *p = l ? link_path(tmp, l, rest) : k->path;
 	const char *p2 = k->path2 ? (l ? link_path(tmp, l, rest2) : k->path2) : NULL;
-	if (!tmp || !p || (k->path2 && !p2)) {
+	if (l && l == l2 && !l->refreshing && ev_now_ms() >= l->expires_ms) {
+		struct dfs_call *r = talloc_zero(ns, struct dfs_call);
+		if (r) {
+			r->ns = ns;
+			r->op = OP_REFRESH;
+			r->link = l;
+			r->path = l->prefix;
+			l->refreshing = true;
+			*ns->queue_tail = r;
+			ns->queue_tail = &r->next;
+			pthread_cond_signal(&ns->cond);
+		}
+	}
+	pthread_mutex_unlock(&ns->lock);
+	if (l != l2) {
+		talloc_free(tmp);
+		return -EXDEV; /* two servers: the caller copies */
+	}
+	k->link = l;
+	struct smb_client *cl = l ? l->client : ns->root;
+	if (!p || (k->path2 && !p2)) {
 		talloc_free(tmp);
 		return -ENOMEM;
 	}
@@ -606,6 +626,36 @@ static void link_break_tramp(void *arg, struct smb2_fileid fid, uint8_t level);
 static void link_lock_lost_tramp(void *arg, struct smb2_fileid fid, const char *path, uint64_t off,
                                  uint64_t len, bool exclusive, uint32_t status);
 
+/* The targets link l's client may move to when the one in use stops
+ * answering: those with the path of the one in use inside their share
+ * (the handles reopen by path there), in referral order from it. */
+static void link_set_alternates(struct smb_dfs *ns, struct dfs_link *l)
+{
+	struct smb_client *cl = l->client;
+	const char *hosts[DFS_MAX_TARGETS], *shares[DFS_MAX_TARGETS];
+	int nalt = 0;
+	pthread_mutex_lock(&ns->lock);
+	const char *host = __atomic_load_n(&cl->host, __ATOMIC_ACQUIRE);
+	const char *share = __atomic_load_n(&cl->tree.share, __ATOMIC_ACQUIRE);
+	int t = 0;
+	for (int j = 0; j < l->ntargets; j++)
+		if (strcasecmp(l->targets[j].server, host) == 0 &&
+		    strcasecmp(l->targets[j].share, share) == 0)
+			t = j;
+	l->cur = t;
+	for (int j = 0; j < l->ntargets; j++) {
+		int u = (t + j) % l->ntargets;
+		if (strcmp(l->targets[u].path, l->targets[t].path) != 0)
+			continue;
+		hosts[nalt] = l->targets[u].server;
+		shares[nalt++] = l->targets[u].share;
+	}
+	pthread_mutex_unlock(&ns->lock);
+	if (nalt > 1 && smb_client_set_targets(cl, hosts, shares, nalt, 0) < 0)
+		smb_warn("%s: DFS link %s: out of memory: no failover to other targets",
+		         ns->root->tree.unc, l->prefix);
+}
+
 /* Open the client of link l to its targets in order, from l->cur on. */
 static int link_connect(struct smb_dfs *ns, struct dfs_link *l)
 {
@@ -627,21 +677,9 @@ static int link_connect(struct smb_dfs *ns, struct dfs_link *l)
 			         l->prefix, o.host, o.share, errbuf[0] ? errbuf : strerror(-err));
 			continue;
 		}
-		/* The targets it may move to when this one stops answering: those
-		 * with the same path inside their share (the handles reopen by
-		 * path there), in referral order. */
-		const char *hosts[DFS_MAX_TARGETS], *shares[DFS_MAX_TARGETS];
-		int nalt = 0, alt_cur = 0;
-		for (int j = 0; j < l->ntargets; j++) {
-			int u = (t + j) % l->ntargets;
-			if (strcmp(l->targets[u].path, l->targets[t].path) != 0)
-				continue;
-			hosts[nalt] = l->targets[u].server;
-			shares[nalt++] = l->targets[u].share;
-		}
-		if (nalt > 1 && smb_client_set_targets(cl, hosts, shares, nalt, alt_cur) < 0)
-			smb_warn("%s: DFS link %s: out of memory: no failover to other targets",
-			         root->tree.unc, l->prefix);
+		l->cur = t;
+		l->client = cl;
+		link_set_alternates(ns, l);
 		smb_client_set_break_cb(cl, link_break_tramp, l);
 		smb_client_set_lock_lost_cb(cl, link_lock_lost_tramp, l);
 		if (ns->lease_cb)
@@ -652,8 +690,6 @@ static int link_connect(struct smb_dfs *ns, struct dfs_link *l)
 		for (int r = 0; r < nr; r++)
 			(void)smb_client_region_add(cl, root->regions[r].addr,
 			                            root->regions[r].len);
-		l->cur = t;
-		l->client = cl;
 		smb_info("%s: DFS link %s -> \\\\%s\\%s%s%s (target %d of %d)", root->tree.unc,
 		         l->prefix, o.host, o.share, l->targets[t].path[0] ? "\\" : "",
 		         l->targets[t].path, t + 1, l->ntargets);
@@ -662,10 +698,11 @@ static int link_connect(struct smb_dfs *ns, struct dfs_link *l)
 	return err;
 }
 
-/* Resolve path (mount-relative): 0 when a link covering it is in the
- * table now (new or already there), DFS_NO_LINK when the server says no link
- * covers it, another -errno when the link cannot be followed. */
-static int resolve(struct smb_dfs *ns, const char *path)
+/* Ask the root's server which link covers path (mount-relative) and fill
+ * l's prefix, targets (talloc children of l) and ttl.  0; DFS_NO_LINK
+ * when the server says no link covers it; another -errno when the answer
+ * cannot be used (logged). */
+static int ask_link(struct smb_dfs *ns, const char *path, struct dfs_link *l)
 {
 	struct smb_client *root = ns->root;
 	void *tmp = talloc_new(ns);
@@ -720,15 +757,11 @@ static int resolve(struct smb_dfs *ns, const char *path)
 		talloc_free(tmp);
 		return used <= base ? DFS_NO_LINK : -EBADMSG;
 	}
-	struct dfs_link *l = talloc_zero(ns, struct dfs_link);
-	if (!l) {
-		talloc_free(tmp);
-		return -ENOMEM;
-	}
-	l->ns = ns;
 	l->prefix = talloc_strndup(l, path, used - base);
 	l->prefix_len = used - base;
-	for (int i = 0; i < rsp.count && l->ntargets < DFS_MAX_TARGETS; i++) {
+	l->ntargets = 0;
+	l->ttl = 0;
+	for (int i = 0; l->prefix && i < rsp.count && l->ntargets < DFS_MAX_TARGETS; i++) {
 		const struct dfs_referral *r = &ents[i];
 		struct dfs_target t;
 		if (r->name_list || !r->network_address ||
@@ -753,15 +786,31 @@ static int resolve(struct smb_dfs *ns, const char *path)
 		l->targets[l->ntargets++] = t;
 	}
 	talloc_free(tmp);
+	if (!l->prefix)
+		return -ENOMEM;
 	if (!l->ntargets) {
 		smb_warn("%s: DFS link %s: the referral names no usable target", root->tree.unc,
 		         l->prefix);
-		talloc_free(l);
 		return -EBADMSG;
 	}
-	for (char *p = l->prefix; *p; p++)
-		if (*p == '\\')
-			*p = '/';
+	return 0;
+}
+
+/* Resolve path (mount-relative): 0 when a link covering it is in the
+ * table now, DFS_NO_LINK when the server says no link covers it, another
+ * -errno when the link cannot be followed. */
+static int resolve(struct smb_dfs *ns, const char *path)
+{
+	struct smb_client *root = ns->root;
+	struct dfs_link *l = talloc_zero(ns, struct dfs_link);
+	if (!l)
+		return -ENOMEM;
+	l->ns = ns;
+	int err = ask_link(ns, path, l);
+	if (err) {
+		talloc_free(l);
+		return err;
+	}
 	l->expires_ms = ev_now_ms() + (uint64_t)l->ttl * 1000u;
 	pthread_mutex_lock(&ns->lock);
 	bool full = ns->nlinks == DFS_MAX_LINKS;
@@ -782,6 +831,41 @@ static int resolve(struct smb_dfs *ns, const char *path)
 	ns->generation++;
 	pthread_mutex_unlock(&ns->lock);
 	return 0;
+}
+
+/* The referral of link l outlived its TTL ([MS-DFSC] 3.1.5.1: ask again
+ * when it is next used): ask again, and from then on l fails over along
+ * the targets the server names now.  The call that noticed went on to the
+ * target in use; a failed refresh is tried again a minute later. */
+static void refresh(struct smb_dfs *ns, struct dfs_link *l)
+{
+	struct smb_client *root = ns->root;
+	struct dfs_link *nl = talloc_zero(l, struct dfs_link); /* lives as long as l */
+	int err = nl ? ask_link(ns, l->prefix, nl) : -ENOMEM;
+	if (!err && strcasecmp(nl->prefix, l->prefix) != 0) {
+		smb_warn("%s: DFS link %s: the server now names the link %s; keeping the old "
+		         "referral",
+		         root->tree.unc, l->prefix, nl->prefix);
+		err = -EBADMSG;
+	}
+	pthread_mutex_lock(&ns->lock);
+	if (!err) {
+		memcpy(l->targets, nl->targets, sizeof(l->targets));
+		l->ntargets = nl->ntargets;
+		l->ttl = nl->ttl;
+	}
+	l->expires_ms = ev_now_ms() + (err ? 60000u : (uint64_t)l->ttl * 1000u);
+	l->refreshing = false;
+	pthread_mutex_unlock(&ns->lock);
+	if (err) {
+		smb_warn("%s: DFS link %s: asking its referral again failed (%s); kept",
+		         root->tree.unc, l->prefix,
+		         err == DFS_NO_LINK ? "no referral" : strerror(-err));
+		return;
+	}
+	link_set_alternates(ns, l);
+	smb_debug("%s: DFS link %s: referral asked again, %d target%s, ttl %u s", root->tree.unc,
+	          l->prefix, l->ntargets, l->ntargets == 1 ? "" : "s", l->ttl);
 }
 
 static void call_requeue(struct dfs_call *k)
@@ -809,6 +893,13 @@ static void *worker_main(void *arg)
 		ns->queue = k->next;
 		if (!ns->queue)
 			ns->queue_tail = &ns->queue;
+		if (k->op == OP_REFRESH) {
+			pthread_mutex_unlock(&ns->lock);
+			refresh(ns, k->link);
+			talloc_free(k);
+			pthread_mutex_lock(&ns->lock);
+			continue;
+		}
 		/* A link added since k went out may already cover it. */
 		bool moved = ns->generation != k->generation;
 		pthread_mutex_unlock(&ns->lock);

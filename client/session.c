@@ -1644,16 +1644,22 @@ int smb_client_set_targets(struct smb_client *c, const char *const *hosts,
 			return -ENOMEM;
 		}
 	}
+	/* a list it replaces stays allocated: c->host may point into it */
+	pthread_mutex_lock(&c->chans_lock);
 	c->alts = a;
 	c->nalts = n;
 	__atomic_store_n(&c->alt_cur, cur, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&c->chans_lock);
 	return 0;
 }
 
 bool smb_client_retarget(struct smb_client *c)
 {
-	if (c->nalts < 2 || __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+	pthread_mutex_lock(&c->chans_lock);
+	if (c->nalts < 2 || __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&c->chans_lock);
 		return false;
+	}
 	int from = __atomic_load_n(&c->alt_cur, __ATOMIC_ACQUIRE), to = (from + 1) % c->nalts;
 	struct smb_alt_target *t = &c->alts[to];
 	smb_warn("%s: no answer from this DFS target; moving to %s (target %d of %d)", c->tree.unc,
@@ -1665,6 +1671,7 @@ bool smb_client_retarget(struct smb_client *c)
 	__atomic_store_n(&c->tree.unc, t->unc, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->alt_cur, to, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&c->retargets, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->chans_lock);
 	return true;
 }
 

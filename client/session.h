@@ -91,8 +91,9 @@ int smb_chan_tree_connect(struct smb_client *c, struct smb_chan *ch, void *mem, 
 void smb_posix_probe(struct smb_client *c, struct smb_chan *ch, void *mem);
 
 /* A DFS link's targets for c (client_int.h, alts): hosts[i] and shares[i]
- * for n targets, cur the one c is connected to.  Once, before c's first
- * request.  0 or -ENOMEM. */
+ * for n targets, cur the one c is connected to.  Any thread, again when
+ * the referral is asked again (under chans_lock, as smb_client_retarget()
+ * reads them).  0 or -ENOMEM. */
 int smb_client_set_targets(struct smb_client *c, const char *const *hosts,
                            const char *const *shares, int n, int cur);
 /* After a failed reconnect attempt (the channel manager's thread, no
