@@ -98,35 +98,18 @@ static int consumed_utf8(const char *path, uint16_t consumed16, size_t *consumed
 static int take_str(const uint8_t *b, size_t off, size_t end, struct strs *s, const char **out,
                     size_t *next)
 {
-	size_t z = off, u8 = 0;
+	size_t z = off;
 
 	if (off > end)
 		return -EBADMSG;
-	for (;;) {
-		if (end - z < 2)
-			return -EBADMSG;
-		uint16_t c = smb_le16(b + z);
-		if (c == 0)
-			break;
-		if (c < 0x80) {
-			u8 += 1;
-		} else if (c < 0x800) {
-			u8 += 2;
-		} else if (c >= 0xD800 && c <= 0xDBFF) {
-			if (end - z < 4)
-				return -EBADMSG;
-			uint16_t lo = smb_le16(b + z + 2);
-			if (lo < 0xDC00 || lo > 0xDFFF)
-				return -EBADMSG;
-			u8 += 4;
-			z += 2;
-		} else if (c >= 0xDC00 && c <= 0xDFFF) {
-			return -EBADMSG;
-		} else {
-			u8 += 3;
-		}
+	while (end - z >= 2 && smb_le16(b + z) != 0)
 		z += 2;
-	}
+	if (end - z < 2)
+		return -EBADMSG;
+	ssize_t len8 = smb_utf16le_utf8_len(b + off, z - off);
+	if (len8 < 0)
+		return -EBADMSG;
+	size_t u8 = (size_t)len8;
 	*next = z + 2;
 	*out = NULL;
 	if (u8 + 1 > SIZE_MAX - s->len)

@@ -39,6 +39,10 @@ ssize_t smb_utf8_to_utf16le(const char *in, size_t inlen, uint8_t *out, size_t c
 /* UTF-16LE -> UTF-8, NUL-terminated.  Unpaired surrogates are -EILSEQ.
  * Returns bytes written excluding the NUL, or -errno. */
 ssize_t smb_utf16le_to_utf8(const uint8_t *in, size_t inlen, char *out, size_t cap);
+/* The bytes of UTF-8 (no NUL) smb_utf16le_to_utf8() makes of in[0, inlen)
+ * up to its first NUL unit: -EINVAL for an odd inlen, -EILSEQ for an
+ * unpaired surrogate before that NUL. */
+ssize_t smb_utf16le_utf8_len(const uint8_t *in, size_t inlen);
 
 /* ---- header [MS-SMB2] 2.2.1 ----------------------------------------------- */
 

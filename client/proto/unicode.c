@@ -67,6 +67,44 @@ ssize_t smb_utf8_to_utf16le(const char *in, size_t inlen, uint8_t *out, size_t c
 	return (ssize_t)o;
 }
 
+/* The code point at in[*i] (*i < inlen, both even): a pair of surrogates
+ * takes two units, and *i is left on the last unit taken.  -EILSEQ for an
+ * unpaired surrogate. */
+static int utf16_next(const uint8_t *in, size_t inlen, size_t *i, uint32_t *cp)
+{
+	uint32_t c = smb_le16(in + *i);
+	if (c >= 0xD800 && c <= 0xDBFF) {
+		if (inlen - *i < 4)
+			return -EILSEQ;
+		uint32_t lo = smb_le16(in + *i + 2);
+		if (lo < 0xDC00 || lo > 0xDFFF)
+			return -EILSEQ;
+		c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
+		*i += 2;
+	} else if (c >= 0xDC00 && c <= 0xDFFF) {
+		return -EILSEQ;
+	}
+	*cp = c;
+	return 0;
+}
+
+ssize_t smb_utf16le_utf8_len(const uint8_t *in, size_t inlen)
+{
+	size_t o = 0;
+
+	if (inlen % 2 || (!in && inlen))
+		return -EINVAL;
+	for (size_t i = 0; i < inlen; i += 2) {
+		uint32_t c;
+		if (utf16_next(in, inlen, &i, &c))
+			return -EILSEQ;
+		if (c == 0)
+			break;
+		o += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+	}
+	return (ssize_t)o;
+}
+
 ssize_t smb_utf16le_to_utf8(const uint8_t *in, size_t inlen, char *out, size_t cap)
 {
 	uint8_t *d = (uint8_t *)out;
@@ -77,19 +115,10 @@ ssize_t smb_utf16le_to_utf8(const uint8_t *in, size_t inlen, char *out, size_t c
 	if (!out || cap == 0)
 		return -ENOSPC;
 	for (size_t i = 0; i < inlen; i += 2) {
-		uint32_t c = smb_le16(in + i);
-
-		if (c >= 0xD800 && c <= 0xDBFF) {
-			if (inlen - i < 4)
-				return -EILSEQ;
-			uint32_t lo = smb_le16(in + i + 2);
-			if (lo < 0xDC00 || lo > 0xDFFF)
-				return -EILSEQ;
-			c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
-			i += 2;
-		} else if (c >= 0xDC00 && c <= 0xDFFF) {
+		uint32_t c;
+		if (utf16_next(in, inlen, &i, &c))
 			return -EILSEQ;
-		} else if (c == 0) {
+		if (c == 0) {
 			/* Trailing NUL padding ends the string; a NUL inside a
 			 * name would truncate it on our side, so refuse that. */
 			for (size_t k = i; k < inlen; k++)

@@ -167,6 +167,15 @@ static void test_utf(void)
 	CHECK(strcmp(s, "ab") == 0);
 	CHECK_EQ(smb_utf16le_to_utf8(NULL, 0, s, 1), 0);
 	CHECK_EQ(s[0], 0);
+
+	/* the UTF-8 length alone: up to the first NUL, what the other makes */
+	n = smb_utf8_to_utf16le(mix, strlen(mix), u, sizeof(u), false);
+	CHECK_EQ(smb_utf16le_utf8_len(u, (size_t)n), (ssize_t)strlen(mix));
+	CHECK_EQ(smb_utf16le_utf8_len((const uint8_t *)"a\0\0\0\x3d\xd8", 6), 1);
+	CHECK_EQ(smb_utf16le_utf8_len((const uint8_t *)"a\0\x3d\xd8\0\0", 6), -EILSEQ);
+	CHECK_EQ(smb_utf16le_utf8_len((const uint8_t *)"\x00\xde", 2), -EILSEQ);
+	CHECK_EQ(smb_utf16le_utf8_len((const uint8_t *)"a\0b", 3), -EINVAL);
+	CHECK_EQ(smb_utf16le_utf8_len(NULL, 0), 0);
 }
 
 /* ---- header and compounds -------------------------------------------------- */
