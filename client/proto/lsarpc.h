@@ -7,7 +7,8 @@
  * (little-endian, 4-byte pointers), [MS-LSAT] 3.1.4.4 LsarOpenPolicy2
  * (opnum 44), 3.1.4.11 LsarLookupSids (opnum 15), [MS-LSAD] 3.1.4.9.4
  * LsarClose (opnum 0).  The PDUs travel in FSCTL_PIPE_TRANSCEIVE on the
- * pipe "lsarpc" of the server's IPC$ share (client/sidmap.c).
+ * pipe "lsarpc" of the server's IPC$ share (client/sidmap.c); the PDUs
+ * themselves are client/proto/dcerpc.h's.
  *
  * Contract: the rules of client/proto/smb2.h (sans-I/O, no allocation;
  * every length, count, offset and pointer of an answer is checked against

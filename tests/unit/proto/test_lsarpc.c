@@ -6,32 +6,7 @@
 #include "client/proto/lsarpc.h"
 #include "client/proto/smb2.h"
 #include "tests/unit/check.h"
-
-/* A PDU header: version 5.0, little-endian, first and last fragment. */
-static void put_hdr(struct smb_wr *w, uint8_t ptype, uint32_t call_id)
-{
-	const uint8_t h[8] = {5, 0, ptype, 3, 0x10, 0, 0, 0};
-	smb_wr_bytes(w, h, 8);
-	smb_wr_u16(w, 0);
-	smb_wr_u16(w, 0);
-	smb_wr_u32(w, call_id);
-}
-
-static size_t end_pdu(struct smb_wr *w)
-{
-	size_t n = smb_wr_len(w);
-	smb_put_le16(w->base + 8, (uint16_t)n);
-	return n;
-}
-
-static void put_response_head(struct smb_wr *w, uint32_t call_id)
-{
-	put_hdr(w, 2, call_id);
-	smb_wr_u32(w, 0); /* alloc_hint */
-	smb_wr_u16(w, 0); /* p_cont_id */
-	smb_wr_u8(w, 0);  /* cancel_count */
-	smb_wr_u8(w, 0);
-}
+#include "tests/unit/proto/rpc_build.h"
 
 /* A conformant varying UTF-16 string (the deferred Buffer of an
  * RPC_UNICODE_STRING), ASCII only here. */
@@ -73,7 +48,7 @@ static void test_bind(void)
 	uint8_t a[128];
 	struct smb_wr w;
 	smb_wr_init(&w, a, sizeof(a));
-	put_hdr(&w, 12, 7);
+	put_hdr(&w, 12, 3, 7);
 	smb_wr_u16(&w, 4280);
 	smb_wr_u16(&w, 4280);
 	smb_wr_u32(&w, 0x1234);
@@ -112,7 +87,7 @@ static void test_open_policy(void)
 	uint8_t r[64], h[LSARPC_HANDLE_LEN];
 	struct smb_wr w;
 	smb_wr_init(&w, r, sizeof(r));
-	put_response_head(&w, 2);
+	put_response_head(&w, 2, 3, 2, 0, 0);
 	for (int i = 0; i < LSARPC_HANDLE_LEN; i++)
 		smb_wr_u8(&w, (uint8_t)(i + 1));
 	smb_wr_u32(&w, 0);
@@ -124,7 +99,7 @@ static void test_open_policy(void)
 		CHECK(lsarpc_open_policy2_decode(r, l, 2, h, &st) == -EBADMSG);
 	/* a fault: nca_s_op_rng_error */
 	smb_wr_init(&w, r, sizeof(r));
-	put_hdr(&w, 3, 2);
+	put_hdr(&w, 3, 3, 2);
 	smb_wr_u32(&w, 0);
 	smb_wr_u32(&w, 0);
 	smb_wr_u32(&w, 0x1c010002);
@@ -169,7 +144,7 @@ static size_t put_lookup_answer(uint8_t *b, size_t cap, uint32_t call_id)
 {
 	struct smb_wr w;
 	smb_wr_init(&w, b, cap);
-	put_response_head(&w, call_id);
+	put_response_head(&w, 2, 3, call_id, 0, 0);
 	/* ReferencedDomains -> { 1, -> [1] { Name, Sid }, 32 } */
 	smb_wr_u32(&w, 0x20000);
 	smb_wr_u32(&w, 1);
