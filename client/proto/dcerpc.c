@@ -460,9 +460,9 @@ int dcerpc_tower_decode(const uint8_t *b, size_t len, struct dcerpc_tower *t)
 		return -EBADMSG;
 	memset(t, 0, sizeof(*t));
 	if (n != 5 || !floor_syntax(&f[0], &t->iface) || !floor_syntax(&f[1], &t->transfer) ||
-	    f[2].prot != DCERPC_PROT_NCACN || f[2].lhs_len != 0 || f[3].prot != DCERPC_PROT_TCP ||
-	    f[3].lhs_len != 0 || f[3].rhs_len != 2 || f[4].prot != DCERPC_PROT_IP ||
-	    f[4].lhs_len != 0 || f[4].rhs_len != 4)
+	    f[2].prot != DCERPC_PROT_NCACN || f[2].lhs_len != 0 || f[2].rhs_len != 2 ||
+	    f[3].prot != DCERPC_PROT_TCP || f[3].lhs_len != 0 || f[3].rhs_len != 2 ||
+	    f[4].prot != DCERPC_PROT_IP || f[4].lhs_len != 0 || f[4].rhs_len != 4)
 		return -ENOENT;
 	t->port = (uint16_t)(f[3].rhs[0] << 8 | f[3].rhs[1]);
 	memcpy(t->ipv4, f[4].rhs, 4);

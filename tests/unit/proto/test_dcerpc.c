@@ -500,6 +500,12 @@ static void test_tower(void)
 	smb_put_le16(b + 0, 4); /* four floors: the last is left over */
 	CHECK_EQ(dcerpc_tower_decode(b, 75, &d), -EBADMSG);
 	smb_put_le16(b + 0, 5);
+	/* floor 3 without its minor version: well-formed, not ncacn_ip_tcp */
+	uint8_t c[75];
+	memcpy(c, b, 55);
+	smb_put_le16(c + 55, 0);
+	memcpy(c + 57, b + 59, 16);
+	CHECK_EQ(dcerpc_tower_decode(c, 73, &d), -ENOENT);
 	smb_put_le16(b + 2, 0); /* lhs_length 0: no protocol id */
 	CHECK_EQ(dcerpc_tower_decode(b, 75, &d), -EBADMSG);
 }
