@@ -39,6 +39,22 @@ static inline uint8_t fuzz_touch(const uint8_t *p, size_t n)
 	return x;
 }
 
+/* A decoded name: s is a NUL-terminated string inside [buf, buf + cap)
+ * (cap at most 65536) that converts back to UTF-16; its size with the NUL
+ * is added to *sum. */
+static inline void fuzz_check_str(const char *s, const char *buf, size_t cap, size_t *sum)
+{
+	static uint8_t u16[2 * 65536];
+	if (!s || s < buf || s >= buf + cap || cap > 65536)
+		abort();
+	size_t n = strnlen(s, (size_t)(buf + cap - s));
+	if (n == (size_t)(buf + cap - s))
+		abort();
+	if (smb_utf8_to_utf16le(s, n, u16, sizeof(u16), false) < 0)
+		abort();
+	*sum += n + 1;
+}
+
 /* Walks a directory buffer with every class the iterator knows. */
 static inline void fuzz_dirents(const uint8_t *b, uint32_t len)
 {

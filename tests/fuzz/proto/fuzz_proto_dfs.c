@@ -20,21 +20,6 @@
 #define SMALL_MAX  1
 #define SMALL_STRS 24
 
-/* s is a NUL-terminated string inside [buf, buf + cap) that converts back
- * to UTF-16; its size with the NUL is added to *sum. */
-static void check_str(const char *s, const char *buf, size_t cap, size_t *sum)
-{
-	if (s < buf || s >= buf + cap)
-		abort();
-	size_t n = strnlen(s, (size_t)(buf + cap - s));
-	if (n == (size_t)(buf + cap - s))
-		abort();
-	static uint8_t u16[2 * BIG_STRS];
-	if (smb_utf8_to_utf16le(s, n, u16, sizeof(u16), false) < 0)
-		abort();
-	*sum += n + 1;
-}
-
 static void check_ok(const struct dfs_referral_rsp *r, const struct dfs_referral *o,
                      const char *buf, size_t cap)
 {
@@ -52,21 +37,21 @@ static void check_ok(const struct dfs_referral_rsp *r, const struct dfs_referral
 			if (e->dfs_path || e->dfs_alt_path || e->special_name ||
 			    e->expanded_names || e->ttl != 0 || e->entry_flags != 0)
 				abort();
-			check_str(e->network_address, buf, cap, &sum);
+			fuzz_check_str(e->network_address, buf, cap, &sum);
 		} else if (!e->name_list) {
 			if (e->special_name || e->expanded_names || e->expanded_count)
 				abort();
-			check_str(e->dfs_path, buf, cap, &sum);
-			check_str(e->dfs_alt_path, buf, cap, &sum);
-			check_str(e->network_address, buf, cap, &sum);
+			fuzz_check_str(e->dfs_path, buf, cap, &sum);
+			fuzz_check_str(e->dfs_alt_path, buf, cap, &sum);
+			fuzz_check_str(e->network_address, buf, cap, &sum);
 		} else {
 			if (e->dfs_path || e->dfs_alt_path || e->network_address ||
 			    !e->expanded_names != !e->expanded_count)
 				abort();
-			check_str(e->special_name, buf, cap, &sum);
+			fuzz_check_str(e->special_name, buf, cap, &sum);
 			const char *n = e->expanded_names;
 			for (uint16_t k = 0; k < e->expanded_count; k++) {
-				check_str(n, buf, cap, &sum);
+				fuzz_check_str(n, buf, cap, &sum);
 				n += strlen(n) + 1;
 			}
 		}

@@ -3,7 +3,7 @@
 tests/fuzz/corpus/.
 
 The seeds are small, plausible server responses built field by field from
-[MS-SMB2] / [MS-FSCC] / [MS-DFSC] / X.690; rerun this after changing it and commit the
+[MS-SMB2] / [MS-FSCC] / [MS-DFSC] / [C706] / [MS-SWN] / X.690; rerun this after changing it and commit the
 output.  It only writes the files it names: regression seeds (crashers kept
 after a fix) and the captured tokens in the auth_* corpora stay as they are.
 """
@@ -404,6 +404,140 @@ def dfs_seeds():
         'no_referrals': struct.pack('<HHI', 0, 0, 0),
     }
 
+# ccd8c074-d0e5-4a40-92b4-d074faa6ba28 (witness) and 8a885d04-1ceb-11c9-9fe8-08002b104860
+# (NDR) as they go on the wire: the first three fields little-endian
+WITNESS_UUID = bytes.fromhex('74c0d8cce5d0404a92b4d074faa6ba28')
+NDR_UUID = bytes.fromhex('045d888aeb1cc9119fe808002b104860')
+
+
+def rpc_pdu(ptype, body, call_id=1, flags=3, auth=None):
+    """A connection-oriented PDU ([C706] 12.6.3.1): version 5.0, little-endian
+    drep, frag_length and auth_length filled in; auth = (type, level,
+    context, token) adds the sec_trailer after padding the body to 16."""
+    trailer = b''
+    if auth:
+        pad = -len(body) % 16
+        body += bytes(pad)
+        trailer = struct.pack('<BBBBI', auth[0], auth[1], pad, 0, auth[2]) + auth[3]
+    n = 16 + len(body) + len(trailer)
+    return (struct.pack('<BBBB4sHHI', 5, 0, ptype, flags, b'\x10\0\0\0', n,
+                        len(auth[3]) if auth else 0, call_id) + body + trailer)
+
+
+def rpc_response(stub, call_id=1, flags=3, auth=None):
+    return rpc_pdu(2, struct.pack('<IHBB', len(stub), 0, 0, 0) + stub, call_id, flags, auth)
+
+
+def bind_ack(port, results, ptype=12):
+    """bind_ack / alter_context_resp: max frags, assoc group, sec_addr (the
+    port as a string and its NUL), pad to 4, the results."""
+    sec = port + b'\0'
+    body = struct.pack('<HHIH', 4280, 4280, 0x53f0, len(sec)) + sec
+    body += bytes(-(16 + len(body)) % 4)
+    body += struct.pack('<B3x', len(results))
+    for result, reason, uuid, ver in results:
+        body += struct.pack('<HH', result, reason) + uuid + struct.pack('<I', ver)
+    return rpc_pdu(ptype, body)
+
+
+def tower(port, ip, uuid=WITNESS_UUID, major=1, minor=1, prot=0x07):
+    """An ncacn_ip_tcp tower ([C706] appendix L): interface, NDR, 0x0b,
+    TCP port (big-endian), IPv4 address."""
+    def floor(lhs, rhs):
+        return struct.pack('<H', len(lhs)) + lhs + struct.pack('<H', len(rhs)) + rhs
+    return (struct.pack('<H', 5) +
+            floor(b'\x0d' + uuid + struct.pack('<H', major), struct.pack('<H', minor)) +
+            floor(b'\x0d' + NDR_UUID + struct.pack('<H', 2), struct.pack('<H', 0)) +
+            floor(b'\x0b', struct.pack('<H', 0)) +
+            floor(bytes([prot]), struct.pack('>H', port)) +
+            floor(b'\x09', bytes(ip)))
+
+
+def epm_map_rsp(towers, status=0, max_towers=4):
+    """ept_map's [out]s: entry_handle, num_towers, the conformant varying
+    array of full pointers, each twr_t (max_count, tower_length, octets,
+    padding to 4), status."""
+    out = bytes(20) + struct.pack('<IIII', len(towers), max_towers, 0, len(towers))
+    out += b''.join(struct.pack('<I', 3 + i) for i in range(len(towers)))
+    for t in towers:
+        out += struct.pack('<II', len(t), len(t)) + t
+        out += bytes(-len(out) % 4)
+    return out + struct.pack('<I', status)
+
+
+def dcerpc_seeds():
+    """fuzz_proto_dcerpc reads each input as a PDU stream, as an ept_map
+    answer's stub and as a tower."""
+    stub = bytes(range(40))
+    return {
+        'bind_ack': bind_ack(b'49667', [(0, 0, NDR_UUID, 2), (2, 2, bytes(16), 0)]),
+        'alter_resp_auth': rpc_pdu(15, bind_ack(b'', [(0, 0, NDR_UUID, 2)])[16:],
+                                   auth=(9, 6, 1, bytes(range(16)))),
+        'bind_nak': rpc_pdu(13, struct.pack('<HBBB', 4, 1, 5, 0)),
+        'response': rpc_response(stub),
+        'response_auth': rpc_response(stub[:5], auth=(10, 6, 0, bytes(16))),
+        'fault': rpc_pdu(3, struct.pack('<IHBBII', 0, 0, 0, 0, 0x1c010002, 0)),
+        'fragments': (rpc_response(stub[:16], flags=1) + rpc_response(stub[16:32], flags=0) +
+                      rpc_response(stub[32:], flags=2)),
+        'epm_map': epm_map_rsp([tower(0, [10, 0, 0, 5], prot=0x0f),
+                                tower(49667, [10, 0, 0, 5])]),
+        'epm_not_registered': epm_map_rsp([], 0x16c9a0d6),
+        'tower': tower(49667, [192, 168, 1, 20]),
+    }
+
+
+def witness_iface(name, version, state, ipv4, ipv6, flags):
+    """WITNESS_INTERFACE_INFO ([MS-SWN] 2.2.2.5): 260 WCHARs, Version, State,
+    2 bytes of NDR padding, IPV4 (network order), IPV6, Flags: 552 bytes."""
+    n = utf16(name) + b'\0\0'
+    return (n + bytes(520 - len(n)) + struct.pack('<IH2x', version, state) + bytes(ipv4) +
+            bytes(ipv6) + struct.pack('<I', flags))
+
+
+def witness_notify(mtype, messages, werror=0):
+    """RESP_ASYNC_NOTIFY ([MS-SWN] 2.2.2.4) behind its unique pointer: the
+    MessageBuffer a conformant array of Length bytes, then the WERROR."""
+    buf = b''.join(messages)
+    out = struct.pack('<IIIII', 0x20000, mtype, len(buf), len(messages), 0x20004)
+    out += struct.pack('<I', len(buf)) + buf
+    return out + bytes(-len(out) % 4) + struct.pack('<I', werror)
+
+
+def resource_change(change, name):
+    n = utf16(name) + b'\0\0'
+    return struct.pack('<II', 8 + len(n), change) + n
+
+
+def ipaddr_list(addrs):
+    """IPADDR_INFO_LIST: Length (as Samba writes it: the entries), Reserved,
+    IPAddrInstances, then Flags, IPV4 (a little-endian ULONG), IPV6."""
+    out = struct.pack('<III', 24 * len(addrs), 0, len(addrs))
+    for flags, v4, v6 in addrs:
+        out += struct.pack('<I', flags) + bytes(reversed(v4)) + bytes(v6)
+    return out
+
+
+def witness_seeds():
+    """fuzz_proto_witness reads each input as the stub of every answer, and
+    cuts RegisterEx's names from it."""
+    v6 = bytes.fromhex('fd000000000000000000000000000002')
+    ifaces = (witness_iface('clu\u00e9ster', 0x00020000, 1, [192, 168, 1, 10], bytes(16), 1) +
+              witness_iface('node2', 0x00010001, 0xff, bytes(4), v6, 6))
+    online = [(0x9, [10, 0, 0, 1], bytes(16)), (0xa, [0, 0, 0, 0], v6)]
+    return {
+        'interface_list': struct.pack('<IIII', 0x20000, 2, 0x20004, 2) + ifaces + bytes(4),
+        'interface_list_null': struct.pack('<II', 0, 0x103),
+        'register': bytes(range(20)) + bytes(4),
+        'unregister': struct.pack('<I', 0x490),
+        'resource_change': witness_notify(1, [resource_change(0xff, '\\\\srv\\share'),
+                                              resource_change(1, 'fs\U0001F600')]),
+        'client_move': witness_notify(2, [ipaddr_list(online)]),
+        'share_move': witness_notify(3, [ipaddr_list(online[:1]), ipaddr_list([])]),
+        'ip_change': witness_notify(4, [ipaddr_list([(0x11, [10, 0, 0, 1], bytes(16))])]),
+        'notify_null': struct.pack('<II', 0, 0x5aa),
+        'names': b'srv\0data\0192.168.1.10\0client-\xc3\xa9',
+    }
+
 
 def main(only=None):
     mxac = (b'MxAc', struct.pack('<II', 0, 0x1f01ff))
@@ -542,6 +676,8 @@ def main(only=None):
     seeds['proto_fsctl'] = fsctl_seeds()
     seeds['proto_posix'] = posix_seeds(mxac)
     seeds['proto_dfs'] = dfs_seeds()
+    seeds['proto_dcerpc'] = dcerpc_seeds()
+    seeds['proto_witness'] = witness_seeds()
     for target, files in seeds.items():
         if only and target not in only:
             continue
