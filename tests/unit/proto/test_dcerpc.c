@@ -87,6 +87,16 @@ static void test_bind(void)
 	CHECK(pdu.has_auth && pdu.auth.type == 10 && pdu.auth.level == 6 &&
 	      pdu.auth.context_id == 0x01020304 && pdu.auth.token == b + 80 &&
 	      pdu.auth.token_len == 5 && pdu.body_len == 56);
+	for (size_t l = 0; l < 85; l++)
+		CHECK_EQ(dcerpc_pdu_decode(b, l, &pdu), -EBADMSG);
+	/* the PDU cut with frag_length: the trailer no longer ends it */
+	for (uint16_t l = 16; l < 85; l++) {
+		uint8_t c[85];
+		memcpy(c, b, 85);
+		smb_put_le16(c + 8, l);
+		ssize_t r = dcerpc_pdu_decode(c, 85, &pdu);
+		CHECK(r == -EBADMSG || (r == l && pdu.auth.token + 5 == c + l));
+	}
 
 	/* two contexts, the second offering two transfer syntaxes (the bind
 	 * time feature negotiation one of [MS-RPCE] 3.3.1.5.3 as a second) */
@@ -363,6 +373,8 @@ static void test_response(void)
 	n = response(b, sizeof(b), DCERPC_PTYPE_FAULT, 3, 5, st, 8);
 	CHECK_EQ(rsp_of(b, n, &rsp), -EREMOTEIO);
 	CHECK(rsp.status == 0x1c010002 && rsp.stub_len == 0);
+	for (size_t l = 0; l < n; l++)
+		CHECK_EQ(rsp_of(b, l, &rsp), -EBADMSG);
 	CHECK_EQ(rsp_of(b, n - 4, &rsp), -EBADMSG); /* the buffer cut */
 	smb_put_le16(b + 8, (uint16_t)(n - 4));     /* reserved left out */
 	CHECK_EQ(rsp_of(b, n, &rsp), -EREMOTEIO);
