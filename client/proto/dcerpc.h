@@ -54,7 +54,10 @@
 #define DCERPC_HDR_LEN     16 /* the common header */
 #define DCERPC_REQ_HDR_LEN 24 /* + alloc_hint, p_cont_id, opnum (or cancel_count) */
 #define DCERPC_AUTH_HDR    8  /* the sec_trailer before the token */
-/* The stub before a sec_trailer is padded to this ([MS-RPCE] 2.2.2.11). */
+/* A request's stub before a sec_trailer is padded to a multiple of this:
+ * [MS-RPCE] 2.2.2.11 aligns the trailer to 16 from the start of the PDU
+ * body.  A bind's body is a multiple of 4 and goes unpadded, as Samba and
+ * Windows send it. */
 #define DCERPC_AUTH_PAD_ALIGN 16
 
 /* An interface or transfer syntax: the UUID as it goes on the wire
@@ -164,9 +167,10 @@ struct dcerpc_bind_ack {
  * body. */
 int dcerpc_bind_ack_decode(const struct dcerpc_pdu *pdu, struct dcerpc_bind_ack *ack,
                            struct dcerpc_result *res, size_t max);
-/* bind_nak: provider_reject_reason, then (optional in [MS-RPCE] 2.2.2.5)
- * the versions the server supports: checked when present.  0 with *reason,
- * or -EBADMSG. */
+/* bind_nak: provider_reject_reason, then the versions the server supports
+ * ([C706] p_rt_versions_supported_t: a count, a major and minor each):
+ * checked when the PDU goes on past the reason; what [MS-RPCE] may add
+ * after them is not read.  0 with *reason, or -EBADMSG. */
 int dcerpc_bind_nak_decode(const struct dcerpc_pdu *pdu, uint16_t *reason);
 
 /* ---- request, response, fault ------------------------------------------- */
