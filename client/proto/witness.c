@@ -217,9 +217,7 @@ static ssize_t ipaddr_list(const uint8_t *m, size_t left, struct notify_out *o,
 			continue;
 		struct witness_ipaddr *a = &o->addrs[at];
 		a->flags = smb_le32(e);
-		/* a little-endian ULONG of the address: its bytes reversed */
-		for (int b = 0; b < 4; b++)
-			a->ipv4[b] = e[7 - b];
+		memcpy(a->ipv4, e + 4, 4);
 		memcpy(a->ipv6, e + 8, 16);
 	}
 	return IPADDR_LIST_HDR + (ssize_t)k * IPADDR_INFO_LEN;

@@ -21,10 +21,12 @@
  * UTF-8 copies; nothing points into the stub afterwards.  The call's own
  * result (WERROR) is handed back, not turned into an errno.
  *
- * Addresses come out in network order.  The wire orders follow Samba's
- * witness.idl, which interoperates with Windows: WITNESS_INTERFACE_INFO's
- * IPV4 in network order, IPADDR_INFO's IPV4 as a little-endian ULONG of the
- * address (bytes reversed), IPV6 in network order in both.
+ * Addresses are in network order on the wire and come out so: the IDL's
+ * ULONG IPV4 and USHORT IPV6[8] hold the bytes of in_addr / in6_addr, in
+ * WITNESS_INTERFACE_INFO and in IPADDR_INFO alike (the server answers
+ * kept in Samba's source4/torture/ndr/witness.c: c0 a8 03 2c for
+ * 192.168.3.44 in an interface list, c0 a8 03 2d for 192.168.3.45 in a
+ * CLIENT_MOVE).
  */
 #ifndef SMBRDMA_PROTO_WITNESS_H
 #define SMBRDMA_PROTO_WITNESS_H
@@ -47,6 +49,8 @@ extern const struct dcerpc_syntax witness_syntax;
 
 #define WITNESS_V1 0x00010001u
 #define WITNESS_V2 0x00020000u
+/* the Version of a WITNESS_INTERFACE_INFO from a server that does not say */
+#define WITNESS_UNSPECIFIED_VERSION 0xFFFFFFFFu
 
 #define WITNESS_HANDLE_LEN NDR_CONTEXT_HANDLE_LEN
 
@@ -159,9 +163,11 @@ struct witness_notify {
  * then the WERROR.  The MessageBuffer holds NumberOfMessages messages back
  * to back: a RESOURCE_CHANGE of its own Length (8 bytes and the
  * NUL-terminated UTF-16 name, which must end inside it), or an
- * IPADDR_INFO_LIST of 12 + 24 * IPAddrInstances bytes (its Length is not
- * read: [MS-SWN] calls it the size of the list, Samba writes the size of
- * the entries).  Bytes after the last message are ignored.
+ * IPADDR_INFO_LIST of 12 + 24 * IPAddrInstances bytes.  That list's own
+ * Length is not read: [MS-SWN] and the captured answers make it the
+ * list's size, older Samba servers the size of its entries alone; the
+ * entries are bounded by IPAddrInstances and the buffer.  Bytes after the
+ * last message are ignored.
  *
  * Returns 0 (n, msgs[0..n->num), addrs[0..n->naddrs), strbuf set); -E2BIG
  * when more messages than max_msgs, addresses than max_addrs or string

@@ -509,11 +509,11 @@ def resource_change(change, name):
 
 
 def ipaddr_list(addrs):
-    """IPADDR_INFO_LIST: Length (as Samba writes it: the entries), Reserved,
-    IPAddrInstances, then Flags, IPV4 (a little-endian ULONG), IPV6."""
-    out = struct.pack('<III', 24 * len(addrs), 0, len(addrs))
+    """IPADDR_INFO_LIST: Length (of the whole list), Reserved,
+    IPAddrInstances, then Flags, IPV4, IPV6 (network order)."""
+    out = struct.pack('<III', 12 + 24 * len(addrs), 0, len(addrs))
     for flags, v4, v6 in addrs:
-        out += struct.pack('<I', flags) + bytes(reversed(v4)) + bytes(v6)
+        out += struct.pack('<I', flags) + bytes(v4) + bytes(v6)
     return out
 
 

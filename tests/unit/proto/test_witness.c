@@ -255,18 +255,16 @@ static void put_resource(struct smb_wr *w, uint32_t change, const char *name)
 	smb_put_le32(w->base + at, (uint32_t)(smb_wr_len(w) - at));
 }
 
-/* IPADDR_INFO_LIST: Length (Samba's: of the entries), Reserved, the
- * count, then Flags, IPV4 (a little-endian ULONG: the address bytes
- * reversed), IPV6 of each. */
+/* IPADDR_INFO_LIST: Length (of the whole list), Reserved, the count,
+ * then Flags, IPV4, IPV6 of each, addresses in network order. */
 static void put_addrs(struct smb_wr *w, uint32_t n, const uint8_t (*v4)[4])
 {
-	smb_wr_u32(w, 24 * n);
+	smb_wr_u32(w, 12 + 24 * n);
 	smb_wr_u32(w, 0);
 	smb_wr_u32(w, n);
 	for (uint32_t i = 0; i < n; i++) {
 		smb_wr_u32(w, WITNESS_IPADDR_V4 | WITNESS_IPADDR_ONLINE);
-		for (int k = 3; k >= 0; k--)
-			smb_wr_u8(w, v4[i][k]);
+		smb_wr_bytes(w, v4[i], 4);
 		smb_wr_zero(w, 16);
 	}
 }
@@ -376,7 +374,9 @@ static void test_ip_change(void)
 	smb_put_le32(c + 24 + 8, 0xffffffffu);
 	CHECK_EQ(nd(c, n), -EBADMSG);
 	memcpy(c, b, n);
-	smb_put_le32(c + 24, 0xffffffffu); /* Length: not read */
+	smb_put_le32(c + 24, 24); /* Length as older Samba servers send it */
+	CHECK_EQ(nd(c, n), 0);
+	smb_put_le32(c + 24, 0xffffffffu); /* or anything: not read */
 	CHECK_EQ(nd(c, n), 0);
 	/* a buffer of 13 bytes: one empty list and one byte more, padded */
 	smb_wr_init(&w, m, sizeof(m));
@@ -386,6 +386,88 @@ static void test_ip_change(void)
 	CHECK_EQ(n, 24 + 16 + 4);
 	CHECK_EQ(nd(b, n), 0);
 	CHECK(nt.num == 1 && nt.naddrs == 0 && msgs[0].addr_count == 0);
+}
+
+/* The shapes of a Windows server's answers, as Samba's NDR tests keep
+ * them (source4/torture/ndr/witness.c), laid out here field by field. */
+static void test_server_answers(void)
+{
+	uint8_t b[2048];
+	struct smb_wr w;
+
+	/* a CLIENT_MOVE to 192.168.3.45: RESP_ASYNC_NOTIFY (type 2, Length
+	 * 36, one message), the buffer's max_count, IPADDR_INFO_LIST (Length
+	 * 36: the whole list, Reserved, one entry: IPADDR_V4, c0 a8 03 2d,
+	 * and an IPv6 field the server left uninitialised), no padding, the
+	 * WERROR: 64 bytes */
+	static const uint8_t junk6[16] = {0,    0, 0, 0, 0x38, 0xe8, 0xeb, 0x26,
+	                                  0x8e, 0, 0, 0, 0,    0x9e, 0x60, 0x26};
+	smb_wr_init(&w, b, sizeof(b));
+	smb_wr_u32(&w, 0x20000);
+	smb_wr_u32(&w, WITNESS_NOTIFY_CLIENT_MOVE);
+	smb_wr_u32(&w, 36);
+	smb_wr_u32(&w, 1);
+	smb_wr_u32(&w, 0x20004);
+	smb_wr_u32(&w, 36);
+	smb_wr_u32(&w, 36);
+	smb_wr_u32(&w, 0);
+	smb_wr_u32(&w, 1);
+	smb_wr_u32(&w, WITNESS_IPADDR_V4);
+	const uint8_t ip[4] = {0xc0, 0xa8, 0x03, 0x2d};
+	smb_wr_bytes(&w, ip, 4);
+	smb_wr_bytes(&w, junk6, 16);
+	smb_wr_u32(&w, 0);
+	CHECK_EQ(smb_wr_len(&w), 64);
+	CHECK_EQ(nd(b, 64), 0);
+	const uint8_t want[4] = {192, 168, 3, 45};
+	CHECK(nt.type == 2 && nt.num == 1 && nt.naddrs == 1 && msgs[0].addr_count == 1 &&
+	      addrs[0].flags == WITNESS_IPADDR_V4 && memcmp(addrs[0].ipv4, want, 4) == 0);
+
+	/* SOFS unavailable: type 1, Length 18, one RESOURCE_CHANGE (Length
+	 * 18, 0xff, "SOFS" and its NUL), 2 bytes of NDR padding, the WERROR:
+	 * 48 bytes */
+	smb_wr_init(&w, b, sizeof(b));
+	smb_wr_u32(&w, 0x20000);
+	smb_wr_u32(&w, WITNESS_NOTIFY_RESOURCE_CHANGE);
+	smb_wr_u32(&w, 18);
+	smb_wr_u32(&w, 1);
+	smb_wr_u32(&w, 0x20004);
+	smb_wr_u32(&w, 18);
+	smb_wr_u32(&w, 18);
+	smb_wr_u32(&w, WITNESS_RESOURCE_UNAVAILABLE);
+	put_u16(&w, "SOFS", true);
+	smb_wr_zero(&w, 2);
+	smb_wr_u32(&w, 0);
+	CHECK_EQ(smb_wr_len(&w), 48);
+	CHECK_EQ(nd(b, 48), 0);
+	CHECK(nt.num == 1 && msgs[0].change_type == 0xff &&
+	      strcmp(msgs[0].resource_name, "SOFS") == 0);
+
+	/* the interface list: NODE2 192.168.3.44 (c0 a8 03 2c) with the
+	 * witness flag, NODE1 192.168.3.45, both Version 0xffffffff,
+	 * AVAILABLE; the rest of each name zero */
+	const struct iface two[2] = {
+	    {.name = "NODE2",
+	     .version = WITNESS_UNSPECIFIED_VERSION,
+	     .state = WITNESS_STATE_AVAILABLE,
+	     .ipv4 = {0xc0, 0xa8, 0x03, 0x2c},
+	     .flags = WITNESS_INFO_IPV4_VALID | WITNESS_INFO_WITNESS_IF},
+	    {.name = "NODE1",
+	     .version = WITNESS_UNSPECIFIED_VERSION,
+	     .state = WITNESS_STATE_AVAILABLE,
+	     .ipv4 = {0xc0, 0xa8, 0x03, 0x2d},
+	     .flags = WITNESS_INFO_IPV4_VALID},
+	};
+	size_t n = iface_list(b, sizeof(b), two, 2);
+	CHECK_EQ(n, 1124);
+	for (size_t i = 0; i < 2; i++) /* zeros after the names, as captured */
+		memset(b + 16 + 552 * i + 12, 0, 520 - 12);
+	uint32_t count, werr;
+	CHECK_EQ(witness_get_interface_list_decode(b, n, iout, 4, &count, &werr), 0);
+	const uint8_t ip44[4] = {192, 168, 3, 44};
+	CHECK(count == 2 && strcmp(iout[0].group_name, "NODE2") == 0 &&
+	      iout[0].version == 0xffffffffu && iout[0].flags == 5 &&
+	      memcmp(iout[0].ipv4, ip44, 4) == 0 && strcmp(iout[1].group_name, "NODE1") == 0);
 }
 
 /* Every one-byte change: only documented verdicts, strings NUL-terminated
@@ -468,6 +550,7 @@ int main(void)
 	RUN(test_interface_list);
 	RUN(test_resource_change);
 	RUN(test_ip_change);
+	RUN(test_server_answers);
 	RUN(test_mutations);
 	RUN(test_through_pdus);
 	return check_report();
