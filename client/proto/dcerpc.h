@@ -11,7 +11,7 @@
  * carries).  NDR 2.0 ([C706] ch. 14) little-endian, the only data
  * representation read or written: 4-byte referent ids, conformant and
  * varying arrays, alignment counted from the start of the stub.  The
- * endpoint mapper: [C706] appendix O ept_map (opnum 3 of
+ * endpoint mapper: [C706]'s ept_map (opnum 3 of
  * e1af8308-5d1f-11c9-91a4-08002b14a0fa v3.0), appendix L towers, [MS-RPCE]
  * 2.2.1.2 (floors for ncacn_ip_tcp: interface, transfer syntax, 0x0b,
  * 0x07 TCP port, 0x09 IPv4 address).
