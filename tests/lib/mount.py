@@ -203,7 +203,7 @@ def format_options(user, password, options=()):
 
 class SmbrdmaMount:
     def __init__(self, unc, user, password, options=(), foreground=True, binary=None,
-                 log_dir=None, timeout=None, extra_args=()):
+                 log_dir=None, timeout=None, extra_args=(), wrapper=()):
         self.unc = unc
         self.user = user
         self.password = password
@@ -212,6 +212,9 @@ class SmbrdmaMount:
         self.binary = binary or daemon_binary()
         self.timeout = (timeout or 20) * timeout_scale()
         self.extra_args = list(extra_args)
+        # argv prefix the daemon runs under, e.g. ["nsenter", "--net=/run/netns/NS"]
+        # (nsenter --net execs the daemon: self.proc is still the daemon itself)
+        self.wrapper = list(wrapper)
         self.path = None
         self.proc = None
         self.log_dir = log_dir
@@ -221,7 +224,7 @@ class SmbrdmaMount:
         self._own_log_dir = False
 
     def _args(self):
-        args = [self.binary, self.unc, self.path]
+        args = self.wrapper + [self.binary, self.unc, self.path]
         o = format_options(self.user, self.password, self.options)
         if o:
             args += ["-o", o]
