@@ -7,8 +7,8 @@ one shared directory, and a public address CTDB gives one node; the client
 
 - The cluster comes up: every node OK in every node's `ctdb status`, the
   public address on exactly one node's interface, smbd's databases attached
-  in CTDB, and `ctdb moveip` moves the address (reachable from the client
-  on its new node).
+  in CTDB; `ctdb moveip` moves the address (reachable from the client on
+  its new node), and `ctdb disable` of its node moves it back.
 - mount.smbrdma of //PUBLIC/share from the client namespace: files written
   through it are on the shared directory and read back.
 - The node holding the address dies (SIGKILL to its ctdbd and smbd, its link
@@ -90,6 +90,17 @@ def test_cluster_comes_up_healthy(ctdb_factory):
     print(f"moveip to node {other}: reachable after {time.monotonic() - t0:.2f} s")
     assert cl.holder(addr) == other
     assert "blocks of size" in cl.smbclient("ls").stdout
+    # ctdb disable: the node gives its address up to the other one
+    t0 = time.monotonic()
+    cl.disable_node(other)
+    while cl.holders_on_wire(addr) != [1 - other] or not cl.reachable(addr):
+        assert time.monotonic() < deadline + 30, (cl.ips(), cl.status_text())
+        time.sleep(0.05)
+    print(f"disable node {other}: address on node {1 - other} after "
+          f"{time.monotonic() - t0:.2f} s")
+    assert "DISABLED" in cl.status()[other], cl.status_text()
+    cl.enable_node(other)
+    cl.wait_healthy(timeout=30)
 
 
 def test_mount_public_address_write_read(ctdb_factory, mount_factory):
