@@ -471,7 +471,10 @@ class CtdbCluster:
                 nd.smbd = None
         for nd in self.nodes:
             if nd.ctdbd is not None and nd.ctdbd.poll() is None:
-                nd.ctdb(["shutdown"], check=False, timeout=30)
+                try:
+                    nd.ctdb(["shutdown"], check=False, timeout=30)
+                except (subprocess.TimeoutExpired, CtdbError) as e:
+                    errors.append(f"node {nd.pnn}: ctdb shutdown: {e}")
         for nd in self.nodes:
             if nd.ctdbd is None:
                 continue
@@ -574,6 +577,12 @@ class CtdbCluster:
                 out[f[0]] = int(f[1])
         return out
 
+    def leader(self, node=None):
+        """pnn of the cluster's leader (`ctdb leader`), None if unknown."""
+        nd = node or self.any_live()
+        r = nd.ctdb(["leader"], check=False)
+        return int(r.stdout.strip()) if r.stdout.strip().isdigit() else None
+
     def holder(self, addr):
         """pnn of the node CTDB says hosts addr (-1: none)."""
         return self.ips().get(addr, -1)
@@ -657,10 +666,14 @@ class CtdbCluster:
         down. Waits until every public address it held is hosted by another
         node (CTDB's view and the interface) and accepts TCP from the
         client. Returns {"killed_at": monotonic time, "moved": {addr: new
-        pnn}, "ctdb_s": kill -> `ctdb ip` shows them all elsewhere,
-        "reachable_s": kill -> each accepts from the client (the largest)}."""
+        pnn}, "leader_before": the leader (recovery master) at the kill,
+        "ctdb_s": kill -> `ctdb ip` shows them all elsewhere, "reachable_s":
+        kill -> each accepts from the client (the largest)}. When the node
+        was the leader the survivors first wait out `leader timeout` (5 s)
+        and elect another."""
         nd = self.nodes[pnn]
         held = [a for a, p in self.ips().items() if p == pnn]
+        leader = self.leader()
         t0 = time.monotonic()
         for proc in (nd.ctdbd, nd.smbd.proc if nd.smbd else None):
             if proc is not None:
@@ -676,7 +689,8 @@ class CtdbCluster:
         for proc in (nd.ctdbd, nd.smbd.proc if nd.smbd else None):
             if proc is not None:
                 proc.wait(timeout=10)
-        res = {"killed_at": t0, "held": held, "moved": {}, "ctdb_s": None, "reachable_s": None}
+        res = {"killed_at": t0, "held": held, "leader_before": leader, "moved": {},
+               "ctdb_s": None, "reachable_s": None}
         deadline = t0 + timeout
         live = {x.pnn for x in self.live_nodes()}
         while True:
