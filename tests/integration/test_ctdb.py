@@ -14,9 +14,10 @@ one shared directory, and a public address CTDB gives one node; the client
 - The node holding the address dies (SIGKILL to its ctdbd and smbd, its link
   down) in the middle of a loop of verified writes, each fsync'ed: CTDB moves
   the address to the other node, the mount reconnects there, the writer sees
-  no error, and the file holds exactly what was written. Twice: the victim
-  is CTDB's leader (the survivor first waits out `leader timeout`, 5 s) or
-  not. The time from the kill to CTDB's takeover, to the address accepting
+  no error, and the file holds exactly what was written. Three times: the
+  victim is CTDB's leader (the survivor first waits out `leader timeout`,
+  5 s) or not, or it loses power (link down before its processes die: no
+  reset reaches anyone; CTDB notices by its keepalives, 25 s). The time from the kill to CTDB's takeover, to the address accepting
   from the client and to the writes resuming is printed. The handle comes
   back by path, not durably: the durable handle's record died with the
   node's smbd (Samba answers the durable reconnect with
@@ -56,11 +57,13 @@ def _stall(w, t):
     return max(((b - a, b - t) for a, b in zip(ends, ends[1:])), default=(None, None))
 
 
-def _mount(cl, mount_factory, options=()):
+def _mount(cl, mount_factory, options=(), timeout=30):
     class Srv:  # what mount_factory reads of a server
         user, password = cl.user, cl.password
+    extra = os.environ.get("SMBRDMA_CTDB_MOUNT_OPTS")  # e.g. debug
     return mount_factory(Srv, unc=cl.unc(), wrapper=cl.client_prefix,
-                         options=["timeout=30"] + list(options))
+                         options=[f"timeout={timeout}"] + list(options) +
+                         (extra.split(",") if extra else []))
 
 
 def test_cluster_comes_up_healthy(ctdb_factory):
@@ -162,23 +165,29 @@ class Writer(threading.Thread):
                 self.errors.append((-1, time.monotonic(), e))
 
 
-@pytest.mark.parametrize("victim", ["leader", "not-leader"])
+@pytest.mark.parametrize("victim", ["leader", "not-leader", "power-off"])
 def test_node_death_during_verified_writes(ctdb_factory, mount_factory, victim):
     """victim: the node holding the address is CTDB's leader (the survivor
     waits out `leader timeout`, 5 s, and elects itself before it takes the
-    address over) or not (the leader takes it over at once)."""
+    address over) or not (the leader takes it over at once); power-off: not
+    the leader, and its link goes down before its processes die, so no
+    reset reaches the client or the other node (see kill_node)."""
     cl = ctdb_factory(nodes=2)
     addr = cl.public_addrs[0]
     leader = cl.leader()
     want = leader if victim == "leader" else 1 - leader
+    want_power_off = victim == "power-off"
     if cl.holder(addr) != want:
         cl.moveip(addr, want)
         deadline = time.monotonic() + 30
         while cl.holders_on_wire(addr) != [want] or not cl.reachable(addr):
             assert time.monotonic() < deadline, (cl.ips(), cl.holders_on_wire(addr))
             time.sleep(0.05)
-    m = _mount(cl, mount_factory, options=os.environ.get("SMBRDMA_CTDB_MOUNT_OPTS", "").split(",")
-               if os.environ.get("SMBRDMA_CTDB_MOUNT_OPTS") else ())
+    # A powered-off node is noticed by CTDB only when its keepalives go
+    # unanswered (25 s by default), and the takeover ends near 30 s: the
+    # client's request timeout must be longer than that for a write in
+    # flight to ride it out (timeout=30 passed with 29.9 s of takeover).
+    m = _mount(cl, mount_factory, timeout=60 if want_power_off else 30)
     w = Writer(os.path.join(m.path, "w.bin"), seconds=40)
     w.start()
     deadline = time.monotonic() + 20
@@ -187,7 +196,7 @@ def test_node_death_during_verified_writes(ctdb_factory, mount_factory, victim):
         time.sleep(0.05)
     victim = cl.holder(addr)
     assert (victim == leader) == (want == leader), (victim, leader, cl.ips())
-    tk = cl.kill_node(victim)
+    tk = cl.kill_node(victim, power_off=want_power_off)
     t_kill = tk["killed_at"]
     assert tk["moved"] == {addr: 1 - victim}, tk
     print(f"node {victim} killed (leader was node {tk['leader_before']}); CTDB: {addr} on "

@@ -661,9 +661,16 @@ class CtdbCluster:
                                  timeout=timeout)
 
     # failures --------------------------------------------------------
-    def kill_node(self, pnn, timeout=60):
+    def kill_node(self, pnn, timeout=60, power_off=False):
         """Node pnn dies: SIGKILL to all its processes, then its link goes
-        down. Waits until every public address it held is hosted by another
+        down (its kernel still resets the TCP connections of the killed
+        processes: the client and the other ctdbds see it at once).
+        power_off=True: the link goes down first, as when the machine loses
+        power: nothing reaches anyone, the other ctdbds notice only when
+        their keepalives go unanswered (KeepaliveInterval x KeepaliveLimit,
+        5 s x 5 by default), and the client only through its own timeouts or
+        the tickle ACKs the new node sends for the connections smbd
+        registered with CTDB. Waits until every public address it held is hosted by another
         node (CTDB's view and the interface) and accepts TCP from the
         client. Returns {"killed_at": monotonic time, "moved": {addr: new
         pnn}, "leader_before": the leader (recovery master) at the kill,
@@ -675,6 +682,8 @@ class CtdbCluster:
         held = [a for a, p in self.ips().items() if p == pnn]
         leader = self.leader()
         t0 = time.monotonic()
+        if power_off:
+            _run(nd.prefix + ["ip", "link", "set", IFACE, "down"])
         for proc in (nd.ctdbd, nd.smbd.proc if nd.smbd else None):
             if proc is not None:
                 try:
@@ -684,7 +693,8 @@ class CtdbCluster:
         _kill_all_in(nd.ns, grace=5)
         if _pids_in(nd.ns):
             raise CtdbError(f"node {pnn}: processes survive SIGKILL: {_pids_in(nd.ns)}")
-        _run(nd.prefix + ["ip", "link", "set", IFACE, "down"])
+        if not power_off:
+            _run(nd.prefix + ["ip", "link", "set", IFACE, "down"])
         nd.dead = True
         for proc in (nd.ctdbd, nd.smbd.proc if nd.smbd else None):
             if proc is not None:
