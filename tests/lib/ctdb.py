@@ -39,7 +39,9 @@ then enters its network namespace (nsenter --net) and execs `ctdbd
 --interactive`. /run/ctdb is created empty on the host when absent, as a
 mount point. The test runs the ctdb tool for a node in that ctdbd's mount
 and network namespaces (nsenter -t PID -m -n); each smbd stays in the
-host's mount namespace with `ctdbd socket = <dir>/node.<i>/run/ctdbd.socket`. (Samba's own ctdb/tests/local_daemons.sh does this with
+host's mount namespace with `ctdbd socket = <dir>/node.<i>/run/ctdbd.socket`,
+and ctdb.conf names the database directories by their host paths, which a
+Samba client opens itself. (Samba's ctdb/tests/local_daemons.sh does this with
 CTDB_TEST_MODE=yes and CTDB_BASE instead; test mode also turns off ctdbd's
 check of which public addresses are really on an interface and its
 gratuitous ARPs after a takeover, so with the real 10.interface a node
@@ -72,7 +74,9 @@ CTDB; passdb (tdbsam) is local to each node, so the test user is added to
 every node's passdb with smbpasswd. With durable=True (the default) the
 share has `posix locking = no`, the setting under which Samba grants
 durable handles (tests/integration/test_reconnect.py); Samba keeps them in
-smbXsrv_open_global, a clustered database, so another node can look them up.
+smbXsrv_open_global, a clustered database, so another node can look them up
+-- after a graceful move; when the node dies the record goes with it
+(tests/integration/test_ctdb.py).
 
 Killing a node (kill_node): SIGKILL to every process in its namespace
 (ctdbd, its event daemon and helpers, smbd and its children), then pub0 is
@@ -83,12 +87,13 @@ an election if it was the leader) runs a recovery and a takeover run that
 reassigns the addresses. kill_node() returns how long that took, as CTDB
 reports it (`ctdb ip` on a surviving node) and as the client sees it (a
 TCP connection from the client namespace to <address>:445 accepted).
+kill_node(power_off=True) sets the link down first (see its docstring).
 
 Teardown (close(), the context manager, the pytest fixture, atexit) stops
 each smbd, asks each ctdbd to shut down (`ctdb shutdown`; ctdb.conf's
 `shutdown failover timeout = 2` instead of 10: a node going down cleanly
-waits that long for its addresses to move, which at teardown nobody needs), kills by pid
-whatever still runs in the namespaces, deletes them, unmounts the tmpfs and
+waits that long for its addresses to move, which at teardown nobody
+needs), kills by pid whatever still runs in the namespaces, deletes them, unmounts the tmpfs and
 removes the directory, and raises if a namespace, the mount or a process
 of the cluster is left. A new cluster also removes namespaces left by one
 whose process died (names carry the creating pid).
