@@ -222,9 +222,11 @@ def test_node_death_during_verified_writes(ctdb_factory, mount_factory, victim):
     # durably. The survivor answers the durable v2 reconnect with
     # STATUS_OBJECT_NAME_NOT_FOUND (its smbd log: "smb2srv_open_recreate_fn:
     # smbXsrv_open_global_verify_record for ... failed: NT_STATUS_NOT_FOUND"):
-    # the handle's record went with the dead node's smbd (presumably CTDB's
-    # recovery keeps a volatile record only where a live node has a copy),
-    # and the client opens the file again by name. Only persistent handles
+    # the handle's record went with the dead node: `ctdb catdb
+    # smbXsrv_open_global.tdb` listed it (dmaster: the node about to die)
+    # before the kill and listed no record after the takeover -- the
+    # recovery of a volatile database keeps only what live nodes hold. The
+    # client opens the file again by name. Only persistent handles
     # (continuous availability, which Samba does not offer) survive that.
     print(f"handles reopened (durably, by path, lost): {counts}")
     n = len(w.done)
