@@ -70,8 +70,8 @@ private/lock/state dirs in <dir>/node.<i>/samba, `clustering = yes`,
 `ctdbd socket =` that node's socket, and `bind interfaces only = no` so smbd
 accepts on whichever public address CTDB gives its node later. The
 clustered databases (locking, brlock, smbXsrv_open_global, ...) live in
-CTDB; passdb (tdbsam) is local to each node, so the test user is added to
-every node's passdb with smbpasswd. With durable=True (the default) the
+CTDB, and so are the persistent ones: secrets.tdb and passdb.tdb (tdbsam),
+where smbpasswd puts the test user (run against each node's smb.conf). With durable=True (the default) the
 share has `posix locking = no`, the setting under which Samba grants
 durable handles (tests/integration/test_reconnect.py); Samba keeps them in
 smbXsrv_open_global, a clustered database, so another node can look them up
@@ -176,7 +176,6 @@ class ClusterSmbd(SambaServer):
                  **kw):
         self.node = node
         self._shared_share = shared_share
-        self.smbpasswd_retries = 0
         glob = ["clustering = yes", f"ctdbd socket = {node.socket}",
                 "bind interfaces only = no"] + list(extra_global)
         super().__init__(extra_global=glob,
@@ -201,22 +200,14 @@ class ClusterSmbd(SambaServer):
                                 text=True)
             if tp.returncode != 0:
                 raise SambaError(f"testparm rejects {self.conf_path}:\n{tp.stderr}")
-            # passdb.tdb is local to the node (not a clustered database).
-            # smbpasswd connects to ctdbd too (messaging); right after the
-            # cluster turned healthy that has been seen to fail once with
-            # "ctdbd_init_connection_internal failed (Input/output error)"
-            # (ctdbd still finishing a recovery): tried again for 20 s.
-            deadline = time.monotonic() + 20
-            while True:
-                sp = subprocess.run(self.wrapper + ["smbpasswd", "-c", self.conf_path, "-a",
-                                                    "-s", self.user],
-                                    input=f"{self.password}\n{self.password}\n",
-                                    capture_output=True, text=True, timeout=60)
-                if sp.returncode == 0 or "ctdbd_init_connection" not in sp.stderr or \
-                        time.monotonic() > deadline:
-                    break
-                self.smbpasswd_retries += 1
-                time.sleep(0.5)
+            # With clustering = yes passdb.tdb (like secrets.tdb) is a
+            # persistent CTDB database, so the user added here is every
+            # node's; each node does it anyway (the same password again),
+            # which also checks that its configuration reaches its ctdbd.
+            sp = subprocess.run(self.wrapper + ["smbpasswd", "-c", self.conf_path, "-a", "-s",
+                                                self.user],
+                                input=f"{self.password}\n{self.password}\n",
+                                capture_output=True, text=True, timeout=60)
             if sp.returncode != 0:
                 raise SambaError(f"node {self.node.pnn}: smbpasswd failed: "
                                  f"{sp.stdout}{sp.stderr}")
