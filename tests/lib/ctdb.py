@@ -70,9 +70,9 @@ private/lock/state dirs in <dir>/node.<i>/samba, `clustering = yes`,
 `ctdbd socket =` that node's socket, and `bind interfaces only = no` so smbd
 accepts on whichever public address CTDB gives its node later. The
 clustered databases (locking, brlock, smbXsrv_open_global, ...) live in
-CTDB, and so are the persistent ones: secrets.tdb and passdb.tdb (tdbsam),
-where smbpasswd puts the test user (run against each node's smb.conf). With durable=True (the default) the
-share has `posix locking = no`, the setting under which Samba grants
+CTDB, and so do the persistent ones: secrets.tdb and passdb.tdb (tdbsam),
+where smbpasswd puts the test user (run against each node's smb.conf).
+With durable=True (the default) the share has `posix locking = no`, the setting under which Samba grants
 durable handles (tests/integration/test_reconnect.py); Samba keeps them in
 smbXsrv_open_global, a clustered database, so another node can look them up
 -- after a graceful move; when the node dies the record goes with it
