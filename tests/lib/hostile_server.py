@@ -10,7 +10,9 @@ TREE_CONNECT, CREATE (durable v2 handles granted under a batch oplock, and
 reconnected), CLOSE, FLUSH, READ, WRITE, QUERY_INFO, SET_INFO,
 QUERY_DIRECTORY, ECHO, LOCK, IOCTL (FSCTL_VALIDATE_NEGOTIATE_INFO answered;
 everything else STATUS_NOT_SUPPORTED), LOGOFF, TREE_DISCONNECT, and
-compounded (related) requests.
+compounded (related) requests.  DFS, when asked for (srv.dfs_root,
+srv.dfs_links, srv.referral): the share a DFS root, PATH_NOT_COVERED below
+its links, IPC$ a pipe share answering FSCTL_DFS_GET_REFERRALS.
 
 Then it misbehaves on cue.  A hook says "when the Nth request of command X
 (that matches a predicate) arrives, do Y":
@@ -101,6 +103,7 @@ STATUS_FILE_CLOSED = 0xC0000128
 STATUS_USER_SESSION_DELETED = 0xC0000203
 STATUS_NETWORK_NAME_DELETED = 0xC00000C9
 STATUS_OBJECT_NAME_INVALID = 0xC0000033
+STATUS_PATH_NOT_COVERED = 0xC0000257
 
 DIALECTS = (0x0202, 0x0210, 0x0300, 0x0302, 0x0311)
 
@@ -119,6 +122,13 @@ SIGNING_AES_CMAC = 1
 
 FSCTL_VALIDATE_NEGOTIATE_INFO = 0x00140204
 FSCTL_QUERY_NETWORK_INTERFACE_INFO = 0x001401FC
+FSCTL_DFS_GET_REFERRALS = 0x00060194
+
+SHARE_TYPE_DISK = 0x01
+SHARE_TYPE_PIPE = 0x02
+SHAREFLAG_DFS = 0x1
+SHAREFLAG_DFS_ROOT = 0x2
+SHARE_CAP_DFS = 0x8
 
 BREAK_MESSAGE_ID = 0xFFFFFFFFFFFFFFFF
 LEASE_BREAK_ACK_REQUIRED = 0x1
@@ -1253,11 +1263,18 @@ class Conn:
         off, ln = struct.unpack_from("<HH", b, 4)
         path = req.raw[off:off + ln].decode("utf-16-le", "replace")
         share = path.rstrip("\\").split("\\")[-1]
-        if share.lower() != srv.share.lower():
+        ipc = share.upper() == "IPC$" and srv.referral is not None
+        if share.lower() != srv.share.lower() and not ipc:
             return self.rsp(req, STATUS_BAD_NETWORK_NAME)
         tid = srv._next_tree_id()
         self.sessions[req.session_id].trees.add(tid)
-        body = struct.pack("<HBBIII", 16, 1, 0, 0, 0, 0x001F01FF)
+        if ipc:
+            kind, flags, caps = SHARE_TYPE_PIPE, 0, 0
+        elif srv.dfs_root:
+            kind, flags, caps = SHARE_TYPE_DISK, SHAREFLAG_DFS | SHAREFLAG_DFS_ROOT, SHARE_CAP_DFS
+        else:
+            kind, flags, caps = SHARE_TYPE_DISK, 0, 0
+        body = struct.pack("<HBBIII", 16, kind, 0, flags, caps, 0x001F01FF)
         r = self.rsp(req, STATUS_SUCCESS, body)
         r.tree_id = tid
         return r
@@ -1276,6 +1293,9 @@ class Conn:
         access, attrs, share, disp, opts, noff, nlen, coff, clen = \
             struct.unpack_from("<IIIIIHHII", b, 24)
         path = norm(req.raw[noff:noff + nlen].decode("utf-16-le"))
+        if any(not p or path.lower() == p.lower() or path.lower().startswith(p.lower() + "/")
+               for p in map(norm, srv.dfs_links)):
+            return self.rsp(req, STATUS_PATH_NOT_COVERED)
         contexts = parse_create_contexts(req.raw[coff:coff + clen]) if clen else {}
         ctx["fid"] = None
         if "DH2C" in contexts and len(contexts["DH2C"]) >= 32:
@@ -1442,6 +1462,20 @@ class Conn:
             return self.rsp(req, STATUS_SUCCESS, body)
         if code == FSCTL_QUERY_NETWORK_INTERFACE_INFO and srv.interfaces is not None:
             out = encode_interfaces(srv.interfaces)
+            body = struct.pack("<HHIQQIIIIII", 49, 0, code, RELATED_FID[0], RELATED_FID[1],
+                               HDR + 48, 0, HDR + 48, len(out), 0, 0) + out
+            return self.rsp(req, STATUS_SUCCESS, body)
+        if code == FSCTL_DFS_GET_REFERRALS and srv.referral is not None:
+            # [MS-DFSC] 2.2.2 REQ_GET_DFS_REFERRAL: MaxReferralLevel, then
+            # RequestFileName (UTF-16, NUL-terminated)
+            ioff, ilen = struct.unpack_from("<II", req.body, 24)
+            inp = req.raw[ioff:ioff + ilen]
+            name = inp[2:].decode("utf-16-le", "replace").split("\x00")[0]
+            with srv._lock:
+                srv.referrals.append(name)
+            out = srv.referral(name)
+            if isinstance(out, int):
+                return self.rsp(req, out)
             body = struct.pack("<HHIQQIIIIII", 49, 0, code, RELATED_FID[0], RELATED_FID[1],
                                HDR + 48, 0, HDR + 48, len(out), 0, 0) + out
             return self.rsp(req, STATUS_SUCCESS, body)
@@ -1644,6 +1678,53 @@ def encode_interfaces(ifaces):
     return bytes(out)
 
 
+DFS_HDR_STORAGE_SERVERS = 0x2
+
+
+def dfs_referral(path, targets, consumed=None, ttl=300, count=None, header_flags=None,
+                 path_consumed=None, bad_offset=False, no_nul=False, version=3):
+    """RESP_GET_DFS_REFERRAL ([MS-DFSC] 2.2.4) answering a request for
+    `path` ("\\host\\share\\link\\rest", as srv.referral gets it): one V3
+    entry (2.2.5.3, 34 bytes, NameListReferral 0) per target
+    ("\\server\\share"), in order, then their strings (DFSPath and
+    DFSAlternatePath the link, NetworkAddress the target, UTF-16 with a NUL),
+    every offset right.  consumed: the link, a prefix of path as a string
+    (default: its first three components, a link right below the share);
+    PathConsumed is its UTF-16 size.  The knobs that break it:
+      path_consumed: PathConsumed as this number instead (odd, longer than
+        the path, ending inside a component...);
+      count: NumberOfReferrals as this (more than the entries sent);
+      bad_offset: the last entry's NetworkAddressOffset past the end;
+      no_nul: the last string (the last NetworkAddress) without its NUL;
+      version: VersionNumber of the entries (3 or 4: the same layout)."""
+    if consumed is None:
+        consumed = "\\".join(path.split("\\")[:4])
+    assert path.lower().startswith(consumed.lower()), (path, consumed)
+    pc = len(utf16(consumed)) if path_consumed is None else path_consumed
+    flags = DFS_HDR_STORAGE_SERVERS if header_flags is None else header_flags
+    n = len(targets)
+    fixed = 34
+    strings = bytearray()
+    entries = bytearray()
+    link_off = None
+    for i, t in enumerate(targets):
+        here = 8 + fixed * i                      # where entry i starts
+        strs_at = 8 + fixed * n                   # where the strings start
+        if link_off is None:
+            link_off = strs_at + len(strings)
+            strings += utf16(consumed) + b"\x00\x00"
+        addr_off = strs_at + len(strings)
+        last = i == n - 1
+        strings += utf16(t) + (b"" if last and no_nul else b"\x00\x00")
+        net = addr_off - here
+        if last and bad_offset:
+            net = 8 + fixed * n + 4096 - here
+        entries += struct.pack("<HHHHIHHH16s", version, fixed, 0, 0, ttl, link_off - here,
+                               link_off - here, net, bytes(16))
+    return (struct.pack("<HHI", pc, n if count is None else count, flags) + bytes(entries)
+            + bytes(strings))
+
+
 def dirent_id_both(name, node):
     """[MS-FSCC] 2.4.17 FileIdBothDirectoryInformation, NextEntryOffset 0."""
     nm = utf16(name)
@@ -1679,13 +1760,28 @@ class HostileServer:
         (e.g. SESSION_FLAG_IS_GUEST after a password that verified);
       interfaces: [(ipv4, link_speed_bps[, NETIF_CAP_*])] answered to
         FSCTL_QUERY_NETWORK_INTERFACE_INFO (and MULTI_CHANNEL offered);
-        None: the FSCTL is not supported."""
+        None: the FSCTL is not supported;
+      dfs_root: TREE_CONNECT of the share says ShareFlags DFS | DFS_ROOT and
+        Capabilities DFS;
+      dfs_links: share-relative paths ("a" or "a/b"): a CREATE of one of
+        them or of anything below answers STATUS_PATH_NOT_COVERED ("": of
+        anything at all, the share's root included);
+      referral: fn(RequestFileName as sent, e.g. "\\127.0.0.1\\share\\a\\x")
+        -> the RESP_GET_DFS_REFERRAL bytes FSCTL_DFS_GET_REFERRALS answers,
+        or an NTSTATUS (an int) to fail it with; not None also makes IPC$ a
+        share (of type pipe) TREE_CONNECT accepts.  srv.referrals: the
+        paths asked for.
+    host, port: where to listen (port 0: any free one); a second server
+    on another 127.0.0.x address and the same port is another server to a
+    client that keeps the port (a DFS target)."""
 
     def __init__(self, share="share", user="hostile", password="hostile-pw", guest_ok=True,
                  require_signing=False, dialects=DIALECTS, signing_alg=SIGNING_AES_CMAC,
-                 durable=True, files=None, read_only=False, max_io=1 << 20):
-        self.host = HOST
+                 durable=True, files=None, read_only=False, max_io=1 << 20, host=HOST,
+                 port=0):
+        self.host = host
         self.port = None
+        self._want_port = port
         self.share = share
         self.user = user
         self.password = password
@@ -1695,6 +1791,10 @@ class HostileServer:
         self.bad_password_guest = False
         self.session_flags = None
         self.interfaces = None
+        self.dfs_root = False
+        self.dfs_links = ()
+        self.referral = None
+        self.referrals = []
         self.require_signing = require_signing
         self.dialects = tuple(dialects)
         self.signing_alg = signing_alg
@@ -1831,7 +1931,7 @@ class HostileServer:
     def summary(self):
         with self._lock:
             c = collections.Counter(r.name for r in self.requests)
-            return (f"hostile server 127.0.0.1:{self.port}: {self.connections} connections, "
+            return (f"hostile server {self.host}:{self.port}: {self.connections} connections, "
                     f"requests {dict(c)}, hooks {self.hooks}\n" + "\n".join(self.notes[-40:]))
 
     # -- lifecycle ---------------------------------------------------------------
@@ -1849,7 +1949,8 @@ class HostileServer:
         asyncio.set_event_loop(loop)
 
         async def up():
-            self._server = await asyncio.start_server(self._on_conn, HOST, 0)
+            self._server = await asyncio.start_server(self._on_conn, self.host,
+                                                      self._want_port)
             self.port = self._server.sockets[0].getsockname()[1]
             self._started.set()
         try:
