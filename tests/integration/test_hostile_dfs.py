@@ -29,6 +29,7 @@ it here).  No names to resolve: every server is an address.
 
 import errno
 import os
+import re
 import socket
 
 import pytest
@@ -127,7 +128,8 @@ def check_bad(servers, mount_factory, referral, want, log_rx):
     assert_serving(m)
     expect_errno(m, f"{LINK}/inside.txt", want)
     expect_errno(m, LINK, want, op=os.listdir)
-    wait_log(m, log_rx)
+    text = wait_log(m, log_rx)
+    print("log:", re.search(f".*(?:{log_rx}).*", text).group(0))
     assert srv.referrals, "the client never asked for a referral"
     assert all(p.lower().startswith(unc(ROOT, "share", LINK).lower()) for p in srv.referrals), \
         srv.referrals
@@ -140,13 +142,14 @@ MALFORMED = r"DFS referral for \\127\.0\.0\.1\\share\\link\S*: malformed answer"
 
 # ---- the good answers: what the bad ones are measured against -----------------------
 
-def test_good_referral_reaches_the_target(servers, mount_factory):
+@pytest.mark.parametrize("version", [3, 4])
+def test_good_referral_reaches_the_target(servers, mount_factory, version):
     """A well-formed referral to a second server: the link's files are
     that server's (this is what proves dfs_referral() builds what the
     client decodes, so that the failures below are the knobs' doing)."""
     srv = dfs_root(servers, None)
     tgt = target(servers, srv)
-    srv.referral = refer([unc(OTHER, "target")])
+    srv.referral = refer([unc(OTHER, "target")], version=version)
     m = mount(mount_factory, srv)
     res, err, _ = run_op(lambda: os.listdir(os.path.join(m.path, LINK)), scaled(LIMIT))
     assert err is None and "inside.txt" in res, f"ls link: {err or res!r}\n{m.log_text()[-2500:]}"
@@ -195,6 +198,15 @@ def test_consumed_ends_mid_component(servers, mount_factory):
               r"DFS referral for \S+ covers \d+ bytes: not a link below the root")
 
 
+def test_consumed_only_the_root(servers, mount_factory):
+    """PathConsumed "\\127.0.0.1\\share": no link below the root covers the
+    path after all: its PATH_NOT_COVERED stands."""
+    check_bad(servers, mount_factory,
+              refer([unc(OTHER, "target")], consumed=unc(ROOT, "share")),
+              errno.EREMOTE,
+              r"DFS referral for \S+ covers \d+ bytes: not a link below the root")
+
+
 def test_target_points_back_into_the_namespace(servers, mount_factory):
     """The only target is the root share itself (same address and share)."""
     check_bad(servers, mount_factory, refer([unc(ROOT, "share")]), errno.EBADMSG,
@@ -216,7 +228,8 @@ def test_target_does_not_answer(servers, mount_factory):
     m = mount(mount_factory, srv)
     expect_errno(m, f"{LINK}/inside.txt", errno.ECONNREFUSED)
     expect_errno(m, LINK, errno.ECONNREFUSED, op=os.listdir)
-    wait_log(m, r"DFS link link: target \\\\127\.0\.0\.77\\share: ")
+    text = wait_log(m, r"DFS link link: target \\\\127\.0\.0\.77\\share: ")
+    print("\n".join(ln for ln in text.splitlines() if "DFS" in ln))
     assert srv.referrals
     assert_serving(m)
 
@@ -234,7 +247,8 @@ def test_target_answers_path_not_covered_too(servers, mount_factory):
     m = mount(mount_factory, srv)
     expect_errno(m, f"{LINK}/inside.txt", errno.EREMOTE)
     expect_errno(m, LINK, errno.EREMOTE, op=os.listdir)
-    wait_log(m, r"DFS link link -> \\\\127\.0\.0\.2\\target")
+    text = wait_log(m, r"DFS link link -> \\\\127\.0\.0\.2\\target")
+    print("\n".join(ln for ln in text.splitlines() if "DFS" in ln or "NOT_COVERED" in ln))
     assert 1 <= len(srv.referrals) <= 8, srv.referrals
     assert_serving(m)
 
