@@ -110,6 +110,9 @@ struct smb_client_opts {
 	                                interfaces; NULL = any */
 	bool nodfs;                  /* nodfs: do not follow DFS referrals: a link in a DFS
 	                                namespace is then an error (EREMOTE), as mount.cifs */
+	unsigned dfs_depth;          /* set by the engine, 0 from callers: how many DFS
+	                                links were followed to reach this share; from
+	                                SMB_DFS_MAX_DEPTH on its own links are not */
 	bool posix;                  /* offer the SMB3 POSIX extensions (3.1.1); they are
 	                                used when the server accepts them: see smb_attr */
 };
@@ -147,6 +150,8 @@ void smb_client_get_info(struct smb_client *c, struct smb_client_info *out);
  * asked, and each link followed.  Strings are "\\server\share[\path]"
  * and the link's path in the mount ('/'-separated, no leading '/'). */
 #define SMB_DFS_TARGETS_MAX 8
+/* Links followed one inside another's target, at most (cifs.ko: 8). */
+#define SMB_DFS_MAX_DEPTH 4
 struct smb_dfs_info {
 	uint64_t referrals;         /* referral requests sent */
 	uint64_t referral_failures; /* ... that gave no link to follow */

@@ -49,7 +49,8 @@ struct dfs_link {
 	int ntargets, cur;
 	uint32_t ttl;
 	uint64_t expires_ms;
-	bool refreshing; /* its referral is being asked again (refresh()) */
+	bool refreshing;       /* its referral is being asked again (refresh()) */
+	bool said_not_covered; /* logged a PATH_NOT_COVERED from its target */
 	struct smb_client *client;
 };
 
@@ -287,7 +288,14 @@ static void call_requeue(struct dfs_call *k);
 /* Did the root say the path crosses a link we have not followed yet? */
 static bool not_covered(struct dfs_call *k, int err, uint32_t status)
 {
-	/* A link's own client follows its own namespace, if any (dfs_ns.h). */
+	/* A link's own client follows its own namespace, if any (dfs_ns.h);
+	 * when it does not (nodfs below, or too deep) the status stands. */
+	if (k->link && !err && status == STATUS_PATH_NOT_COVERED && !k->link->said_not_covered) {
+		k->link->said_not_covered = true;
+		smb_warn("%s: DFS link %s: its target answers STATUS_PATH_NOT_COVERED for %s (a "
+		         "further link not followed): EREMOTE",
+		         k->ns->root->tree.unc, k->link->prefix, k->path);
+	}
 	if (k->link || err || status != STATUS_PATH_NOT_COVERED || k->resolves >= DFS_MAX_RESOLVES)
 		return false;
 	call_requeue(k);
@@ -664,6 +672,7 @@ static int link_connect(struct smb_dfs *ns, struct dfs_link *l)
 	for (int i = 0; i < l->ntargets; i++) {
 		int t = (l->cur + i) % l->ntargets;
 		struct smb_client_opts o = *root->opts;
+		o.dfs_depth = root->opts->dfs_depth + 1; /* bounds a circle of referrals */
 		o.host = l->targets[t].server;
 		o.share = l->targets[t].share;
 		/* ip= names the root's server only */
@@ -751,11 +760,19 @@ static int ask_link(struct smb_dfs *ns, const char *path, struct dfs_link *l)
 	}
 	/* What the link covers: whole components of the path, not the root. */
 	size_t used = rsp.path_consumed;
-	if (used <= base || (reqpath[used] != '\0' && reqpath[used] != '\\')) {
-		smb_warn("%s: DFS referral for %s covers %zu bytes: not a link below the root",
+	if (used <= base) {
+		smb_warn("%s: DFS referral for %s covers only the share (%zu bytes): no link below "
+		         "the root",
 		         root->tree.unc, reqpath, used);
 		talloc_free(tmp);
-		return used <= base ? DFS_NO_LINK : -EBADMSG;
+		return DFS_NO_LINK;
+	}
+	if (reqpath[used] != '\0' && reqpath[used] != '\\') {
+		smb_warn(
+		    "%s: DFS referral for %s covers %zu bytes, ending inside a name: malformed",
+		    root->tree.unc, reqpath, used);
+		talloc_free(tmp);
+		return -EBADMSG;
 	}
 	l->prefix = talloc_strndup(l, path, used - base);
 	l->prefix_len = used - base;

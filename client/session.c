@@ -1477,7 +1477,13 @@ int smb_client_open_on(const struct smb_client_opts *o, const struct smb_chanmgr
 		set_err(errbuf, errlen, "cannot start the channel manager: %s", strerror(-err));
 		goto fail;
 	}
-	if (!c->tree.ipc && !o->nodfs && smb_dfs_tree_is_dfs(c) && (err = smb_dfs_init(c)) < 0) {
+	if (!c->tree.ipc && !o->nodfs && smb_dfs_tree_is_dfs(c) &&
+	    o->dfs_depth >= SMB_DFS_MAX_DEPTH)
+		smb_warn(
+		    "%s: a DFS namespace %u links deep: its links are not followed (at most %d)",
+		    c->tree.unc, o->dfs_depth, SMB_DFS_MAX_DEPTH);
+	else if (!c->tree.ipc && !o->nodfs && smb_dfs_tree_is_dfs(c) &&
+	         (err = smb_dfs_init(c)) < 0) {
 		set_err(errbuf, errlen, "cannot set up DFS: %s", strerror(-err));
 		goto fail;
 	}

@@ -9,8 +9,9 @@ the test's (srv.referral, built with dfs_referral()).  What must hold
     counted than sent, PathConsumed odd or longer than the path, a string
     with no NUL): the call fails with EBADMSG, the log says "DFS referral
     for ...: malformed answer";
-  - PathConsumed ending inside a component: EBADMSG, "not a link below
-    the root";
+  - PathConsumed ending inside a component: EBADMSG, "ending inside a
+    name: malformed"; PathConsumed of the share only: EREMOTE, "covers only
+    the share";
   - a referral whose only target is the namespace's root share: EBADMSG,
     "points back into the namespace";
   - the referral IOCTL failing: EREMOTE, "the path is not followed";
@@ -195,7 +196,7 @@ def test_consumed_ends_mid_component(servers, mount_factory):
     check_bad(servers, mount_factory,
               refer([unc(OTHER, "target")], consumed=unc(ROOT, "share", "li")),
               errno.EBADMSG,
-              r"DFS referral for \S+ covers \d+ bytes: not a link below the root")
+              r"DFS referral for \S+ covers \d+ bytes, ending inside a name: malformed")
 
 
 def test_consumed_only_the_root(servers, mount_factory):
@@ -204,7 +205,7 @@ def test_consumed_only_the_root(servers, mount_factory):
     check_bad(servers, mount_factory,
               refer([unc(OTHER, "target")], consumed=unc(ROOT, "share")),
               errno.EREMOTE,
-              r"DFS referral for \S+ covers \d+ bytes: not a link below the root")
+              r"DFS referral for \S+ covers only the share \(\d+ bytes\): no link below the root")
 
 
 def test_target_points_back_into_the_namespace(servers, mount_factory):

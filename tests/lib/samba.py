@@ -122,6 +122,21 @@ def _tail(path, n=40):
         return f"(cannot read {path}: {e})"
 
 
+def _pids_naming(text):
+    """PIDs whose command line contains text."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
 def _conf_list_item(item):
     """One element of an smb.conf list: quoted if it holds a list separator
     (',', ';' or blank), as in "10.77.1.1;speed=1000000000,capability=RSS"."""
@@ -325,6 +340,15 @@ class SambaServer:
             except subprocess.TimeoutExpired:
                 pass
             self.proc = None
+            # samba-dcerpcd and its rpcd_* helpers, which smbd starts when a
+            # client opens a named pipe (the LSA lookups of the SID map),
+            # leave the group for a session of their own: find them by our
+            # smb.conf on their command line
+            for pid in _pids_naming(self.conf_path):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         if self._tmpfs_mounted:
             r = subprocess.run(["umount", self.share_path], capture_output=True)
             if r.returncode != 0:
