@@ -1503,11 +1503,19 @@ int smb_conn_open_env(struct ev_loop *loop, const struct smb_conn_env *env,
 		smb_transport_destroy(c->transport);
 		goto fail;
 	}
+	/* From connect() on the transport belongs to the loop, which may have
+	 * reported its death already (the peer hung up at once): conn_dead()
+	 * then ran with no tick to cancel.  Such a conn stays DEAD, without a
+	 * tick: marked UP it would take requests, and its tick, re-armed every
+	 * second and cancelled by nobody, would fire on c after
+	 * smb_conn_close() freed it.  Its first request fails instead. */
 	pthread_mutex_lock(&c->lock);
-	__atomic_store_n(&c->state, SMB_CONN_UP, __ATOMIC_RELEASE);
-	c->last_rx_ms = now_ms(c);
-	if (conn_timer_add(c, CONN_TICK_MS, conn_tick, c, &c->tick) < 0)
-		c->tick = NULL;
+	if (c->state == SMB_CONN_NEW) {
+		__atomic_store_n(&c->state, SMB_CONN_UP, __ATOMIC_RELEASE);
+		c->last_rx_ms = now_ms(c);
+		if (conn_timer_add(c, CONN_TICK_MS, conn_tick, c, &c->tick) < 0)
+			c->tick = NULL;
+	}
 	pthread_mutex_unlock(&c->lock);
 	*out = c;
 	return 0;

@@ -33,8 +33,18 @@ struct fake {
 	int nheld;
 };
 
+static void fake_dead_cb(void *arg);
+/* The next connect() hands the transport to the loop, which reports its
+ * death before connect() returns (a peer that hangs up at once). */
+static bool die_at_connect;
+
 static int fake_connect(struct smb_transport *t, const struct sockaddr *a, socklen_t l, unsigned ms)
 {
+	if (die_at_connect) {
+		die_at_connect = false;
+		((struct fake *)t)->dead = true;
+		ev_call_wait(t->loop, fake_dead_cb, t);
+	}
 	return 0;
 }
 
@@ -1345,6 +1355,30 @@ static void test_fake_clock_resend_then_death(void)
 	CHECK_EQ(fake_timers_armed(), 0);
 }
 
+/* A transport that died between its connect() and the conn being marked
+ * up (the loop reported it already) leaves a dead conn without a tick:
+ * marked UP with a tick it took requests, and the tick, cancelled by
+ * nobody, fired every second on the conn after smb_conn_close() freed it
+ * (a jump through its freed env: a daemon's SIGSEGV at address 0). */
+static void test_fake_clock_dead_before_up(void)
+{
+	fake_env_reset();
+	die_at_connect = true;
+	struct smb_conn *c = open_fake_conn(3000);
+	CHECK_EQ(state_of(c), SMB_CONN_DEAD);
+	CHECK_EQ(fake_timers_armed(), 0);
+	struct result r;
+	result_init(&r);
+	struct smb_req *req = echo_req(c, &r, 1);
+	req->no_replay = true;
+	CHECK(smb_conn_submit(c, req) < 0); /* refused: the caller fails its set-up */
+	smb_req_put(req);
+	CHECK_EQ(sent_count(), 0);
+	smb_conn_close(c);
+	advance(2000); /* nothing armed on the freed conn */
+	CHECK_EQ(fake_timers_armed(), 0);
+}
+
 int main(void)
 {
 	smb_log_init("test_conn", false, LOG_ERR);
@@ -1368,6 +1402,7 @@ int main(void)
 	RUN(test_fake_clock_keepalive);
 	RUN(test_fake_clock_resend_later);
 	RUN(test_fake_clock_resend_then_death);
+	RUN(test_fake_clock_dead_before_up);
 	ev_loop_free(loop);
 	return check_report();
 }
