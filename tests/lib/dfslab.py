@@ -93,9 +93,9 @@ import signal
 import subprocess
 import tempfile
 import sys
-import time
 
 from lib.mount import DaemonProblem, SmbrdmaMount
+from lib.netns import _kill_all_in, netns_list
 from lib.samba import DEFAULT_PASSWORD, DEFAULT_USER, SambaServer
 
 PREFIX = "smbrdma-dfs-"
@@ -126,33 +126,6 @@ def _run(argv, check=True, timeout=60, **kw):
         raise DfsLabError(f"{' '.join(map(str, argv))} failed ({r.returncode}):\n"
                           f"{r.stdout}{r.stderr}")
     return r
-
-
-def netns_list():
-    r = _run(["ip", "netns", "list"], check=False)
-    return [ln.split()[0] for ln in r.stdout.splitlines() if ln.strip()]
-
-
-def _pids_in(ns):
-    r = _run(["ip", "netns", "pids", ns], check=False)
-    return [int(p) for p in r.stdout.split() if p.isdigit()]
-
-
-def _kill_all_in(ns, grace=3.0):
-    """SIGTERM, then SIGKILL, every process inside netns ns, by pid."""
-    pids = _pids_in(ns)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            pids = _pids_in(ns)
-            if not pids:
-                return
-            time.sleep(0.05)
 
 
 def _pid_alive(pid):
