@@ -38,7 +38,10 @@ import time
 
 import pytest
 
-from lib.ctdb import ctdb_factory  # noqa: F401
+import lib.ctdb
+
+# the cluster fixture, bound here so pytest finds it
+ctdb_factory = lib.ctdb.ctdb_factory
 
 BLOCK = 64 << 10
 RING = 512  # blocks: the writer goes round a 32 MiB file (the shared tmpfs is 512 MiB)
