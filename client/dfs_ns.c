@@ -241,6 +241,18 @@ static void mix_attr(const struct dfs_link *l, struct smb_attr *a)
 		a->file_id ^= (uint64_t)l->num * DFS_FILE_ID_MIX;
 }
 
+/* attr as the caller sees it: a copy in *out, its file id mixed for link
+ * l (mix_attr); NULL stays NULL. */
+static const struct smb_attr *mixed(const struct dfs_link *l, const struct smb_attr *attr,
+                                    struct smb_attr *out)
+{
+	if (!attr)
+		return NULL;
+	*out = *attr;
+	mix_attr(l, out);
+	return out;
+}
+
 /* ---- the calls --------------------------------------------------------------- */
 
 enum dfs_op {
@@ -308,11 +320,7 @@ static void attr_done(void *arg, int err, uint32_t status, const struct smb_attr
 	if (not_covered(k, err, status))
 		return;
 	struct smb_attr a;
-	if (attr) {
-		a = *attr;
-		mix_attr(k->link, &a);
-	}
-	((smb_attr_cb)k->cb)(k->arg, err, status, attr ? &a : NULL);
+	((smb_attr_cb)k->cb)(k->arg, err, status, mixed(k->link, attr, &a));
 	talloc_free(k);
 }
 
@@ -328,10 +336,7 @@ static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fi
 	if (not_covered(k, err, status))
 		return;
 	struct smb_attr a;
-	if (attr) {
-		a = *attr;
-		mix_attr(k->link, &a);
-	}
+	const struct smb_attr *ma = mixed(k->link, attr, &a);
 	struct smb2_fileid vf = fid;
 	if (!err && status == STATUS_SUCCESS) {
 		struct smb_client *cl = k->link ? k->link->client : k->ns->root;
@@ -342,7 +347,7 @@ static void open_done(void *arg, int err, uint32_t status, struct smb2_fileid fi
 			err = -ENOMEM;
 		}
 	}
-	((smb_open_cb)k->cb)(k->arg, err, status, vf, attr ? &a : NULL);
+	((smb_open_cb)k->cb)(k->arg, err, status, vf, ma);
 	talloc_free(k);
 }
 
@@ -1242,11 +1247,7 @@ static void hattr_done(void *arg, int err, uint32_t status, const struct smb_att
 {
 	struct dfs_hcall *h = arg;
 	struct smb_attr a;
-	if (attr) {
-		a = *attr;
-		mix_attr(h->link, &a);
-	}
-	((smb_attr_cb)h->cb)(h->arg, err, status, attr ? &a : NULL);
+	((smb_attr_cb)h->cb)(h->arg, err, status, mixed(h->link, attr, &a));
 	talloc_free(h);
 }
 
