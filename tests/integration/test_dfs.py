@@ -29,6 +29,7 @@ import pytest
 
 import lib.dfslab
 import lib.mount
+from lib.mount import is_mounted
 from lib.dfslab import ADDRS, PREFIX, ROOT_FILES, SHARE_ID, DfsLab, netns_list
 from lib.fileops import make_random_file, read_bytes, sha256, write_bytes
 
@@ -63,11 +64,6 @@ def _alive(pid):
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
-
-
-def _mounted(path):
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == path for line in f)
 
 
 # the lab itself ------------------------------------------------------------
@@ -162,10 +158,10 @@ def test_dfs_lab_teardown_and_stale_cleanup(tmp_path):
         dirs = [s.dir for s in lab.servers]
         mps = [s.share_path for s in lab.servers] + lab.link_dirs("link2")
         helper = lab.ns_popen(["sleep", "600"])
-        assert ns in netns_list() and all(_mounted(p) for p in mps)
+        assert ns in netns_list() and all(is_mounted(p) for p in mps)
     assert ns not in netns_list()
     assert not any(_alive(p) for p in pids) and helper.poll() is not None
-    assert not any(_mounted(p) for p in mps) and not any(os.path.exists(d) for d in dirs)
+    assert not any(is_mounted(p) for p in mps) and not any(os.path.exists(d) for d in dirs)
 
     # a lab in a process that dies without closing it
     tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -186,11 +182,11 @@ def test_dfs_lab_teardown_and_stale_cleanup(tmp_path):
     stale_pids = [s["pid"] for s in desc["servers"]]
     stale_mps = [p for s in desc["servers"] for p in s["shares"].values()]
     assert desc["ns"] in netns_list() and all(_alive(p) for p in stale_pids)
-    assert all(_mounted(p) for p in stale_mps)
+    assert all(is_mounted(p) for p in stale_mps)
     with DfsLab() as lab2:
         assert desc["ns"] not in netns_list()
         assert not any(_alive(p) for p in stale_pids)
-        assert not any(_mounted(p) for p in stale_mps)
+        assert not any(is_mounted(p) for p in stale_mps)
         assert not any(os.path.exists(s["dir"]) for s in desc["servers"])
         assert lab2.smbclient("ls link1\\*").returncode == 0
     assert _ours() == []

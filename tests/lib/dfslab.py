@@ -95,7 +95,7 @@ import tempfile
 import sys
 
 from lib.mount import DaemonProblem, SmbrdmaMount
-from lib.netns import _kill_all_in, netns_list
+from lib.netns import _kill_all_in, _pid_alive, netns_list
 from lib.samba import DEFAULT_PASSWORD, DEFAULT_USER, SambaServer
 
 PREFIX = "smbrdma-dfs-"
@@ -126,16 +126,6 @@ def _run(argv, check=True, timeout=60, **kw):
         raise DfsLabError(f"{' '.join(map(str, argv))} failed ({r.returncode}):\n"
                           f"{r.stdout}{r.stderr}")
     return r
-
-
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 def _mountpoints():
