@@ -365,6 +365,120 @@ int ntlmssp_mac(const uint8_t sign_key[16], const uint8_t seal_key[16], bool key
 	return 0;
 }
 
+/* ---- a continuing security context ------------------------------------ */
+
+int ntlmssp_sec_init(struct ntlmssp_sec *s, const struct ntlmssp_client_result *res)
+{
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	if (!(res->flags & NTLMSSP_NEGOTIATE_EXTENDED_SESSIONSECURITY) || res->anonymous)
+		return -EPROTONOSUPPORT;
+	s->flags = res->flags;
+	memcpy(s->send_sign, res->keys.client_sign, 16);
+	memcpy(s->recv_sign, res->keys.server_sign, 16);
+	rc = smb_rc4_stream_new(res->keys.client_seal, 16, &s->send_rc4);
+	if (!rc)
+		rc = smb_rc4_stream_new(res->keys.server_seal, 16, &s->recv_rc4);
+	if (rc)
+		ntlmssp_sec_free(s);
+	return rc;
+}
+
+void ntlmssp_sec_free(struct ntlmssp_sec *s)
+{
+	if (!s)
+		return;
+	smb_rc4_stream_free(s->send_rc4);
+	smb_rc4_stream_free(s->recv_rc4);
+	smb_wipe(s, sizeof(*s));
+}
+
+/* The signature over seq || whole; the checksum RC4'd with rc4 (when
+ * KEY_EXCH), which moves that handle on by 8 bytes. */
+static int sec_mac(const struct ntlmssp_sec *s, const uint8_t key[16], struct smb_rc4_stream *rc4,
+                   uint32_t seq, const uint8_t *whole, size_t len, uint8_t sig[16])
+{
+	uint8_t seqbuf[4], hmac[16];
+	struct iovec iov[2] = {{seqbuf, 4}, {(void *)whole, len}};
+	int rc;
+
+	smb_put_le32(seqbuf, seq);
+	rc = smb_hmac_md5(key, 16, iov, 2, hmac);
+	if (!rc && (s->flags & NTLMSSP_NEGOTIATE_KEY_EXCH))
+		rc = smb_rc4_stream_update(rc4, hmac, hmac, 8);
+	if (!rc) {
+		smb_put_le32(sig, 1);
+		memcpy(sig + 4, hmac, 8);
+		smb_put_le32(sig + 12, seq);
+	}
+	smb_wipe(hmac, sizeof(hmac));
+	return rc;
+}
+
+int ntlmssp_sec_sign(struct ntlmssp_sec *s, const uint8_t *whole, size_t len,
+                     uint8_t sig[NTLMSSP_SIG_LEN])
+{
+	if (!s->send_rc4 || (!whole && len))
+		return -EINVAL;
+	int rc = sec_mac(s, s->send_sign, s->send_rc4, s->send_seq, whole, len, sig);
+	if (!rc)
+		s->send_seq++;
+	return rc;
+}
+
+int ntlmssp_sec_seal(struct ntlmssp_sec *s, uint8_t *data, size_t dlen, const uint8_t *whole,
+                     size_t wlen, uint8_t sig[NTLMSSP_SIG_LEN])
+{
+	uint8_t seqbuf[4], hmac[16];
+	struct iovec iov[2] = {{seqbuf, 4}, {(void *)whole, wlen}};
+	int rc;
+
+	if (!s->send_rc4 || (!whole && wlen) || (!data && dlen))
+		return -EINVAL;
+	smb_put_le32(seqbuf, s->send_seq);
+	rc = smb_hmac_md5(s->send_sign, 16, iov, 2, hmac);
+	if (!rc)
+		rc = smb_rc4_stream_update(s->send_rc4, data, data, dlen);
+	if (!rc && (s->flags & NTLMSSP_NEGOTIATE_KEY_EXCH))
+		rc = smb_rc4_stream_update(s->send_rc4, hmac, hmac, 8);
+	if (!rc) {
+		smb_put_le32(sig, 1);
+		memcpy(sig + 4, hmac, 8);
+		smb_put_le32(sig + 12, s->send_seq);
+		s->send_seq++;
+	}
+	smb_wipe(hmac, sizeof(hmac));
+	return rc;
+}
+
+int ntlmssp_sec_verify(struct ntlmssp_sec *s, const uint8_t *whole, size_t len,
+                       const uint8_t sig[NTLMSSP_SIG_LEN])
+{
+	uint8_t want[NTLMSSP_SIG_LEN];
+
+	if (!s->recv_rc4 || (!whole && len) || !sig)
+		return -EINVAL;
+	int rc = sec_mac(s, s->recv_sign, s->recv_rc4, s->recv_seq, whole, len, want);
+	if (rc)
+		return rc;
+	s->recv_seq++;
+	rc = smb_ct_equal(want, sig, NTLMSSP_SIG_LEN) ? 0 : -EBADMSG;
+	smb_wipe(want, sizeof(want));
+	return rc;
+}
+
+int ntlmssp_sec_unseal(struct ntlmssp_sec *s, uint8_t *data, size_t dlen, const uint8_t *whole,
+                       size_t wlen, const uint8_t sig[NTLMSSP_SIG_LEN])
+{
+	if (!s->recv_rc4 || (!data && dlen))
+		return -EINVAL;
+	int rc = smb_rc4_stream_update(s->recv_rc4, data, data, dlen);
+	if (rc)
+		return rc;
+	return ntlmssp_sec_verify(s, whole, wlen, sig);
+}
+
 /* ---- messages ----------------------------------------------------------- */
 
 ssize_t ntlmssp_negotiate_encode(uint8_t *buf, size_t cap, uint32_t flags)

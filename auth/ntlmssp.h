@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct smb_rc4_stream;
+
 #define NTLMSSP_NEGOTIATE_UNICODE                  0x00000001u
 #define NTLMSSP_REQUEST_TARGET                     0x00000004u
 #define NTLMSSP_NEGOTIATE_SIGN                     0x00000010u
@@ -129,5 +131,57 @@ int ntlmssp_client_authenticate(void *mem_ctx, const struct ntlmssp_client_param
                                 const uint8_t *negotiate, size_t negotiate_len,
                                 const uint8_t *challenge, size_t challenge_len, uint8_t **auth,
                                 size_t *auth_len, struct ntlmssp_client_result *res);
+
+/* ---- a continuing security context for a message stream ------------------
+ *
+ * [MS-NLMP] 3.4.3 / 3.4.4 with extended session security (NTLM2): what
+ * DCE/RPC's auth levels PKT_INTEGRITY (sign) and PKT_PRIVACY (seal) need.
+ * Unlike ntlmssp_mac(), the RC4 handles continue across messages: one for
+ * sending (client_seal key), one for receiving (server_seal key), each
+ * advanced by every sign (with KEY_EXCH), seal, verify and unseal; and the
+ * send and receive sequence numbers count up from 0, one per message.
+ * Messages must therefore be signed in the order they go out and checked
+ * in the order they come in; a failed check leaves the context unusable
+ * (the receive handle has moved on): drop the connection.
+ *
+ * Ownership: the caller owns the struct (stack, talloc or embedded);
+ * ntlmssp_sec_init() allocates the two RC4 handles, ntlmssp_sec_free()
+ * frees them and wipes the keys (idempotent; safe on a zeroed struct and
+ * after a failed init).  Threads: one thread uses a context at a time. */
+struct ntlmssp_sec {
+	uint32_t flags; /* negotiated */
+	uint8_t send_sign[16], recv_sign[16];
+	struct smb_rc4_stream *send_rc4, *recv_rc4;
+	uint32_t send_seq, recv_seq;
+};
+#define NTLMSSP_SIG_LEN 16
+/* From the result of ntlmssp_client_authenticate().  0; -EPROTONOSUPPORT
+ * without extended session security (NTLMv1-style signing is not done) or
+ * for an anonymous context (no keys); -EIO/-ENOMEM from the RC4 setup. */
+int ntlmssp_sec_init(struct ntlmssp_sec *s, const struct ntlmssp_client_result *res);
+void ntlmssp_sec_free(struct ntlmssp_sec *s);
+/* Signature of an outgoing message whole[0, len): version 1,
+ * HMAC-MD5(send_sign, seq || whole)[0..8] (RC4'd with the send handle when
+ * KEY_EXCH), seq; send_seq then advances. */
+int ntlmssp_sec_sign(struct ntlmssp_sec *s, const uint8_t *whole, size_t len,
+                     uint8_t sig[NTLMSSP_SIG_LEN]);
+/* Seal an outgoing message: the MAC over the plaintext whole[0, wlen) is
+ * computed first, then data[0, dlen) is encrypted in place with the send
+ * handle, then the 8 checksum bytes with the same handle (when KEY_EXCH).
+ * data usually lies inside whole (the PDU's stub inside the PDU); whole is
+ * read before data is written. */
+int ntlmssp_sec_seal(struct ntlmssp_sec *s, uint8_t *data, size_t dlen, const uint8_t *whole,
+                     size_t wlen, uint8_t sig[NTLMSSP_SIG_LEN]);
+/* Check a received message's signature with the receive handle and
+ * recv_seq (which then advances).  0, or -EBADMSG when it does not match
+ * (constant-time compare of all 16 bytes). */
+int ntlmssp_sec_verify(struct ntlmssp_sec *s, const uint8_t *whole, size_t len,
+                       const uint8_t sig[NTLMSSP_SIG_LEN]);
+/* Unseal a received message: data[0, dlen) is decrypted in place first,
+ * then the MAC over the now plain whole[0, wlen) is checked as by
+ * ntlmssp_sec_verify().  On -EBADMSG data holds what the decryption gave:
+ * the caller must not use it. */
+int ntlmssp_sec_unseal(struct ntlmssp_sec *s, uint8_t *data, size_t dlen, const uint8_t *whole,
+                       size_t wlen, const uint8_t sig[NTLMSSP_SIG_LEN]);
 
 #endif

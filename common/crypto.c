@@ -463,6 +463,56 @@ fail:
 	return ossl_fail("RC4");
 }
 
+/* the handle is the OpenSSL context itself */
+int smb_rc4_stream_new(const uint8_t *key, size_t keylen, struct smb_rc4_stream **out)
+{
+	EVP_CIPHER_CTX *ctx;
+	int rc = smb_crypto_init();
+
+	if (out)
+		*out = NULL;
+	if (rc)
+		return rc;
+	if (!out || !key || keylen == 0 || keylen > 256)
+		return -EINVAL;
+	ctx = EVP_CIPHER_CTX_new();
+	if (!ctx)
+		return ossl_fail("RC4");
+	if (EVP_EncryptInit_ex2(ctx, crypto.rc4, NULL, NULL, NULL) != 1 ||
+	    EVP_CIPHER_CTX_set_key_length(ctx, (int)keylen) != 1 ||
+	    EVP_EncryptInit_ex2(ctx, NULL, key, NULL, NULL) != 1) {
+		EVP_CIPHER_CTX_free(ctx);
+		return ossl_fail("RC4");
+	}
+	*out = (struct smb_rc4_stream *)ctx;
+	return 0;
+}
+
+int smb_rc4_stream_update(struct smb_rc4_stream *s, const uint8_t *in, uint8_t *out, size_t len)
+{
+	EVP_CIPHER_CTX *ctx = (EVP_CIPHER_CTX *)s;
+	int outl = 0;
+
+	if (!ctx || (len && (!in || !out)))
+		return -EINVAL;
+	while (len) {
+		size_t n = len > EVP_CHUNK ? EVP_CHUNK : len;
+
+		if (EVP_EncryptUpdate(ctx, out, &outl, in, (int)n) != 1 || (size_t)outl != n)
+			return ossl_fail("RC4");
+		in += n;
+		out += n;
+		len -= n;
+	}
+	return 0;
+}
+
+void smb_rc4_stream_free(struct smb_rc4_stream *s)
+{
+	/* EVP_CIPHER_CTX_free() clears the key schedule */
+	EVP_CIPHER_CTX_free((EVP_CIPHER_CTX *)s);
+}
+
 /* ---- KDF and PDU signing ------------------------------------------------ */
 
 static void put_be32(uint8_t *p, uint32_t v)

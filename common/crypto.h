@@ -57,6 +57,16 @@ int smb_aes_gmac(const uint8_t key[16], const uint8_t nonce[12], const struct io
 /* RC4 (NTLM key exchange): out may equal in. */
 int smb_rc4(const uint8_t *key, size_t keylen, const uint8_t *in, uint8_t *out, size_t len);
 
+/* A keeping RC4 stream: the key schedule and keystream position survive
+ * between smb_rc4_stream_update() calls (the NTLMSSP sealing handles of
+ * [MS-NLMP] 3.4.3, which continue across messages).  _new() returns a
+ * handle into *out (freed, key state wiped, by _free(); NULL is fine);
+ * one thread uses a handle at a time.  in == out is allowed. */
+struct smb_rc4_stream;
+int smb_rc4_stream_new(const uint8_t *key, size_t keylen, struct smb_rc4_stream **out);
+int smb_rc4_stream_update(struct smb_rc4_stream *s, const uint8_t *in, uint8_t *out, size_t len);
+void smb_rc4_stream_free(struct smb_rc4_stream *s);
+
 /* SMB3 encryption ([MS-SMB2] 3.1.4.3): AES-128/256-CCM (11-byte nonce) and
  * AES-128/256-GCM (12-byte nonce), 16-byte tag, in place over buf.
  *   cipher: SMB_CIPHER_AES128_CCM .. SMB_CIPHER_AES256_GCM

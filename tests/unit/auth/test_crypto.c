@@ -194,6 +194,29 @@ static void test_rc4(void)
 	CHECK_EQ(smb_rc4(NULL, 0, zero, out, 16), -EINVAL);
 }
 
+/* The keeping stream: pieces of any size continue one keystream (RFC 6229,
+ * 40-bit key 0x0102030405, offsets 0 and 16). */
+static void test_rc4_stream(void)
+{
+	uint8_t key[5], zero[32] = {0}, out[32];
+	struct smb_rc4_stream *s = NULL;
+
+	hex("0102030405", key);
+	hex("b2396305f03dc027ccc3524a0a1118a8", buf_a);
+	hex("6982944f18fc82d589c403a47a0d0919", buf_a + 16);
+	CHECK_EQ(smb_rc4_stream_new(key, 5, &s), 0);
+	CHECK_EQ(smb_rc4_stream_update(s, zero, out, 3), 0);
+	CHECK_EQ(smb_rc4_stream_update(s, zero, out + 3, 0), 0);
+	CHECK_EQ(smb_rc4_stream_update(s, zero, out + 3, 13), 0);
+	memcpy(out + 16, zero, 16);
+	CHECK_EQ(smb_rc4_stream_update(s, out + 16, out + 16, 16), 0); /* in place */
+	CHECK_MEM(out, buf_a, 32);
+	smb_rc4_stream_free(s);
+	smb_rc4_stream_free(NULL);
+	CHECK_EQ(smb_rc4_stream_new(key, 0, &s), -EINVAL);
+	CHECK(s == NULL);
+}
+
 static void test_kdf(void)
 {
 	static const struct {
@@ -459,6 +482,7 @@ int main(void)
 	RUN(test_cmac);
 	RUN(test_gmac);
 	RUN(test_rc4);
+	RUN(test_rc4_stream);
 	RUN(test_kdf);
 	RUN(test_smb311_session_setup_signature);
 	RUN(test_sign_pdu_gmac_hmac);

@@ -246,6 +246,142 @@ static void test_mac_vectors(void)
 	CHECK_EQ(get32(sig + 12), 7);
 }
 
+/* The [MS-NLMP] 4.2.4 context: RandomSessionKey 0x55 x 16, the 4.2.4
+ * flags (with KEY_EXCH and extended session security). */
+static void sec_424_result(struct ntlmssp_client_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->flags = 0xe28a8233u;
+	memset(res->exported_session_key, 0x55, 16);
+	CHECK_EQ(ntlmssp_derive_keys(res->exported_session_key, res->flags, &res->keys), 0);
+}
+
+/* The peer's view of the same context: its sending keys are our receiving
+ * ones. */
+static void sec_peer(const struct ntlmssp_client_result *res, struct ntlmssp_client_result *peer)
+{
+	*peer = *res;
+	memcpy(peer->keys.client_sign, res->keys.server_sign, 16);
+	memcpy(peer->keys.server_sign, res->keys.client_sign, 16);
+	memcpy(peer->keys.client_seal, res->keys.server_seal, 16);
+	memcpy(peer->keys.server_seal, res->keys.client_seal, 16);
+}
+
+/* [MS-NLMP] 4.2.4.4 through the continuing context: seal of "Plaintext"
+ * with seq 0 gives the spec's ciphertext and signature; then a second
+ * seal goes on in the same RC4 stream with seq 1. */
+static void test_sec_vectors(void)
+{
+	struct ntlmssp_client_result res;
+	struct ntlmssp_sec s = {0}, s2 = {0};
+	uint8_t msg[18], buf[18], sig[16], sig2[16], stream[64];
+
+	sec_424_result(&res);
+	CHECK_EQ(ntlmssp_sec_init(&s, &res), 0);
+	CHECK_EQ(ntlmssp_utf16le("Plaintext", false, msg, sizeof(msg)), 18);
+	memcpy(buf, msg, 18);
+	CHECK_EQ(ntlmssp_sec_seal(&s, buf, 18, buf, 18, sig), 0);
+	hex("54e50165bf1936dc996020c1811b0f06fb5f", want);
+	CHECK_MEM(buf, want, 18);
+	hex("010000007fb38ec5c55d497600000000", want);
+	CHECK_MEM(sig, want, 16);
+	CHECK_EQ(s.send_seq, 1);
+
+	/* the second message: the handle has moved on by 18 + 8 bytes */
+	memcpy(buf, msg, 18);
+	CHECK_EQ(ntlmssp_sec_seal(&s, buf, 18, buf, 18, sig2), 0);
+	CHECK_EQ(get32(sig2 + 12), 1);
+	memset(stream, 0, sizeof(stream));
+	CHECK_EQ(smb_rc4(res.keys.client_seal, 16, stream, stream, 26 + 18), 0);
+	for (size_t i = 0; i < 18; i++)
+		CHECK_EQ(buf[i], msg[i] ^ stream[26 + i]);
+	CHECK(memcmp(sig2 + 4, sig + 4, 8) != 0);
+
+	/* sign only: the same checksum the one-shot MAC gives for seq 0 */
+	CHECK_EQ(ntlmssp_sec_init(&s2, &res), 0);
+	CHECK_EQ(ntlmssp_sec_sign(&s2, msg, 18, sig), 0);
+	CHECK_EQ(ntlmssp_mac(res.keys.client_sign, res.keys.client_seal, true, 0, msg, 18, sig2),
+	         0);
+	CHECK_MEM(sig, sig2, 16);
+	ntlmssp_sec_free(&s);
+	ntlmssp_sec_free(&s2);
+	ntlmssp_sec_free(&s2); /* idempotent */
+
+	/* no extended session security, or anonymous: refused */
+	res.flags &= ~NTLMSSP_NEGOTIATE_EXTENDED_SESSIONSECURITY;
+	CHECK_EQ(ntlmssp_sec_init(&s, &res), -EPROTONOSUPPORT);
+	sec_424_result(&res);
+	res.anonymous = true;
+	CHECK_EQ(ntlmssp_sec_init(&s, &res), -EPROTONOSUPPORT);
+	ntlmssp_sec_free(&s);
+}
+
+/* Both directions over several messages, signed and sealed in turn, with
+ * and without KEY_EXCH: each side's seq and RC4 state advance together;
+ * a tampered byte, a replay or a skipped message fails with -EBADMSG. */
+static void test_sec_roundtrip(void)
+{
+	for (int kx = 0; kx < 2; kx++) {
+		struct ntlmssp_client_result res, peer;
+		struct ntlmssp_sec c, sv;
+		sec_424_result(&res);
+		if (!kx)
+			res.flags &= ~NTLMSSP_NEGOTIATE_KEY_EXCH;
+		sec_peer(&res, &peer);
+		CHECK_EQ(ntlmssp_sec_init(&c, &res), 0);
+		CHECK_EQ(ntlmssp_sec_init(&sv, &peer), 0);
+		for (int i = 0; i < 6; i++) {
+			uint8_t whole[100], copy[100], sig[16];
+			for (size_t k = 0; k < sizeof(whole); k++)
+				whole[k] = (uint8_t)(k * 7 + (size_t)i);
+			memcpy(copy, whole, sizeof(whole));
+			struct ntlmssp_sec *tx = (i % 2) ? &sv : &c, *rx = (i % 2) ? &c : &sv;
+			if (i % 3 == 2) {
+				/* seal bytes 24..80 of the message */
+				CHECK_EQ(ntlmssp_sec_seal(tx, whole + 24, 56, whole, 100, sig), 0);
+				CHECK(memcmp(whole + 24, copy + 24, 56) != 0);
+				CHECK_MEM(whole, copy, 24);
+				CHECK_EQ(ntlmssp_sec_unseal(rx, whole + 24, 56, whole, 100, sig),
+				         0);
+				CHECK_MEM(whole, copy, 100);
+			} else {
+				CHECK_EQ(ntlmssp_sec_sign(tx, whole, 100, sig), 0);
+				CHECK_EQ(ntlmssp_sec_verify(rx, whole, 100, sig), 0);
+			}
+			CHECK_EQ(get32(sig + 12), (uint32_t)(i / 2));
+		}
+		CHECK_EQ(c.send_seq, 3);
+		CHECK_EQ(c.recv_seq, 3);
+		CHECK_EQ(sv.send_seq, 3);
+
+		/* a flipped byte in the message */
+		uint8_t m[40] = {1, 2, 3}, sig[16];
+		CHECK_EQ(ntlmssp_sec_sign(&c, m, 40, sig), 0);
+		m[39] ^= 1;
+		CHECK_EQ(ntlmssp_sec_verify(&sv, m, 40, sig), -EBADMSG);
+		ntlmssp_sec_free(&sv);
+
+		/* out of order: a fresh receiver wants seq 0, gets seq 4 */
+		CHECK_EQ(ntlmssp_sec_init(&sv, &peer), 0);
+		m[0] = 9;
+		uint8_t m2[40];
+		memcpy(m2, m, 40);
+		CHECK_EQ(ntlmssp_sec_sign(&c, m, 40, sig), 0);
+		CHECK_EQ(get32(sig + 12), 4);
+		CHECK_EQ(ntlmssp_sec_verify(&sv, m, 40, sig), -EBADMSG);
+		/* the right MAC with a wrong seq field */
+		ntlmssp_sec_free(&sv);
+		ntlmssp_sec_free(&c);
+		CHECK_EQ(ntlmssp_sec_init(&c, &res), 0);
+		CHECK_EQ(ntlmssp_sec_init(&sv, &peer), 0);
+		CHECK_EQ(ntlmssp_sec_sign(&c, m2, 40, sig), 0);
+		sig[15] ^= 1;
+		CHECK_EQ(ntlmssp_sec_verify(&sv, m2, 40, sig), -EBADMSG);
+		ntlmssp_sec_free(&c);
+		ntlmssp_sec_free(&sv);
+	}
+}
+
 /* Recompute, as a server would, everything in an AUTHENTICATE built against a
  * CHALLENGE carrying MsvAvTimestamp (so with MIC and MsvAvFlags). */
 static void test_authenticate_with_mic(void)
@@ -454,6 +590,8 @@ int main(void)
 	RUN(test_v2_response_vectors);
 	RUN(test_authenticate_vectors);
 	RUN(test_mac_vectors);
+	RUN(test_sec_vectors);
+	RUN(test_sec_roundtrip);
 	RUN(test_authenticate_with_mic);
 	RUN(test_anonymous);
 	RUN(test_challenge_decode_hostile);
