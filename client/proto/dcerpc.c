@@ -328,6 +328,54 @@ int dcerpc_reasm_add(struct dcerpc_reasm *ra, const struct dcerpc_response *rsp)
 	return ra->done ? 1 : 0;
 }
 
+/* ---- authentication: AUTH3, the signed and sealed regions ----------------- */
+
+ssize_t dcerpc_auth3_encode(uint8_t *b, size_t cap, uint32_t call_id,
+                            const struct dcerpc_auth *auth)
+{
+	if (!auth || (!auth->token && auth->token_len))
+		return -EINVAL;
+	struct smb_wr w;
+	smb_wr_init(&w, b, cap);
+	hdr_put(&w, DCERPC_PTYPE_AUTH3, DCERPC_PFC_FIRST_FRAG | DCERPC_PFC_LAST_FRAG, call_id);
+	smb_wr_zero(&w, DCERPC_AUTH3_PAD);
+	/* 16 + 4 is a multiple of 4: no auth padding */
+	return pdu_end(&w, auth, 4, DCERPC_HDR_LEN, 0);
+}
+
+int dcerpc_auth_span(const uint8_t *b, size_t len, struct dcerpc_auth_span *sp)
+{
+	struct dcerpc_pdu pdu;
+	if (!sp)
+		return -EINVAL;
+	if (dcerpc_pdu_decode(b, len, &pdu) < 0 || !pdu.has_auth)
+		return -EBADMSG;
+	size_t fixed;
+	switch (pdu.hdr.ptype) {
+	case DCERPC_PTYPE_REQUEST:
+		fixed =
+		    DCERPC_REQ_HDR_LEN + ((pdu.hdr.pfc_flags & DCERPC_PFC_OBJECT_UUID) ? 16 : 0);
+		break;
+	case DCERPC_PTYPE_RESPONSE:
+		fixed = DCERPC_REQ_HDR_LEN;
+		break;
+	case DCERPC_PTYPE_FAULT:
+		fixed = DCERPC_REQ_HDR_LEN + 8;
+		break;
+	default:
+		return -EBADMSG;
+	}
+	size_t trailer = pdu.hdr.frag_length - pdu.hdr.auth_length - DCERPC_AUTH_HDR;
+	if (DCERPC_HDR_LEN + pdu.body_len < fixed)
+		return -EBADMSG;
+	sp->stub_off = fixed;
+	sp->stub_len = trailer - fixed;
+	sp->signed_len = trailer + DCERPC_AUTH_HDR;
+	sp->token_off = sp->signed_len;
+	sp->token_len = pdu.hdr.auth_length;
+	return 0;
+}
+
 /* ---- NDR ------------------------------------------------------------------ */
 
 void ndr_rd_align(struct smb_rd *r, size_t a)

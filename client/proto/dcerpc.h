@@ -42,14 +42,16 @@
 #define DCERPC_PTYPE_BIND_NAK           13
 #define DCERPC_PTYPE_ALTER_CONTEXT      14
 #define DCERPC_PTYPE_ALTER_CONTEXT_RESP 15
+#define DCERPC_PTYPE_AUTH3              16 /* [MS-RPCE] 2.2.2.10 rpc_auth_3 */
 /* pfc_flags ([C706] 12.6.3.1, [MS-RPCE] 2.2.2.3) */
-#define DCERPC_PFC_FIRST_FRAG      0x01
-#define DCERPC_PFC_LAST_FRAG       0x02
-#define DCERPC_PFC_PENDING_CANCEL  0x04 /* in bind: PFC_SUPPORT_HEADER_SIGN */
-#define DCERPC_PFC_CONC_MPX        0x10
-#define DCERPC_PFC_DID_NOT_EXECUTE 0x20
-#define DCERPC_PFC_MAYBE           0x40
-#define DCERPC_PFC_OBJECT_UUID     0x80
+#define DCERPC_PFC_FIRST_FRAG          0x01
+#define DCERPC_PFC_LAST_FRAG           0x02
+#define DCERPC_PFC_PENDING_CANCEL      0x04 /* in bind: PFC_SUPPORT_HEADER_SIGN */
+#define DCERPC_PFC_SUPPORT_HEADER_SIGN 0x04 /* [MS-RPCE] 2.2.2.3, bind/bind_ack */
+#define DCERPC_PFC_CONC_MPX            0x10
+#define DCERPC_PFC_DID_NOT_EXECUTE     0x20
+#define DCERPC_PFC_MAYBE               0x40
+#define DCERPC_PFC_OBJECT_UUID         0x80
 
 #define DCERPC_HDR_LEN     16 /* the common header */
 #define DCERPC_REQ_HDR_LEN 24 /* + alloc_hint, p_cont_id, opnum (or cancel_count) */
@@ -228,6 +230,46 @@ void dcerpc_reasm_init(struct dcerpc_reasm *ra, uint8_t *buf, size_t cap);
  * is whole (LAST_FRAG), 0 when more must come, -EBADMSG, -E2BIG when the
  * stub outgrows cap. */
 int dcerpc_reasm_add(struct dcerpc_reasm *ra, const struct dcerpc_response *rsp);
+
+/* ---- authentication: AUTH3, the signed and sealed regions ----------------- */
+
+/* auth_type and auth_level values ([MS-RPCE] 2.2.1.1.7, 2.2.1.1.8) */
+#define DCERPC_AUTH_TYPE_NTLMSSP    10 /* RPC_C_AUTHN_WINNT */
+#define DCERPC_AUTH_LEVEL_CONNECT   2
+#define DCERPC_AUTH_LEVEL_INTEGRITY 5
+#define DCERPC_AUTH_LEVEL_PRIVACY   6
+#define DCERPC_AUTH3_PAD            4 /* the body before an AUTH3's sec_trailer */
+
+/* An AUTH3 PDU (the third leg of a three-legged bind, no answer): the
+ * common header (FIRST_FRAG|LAST_FRAG), 4 pad bytes, then the sec_trailer
+ * (auth_pad_length 0) and auth->token, which must not be NULL. */
+ssize_t dcerpc_auth3_encode(uint8_t *b, size_t cap, uint32_t call_id,
+                            const struct dcerpc_auth *auth);
+
+/* Where the protection of a request, response or fault PDU with an auth
+ * trailer lies, all offsets from the PDU's byte 0 ([MS-RPCE] 3.3.1.5.2,
+ * header signing):
+ *   stub_off, stub_len  what PKT_PRIVACY seals: from the end of the 24-byte
+ *                       request/response header (40 with a request's object
+ *                       UUID; 32 for a fault: status and its reserved word
+ *                       stay clear) to the sec_trailer, so the stub and its
+ *                       auth padding;
+ *   signed_len          what the signature covers: bytes [0, signed_len),
+ *                       the whole PDU through the sec_trailer;
+ *   token_off,          the signature (auth_length bytes at the end).
+ *   token_len
+ * Works on an encoded request whose token was reserved (a NULL token to
+ * dcerpc_request_end()) as well as on a received PDU.  b[0, len) must hold
+ * the whole PDU.  0; -EBADMSG when the PDU does not frame (as
+ * dcerpc_pdu_decode()), has no auth trailer, is of another type, or its
+ * trailer and padding leave no room for the fixed header. */
+struct dcerpc_auth_span {
+	size_t stub_off, stub_len;
+	size_t signed_len;
+	size_t token_off;
+	uint16_t token_len;
+};
+int dcerpc_auth_span(const uint8_t *b, size_t len, struct dcerpc_auth_span *sp);
 
 /* ---- NDR ------------------------------------------------------------------ */
 

@@ -6,7 +6,9 @@
  * token lie inside the fragment in that order; results and the secondary
  * address lie inside the body, and only 0 turns into -E2BIG when there is
  * less room; a response's stub lies inside its body and the reassembled
- * stub is the fragments' stubs end to end; ept_map gives an answer only for
+ * stub is the fragments' stubs end to end; dcerpc_auth_span() puts the
+ * sealed region after the fixed header and before the trailer and the
+ * signed one up to the token; ept_map gives an answer only for
  * the interface it was asked about and its port round-trips through a
  * tower; a decoded tower encodes to one that decodes the same. */
 #include <errno.h>
@@ -69,6 +71,28 @@ static void one_pdu(const struct dcerpc_pdu *pdu, const uint8_t *frag, size_t fl
 		fuzz_touch(pdu->auth.token, pdu->auth.token_len);
 	} else if (pdu->hdr.auth_length || pdu->body_len != flen - DCERPC_HDR_LEN) {
 		abort();
+	}
+	/* the protected regions: the sealed one after the fixed header and
+	 * before the trailer, the signed one up to the token, which ends the
+	 * fragment */
+	struct dcerpc_auth_span sp;
+	int ra_rc = dcerpc_auth_span(frag, flen, &sp);
+	if (ra_rc != 0 && ra_rc != -EBADMSG)
+		abort();
+	if (ra_rc == 0) {
+		uint8_t t = pdu->hdr.ptype;
+		if (!pdu->has_auth ||
+		    (t != DCERPC_PTYPE_REQUEST && t != DCERPC_PTYPE_RESPONSE &&
+		     t != DCERPC_PTYPE_FAULT) ||
+		    sp.stub_off < DCERPC_REQ_HDR_LEN ||
+		    sp.stub_off + sp.stub_len + DCERPC_AUTH_HDR != sp.signed_len ||
+		    sp.token_off != sp.signed_len || sp.token_len != pdu->auth.token_len ||
+		    frag + sp.token_off != pdu->auth.token || sp.token_off + sp.token_len != flen ||
+		    frag + sp.stub_off > pdu->body + pdu->body_len)
+			abort();
+		fuzz_touch(frag + sp.stub_off, sp.stub_len);
+	} else if (pdu->has_auth && pdu->hdr.ptype == DCERPC_PTYPE_RESPONSE && pdu->body_len >= 8) {
+		abort(); /* a response with a trailer and its fixed part always spans */
 	}
 	uint16_t reason;
 	struct dcerpc_response rsp;

@@ -337,6 +337,89 @@ static void test_request(void)
 	CHECK_EQ(dcerpc_request_encode(b, sizeof(b), &req, NULL, 1, NULL), -EINVAL);
 }
 
+/* ---- AUTH3, the signed and sealed regions -------------------------------- */
+
+static void test_auth3(void)
+{
+	uint8_t b[64];
+	const uint8_t tok[5] = {'N', 'T', 'L', 'M', 3};
+	struct dcerpc_auth auth = {
+	    .type = 10, .level = 6, .context_id = 0x1234, .token = tok, .token_len = 5};
+	/* header (ptype 16, first|last, frag 33, auth 5, call 9), 4 pad bytes,
+	 * sec_trailer (10, 6, pad 0, 0, context), the token */
+	static const uint8_t want[33] = {5, 0, 16,   3,    0x10, 0, 0,   0,   33,  0,   5,
+	                                 0, 9, 0,    0,    0,    0, 0,   0,   0,   10,  6,
+	                                 0, 0, 0x34, 0x12, 0,    0, 'N', 'T', 'L', 'M', 3};
+	CHECK_EQ(dcerpc_auth3_encode(b, sizeof(b), 9, &auth), 33);
+	CHECK_MEM(b, want, 33);
+	for (size_t cap = 0; cap < 33; cap++)
+		CHECK_EQ(dcerpc_auth3_encode(b, cap, 9, &auth), -ENOSPC);
+	CHECK_EQ(dcerpc_auth3_encode(b, sizeof(b), 9, NULL), -EINVAL);
+	auth.token = NULL;
+	CHECK_EQ(dcerpc_auth3_encode(b, sizeof(b), 9, &auth), -EINVAL);
+	struct dcerpc_pdu pdu;
+	CHECK_EQ(dcerpc_pdu_decode(want, 33, &pdu), 33);
+	CHECK(pdu.has_auth && pdu.body_len == 4 && pdu.auth.token == want + 28);
+	/* an AUTH3 has no stub to protect */
+	struct dcerpc_auth_span sp;
+	CHECK_EQ(dcerpc_auth_span(want, 33, &sp), -EBADMSG);
+}
+
+static void test_auth_span(void)
+{
+	uint8_t b[256];
+	const uint8_t stub[21] = {1, 2, 3};
+	struct dcerpc_request req = {
+	    .pfc_flags = DCERPC_PFC_FIRST_FRAG | DCERPC_PFC_LAST_FRAG, .call_id = 2, .opnum = 7};
+	struct dcerpc_auth auth = {.type = 10, .level = 6, .context_id = 1, .token_len = 16};
+	struct dcerpc_auth_span sp;
+
+	/* 21-byte stub + 11 pad, trailer at 56, token at 64..80 */
+	CHECK_EQ(dcerpc_request_encode(b, sizeof(b), &req, stub, 21, &auth), 80);
+	CHECK_EQ(dcerpc_auth_span(b, 80, &sp), 0);
+	CHECK_EQ(sp.stub_off, 24);
+	CHECK_EQ(sp.stub_len, 32);
+	CHECK_EQ(sp.signed_len, 64);
+	CHECK_EQ(sp.token_off, 64);
+	CHECK_EQ(sp.token_len, 16);
+	CHECK_EQ(dcerpc_auth_span(b, 79, &sp), -EBADMSG); /* not all there */
+
+	/* an object UUID moves the stub on by 16 */
+	req.object = witness_uuid;
+	CHECK_EQ(dcerpc_request_encode(b, sizeof(b), &req, stub, 16, &auth), 80);
+	CHECK_EQ(dcerpc_auth_span(b, 80, &sp), 0);
+	CHECK_EQ(sp.stub_off, 40);
+	CHECK_EQ(sp.stub_len, 16);
+	CHECK_EQ(sp.signed_len, 64);
+	req.object = NULL;
+
+	/* a response: the same header length; without auth: refused */
+	CHECK_EQ(dcerpc_request_encode(b, sizeof(b), &req, stub, 16, &auth), 64);
+	b[2] = DCERPC_PTYPE_RESPONSE;
+	CHECK_EQ(dcerpc_auth_span(b, 64, &sp), 0);
+	CHECK_EQ(sp.stub_off, 24);
+	CHECK_EQ(sp.stub_len, 16);
+	b[2] = DCERPC_PTYPE_FAULT;
+	CHECK_EQ(dcerpc_auth_span(b, 64, &sp), 0);
+	CHECK_EQ(sp.stub_off, 32);
+	CHECK_EQ(sp.stub_len, 8);
+	b[2] = DCERPC_PTYPE_BIND_ACK;
+	CHECK_EQ(dcerpc_auth_span(b, 64, &sp), -EBADMSG);
+	CHECK_EQ(dcerpc_request_encode(b, sizeof(b), &req, stub, 16, NULL), 40);
+	CHECK_EQ(dcerpc_auth_span(b, 40, &sp), -EBADMSG);
+
+	/* a trailer that leaves no room for the request header: an empty
+	 * stub, auth_pad_length 0, then claim the body is shorter */
+	CHECK_EQ(dcerpc_request_encode(b, sizeof(b), &req, NULL, 0, &auth), 48);
+	CHECK_EQ(dcerpc_auth_span(b, 48, &sp), 0);
+	CHECK_EQ(sp.stub_len, 0);
+	b[2] = DCERPC_PTYPE_FAULT; /* needs 32 bytes of header */
+	CHECK_EQ(dcerpc_auth_span(b, 48, &sp), -EBADMSG);
+	b[2] = DCERPC_PTYPE_REQUEST;
+	b[26] = 4; /* auth_pad_length eats into the header */
+	CHECK_EQ(dcerpc_auth_span(b, 48, &sp), -EBADMSG);
+}
+
 static size_t response(uint8_t *b, size_t cap, uint8_t ptype, uint8_t flags, uint32_t call_id,
                        const uint8_t *stub, size_t n)
 {
@@ -699,6 +782,8 @@ int main(void)
 	RUN(test_bind_nak);
 	RUN(test_header);
 	RUN(test_request);
+	RUN(test_auth3);
+	RUN(test_auth_span);
 	RUN(test_response);
 	RUN(test_reasm);
 	RUN(test_ndr_string);
