@@ -8,15 +8,15 @@
 #include "client/proto/dcerpc.h"
 #include "client/proto/smb2.h"
 
-#define OPNUM_CLOSE        0
-#define OPNUM_LOOKUP_SIDS  15
-#define OPNUM_OPEN_POLICY2 44
+#define OPNUM_CLOSE        LSARPC_OPNUM_CLOSE
+#define OPNUM_LOOKUP_SIDS  LSARPC_OPNUM_LOOKUP_SIDS
+#define OPNUM_OPEN_POLICY2 LSARPC_OPNUM_OPEN_POLICY2
 
 #define POLICY_LOOKUP_NAMES 0x00000800u
 #define LOOKUP_LEVEL_WKSTA  1 /* LsapLookupWksta */
 
 /* 12345778-1234-abcd-ef00-0123456789ab v0.0, as it goes on the wire */
-static const struct dcerpc_syntax lsarpc_syntax = {
+const struct dcerpc_syntax lsarpc_syntax = {
     .uuid = {0x78, 0x57, 0x34, 0x12, 0x34, 0x12, 0xcd, 0xab, 0xef, 0x00, 0x01, 0x23, 0x45, 0x67,
              0x89, 0xab},
 };
@@ -96,18 +96,38 @@ int lsarpc_bind_ack_decode(const uint8_t *b, size_t len, uint32_t call_id)
 
 /* ---- LsarOpenPolicy2, LsarClose -------------------------------------------------- */
 
+static void open_policy2_put(struct smb_wr *w)
+{
+	smb_wr_u32(w, 0); /* SystemName: NULL */
+	/* ObjectAttributes: Length, then RootDirectory, ObjectName,
+	 * Attributes, SecurityDescriptor, SecurityQualityOfService: none */
+	smb_wr_u32(w, 24);
+	smb_wr_zero(w, 20);
+	smb_wr_u32(w, POLICY_LOOKUP_NAMES);
+}
+
 ssize_t lsarpc_open_policy2_encode(uint8_t *b, size_t cap, uint32_t call_id)
 {
 	struct smb_wr w;
 	struct dcerpc_request req;
 	request_begin(&w, &req, b, cap, call_id, OPNUM_OPEN_POLICY2);
-	smb_wr_u32(&w, 0); /* SystemName: NULL */
-	/* ObjectAttributes: Length, then RootDirectory, ObjectName,
-	 * Attributes, SecurityDescriptor, SecurityQualityOfService: none */
-	smb_wr_u32(&w, 24);
-	smb_wr_zero(&w, 20);
-	smb_wr_u32(&w, POLICY_LOOKUP_NAMES);
+	open_policy2_put(&w);
 	return dcerpc_request_end(&w, &req, NULL, LSARPC_MAX_FRAG);
+}
+
+ssize_t lsarpc_open_policy2_stub_encode(uint8_t *stub, size_t cap)
+{
+	struct smb_wr w;
+	smb_wr_init(&w, stub, cap);
+	open_policy2_put(&w);
+	return w.err ? w.err : (ssize_t)smb_wr_len(&w);
+}
+
+static int open_policy2_get(struct smb_rd *r, uint8_t handle[LSARPC_HANDLE_LEN], uint32_t *status)
+{
+	smb_rd_bytes(r, handle, LSARPC_HANDLE_LEN);
+	*status = smb_rd_u32(r);
+	return r->err ? -EBADMSG : 0;
 }
 
 int lsarpc_open_policy2_decode(const uint8_t *b, size_t len, uint32_t call_id,
@@ -117,9 +137,17 @@ int lsarpc_open_policy2_decode(const uint8_t *b, size_t len, uint32_t call_id,
 	int rc = response_stub(b, len, call_id, &r, status);
 	if (rc)
 		return rc;
-	smb_rd_bytes(&r, handle, LSARPC_HANDLE_LEN);
-	*status = smb_rd_u32(&r);
-	return r.err ? -EBADMSG : 0;
+	return open_policy2_get(&r, handle, status);
+}
+
+int lsarpc_open_policy2_stub_decode(const uint8_t *stub, size_t len,
+                                    uint8_t handle[LSARPC_HANDLE_LEN], uint32_t *status)
+{
+	struct smb_rd r;
+	if (!stub && len)
+		return -EBADMSG;
+	smb_rd_init(&r, stub, len);
+	return open_policy2_get(&r, handle, status);
 }
 
 ssize_t lsarpc_close_encode(uint8_t *b, size_t cap, uint32_t call_id,
@@ -132,42 +160,75 @@ ssize_t lsarpc_close_encode(uint8_t *b, size_t cap, uint32_t call_id,
 	return dcerpc_request_end(&w, &req, NULL, LSARPC_MAX_FRAG);
 }
 
+ssize_t lsarpc_close_stub_encode(uint8_t *stub, size_t cap, const uint8_t handle[LSARPC_HANDLE_LEN])
+{
+	struct smb_wr w;
+	smb_wr_init(&w, stub, cap);
+	smb_wr_bytes(&w, handle, LSARPC_HANDLE_LEN);
+	return w.err ? w.err : (ssize_t)smb_wr_len(&w);
+}
+
 /* ---- LsarLookupSids ----------------------------------------------------------------- */
 
-ssize_t lsarpc_lookup_sids_encode(uint8_t *b, size_t cap, uint32_t call_id,
-                                  const uint8_t handle[LSARPC_HANDLE_LEN],
-                                  const struct smb2_sid *sids, uint32_t n)
+static int lookup_sids_put(struct smb_wr *w, const uint8_t handle[LSARPC_HANDLE_LEN],
+                           const struct smb2_sid *sids, uint32_t n)
 {
 	if (n == 0 || !sids)
 		return -EINVAL;
 	if (n > LSARPC_MAX_SIDS)
 		return -E2BIG;
-	struct smb_wr w;
-	struct dcerpc_request req;
 	uint32_t ref = 0x00020000; /* referent ids: any, not 0 */
-	request_begin(&w, &req, b, cap, call_id, OPNUM_LOOKUP_SIDS);
-	smb_wr_bytes(&w, handle, LSARPC_HANDLE_LEN);
+	smb_wr_bytes(w, handle, LSARPC_HANDLE_LEN);
 	/* SidEnumBuffer: Entries, SidInfo -> [Entries] { Sid -> SID } */
-	smb_wr_u32(&w, n);
-	smb_wr_u32(&w, ref++);
-	smb_wr_u32(&w, n); /* conformance */
+	smb_wr_u32(w, n);
+	smb_wr_u32(w, ref++);
+	smb_wr_u32(w, n); /* conformance */
 	for (uint32_t i = 0; i < n; i++)
-		smb_wr_u32(&w, ref++);
+		smb_wr_u32(w, ref++);
 	for (uint32_t i = 0; i < n; i++) {
 		uint8_t tmp[8 + 4 * SMB2_SID_MAX_SUB];
 		ssize_t l = smb2_sid_encode(tmp, sizeof(tmp), &sids[i]);
 		if (l < 0)
-			return l;
-		smb_wr_u32(&w, sids[i].nsub); /* conformance of SubAuthority */
-		smb_wr_bytes(&w, tmp, (size_t)l);
+			return (int)l;
+		smb_wr_u32(w, sids[i].nsub); /* conformance of SubAuthority */
+		smb_wr_bytes(w, tmp, (size_t)l);
 	}
 	/* TranslatedNames: none yet */
-	smb_wr_u32(&w, 0);
-	smb_wr_u32(&w, 0);
-	smb_wr_u16(&w, LOOKUP_LEVEL_WKSTA);
-	smb_wr_zero(&w, 2);
-	smb_wr_u32(&w, 0); /* MappedCount */
+	smb_wr_u32(w, 0);
+	smb_wr_u32(w, 0);
+	smb_wr_u16(w, LOOKUP_LEVEL_WKSTA);
+	smb_wr_zero(w, 2);
+	smb_wr_u32(w, 0); /* MappedCount */
+	return 0;
+}
+
+ssize_t lsarpc_lookup_sids_encode(uint8_t *b, size_t cap, uint32_t call_id,
+                                  const uint8_t handle[LSARPC_HANDLE_LEN],
+                                  const struct smb2_sid *sids, uint32_t n)
+{
+	struct smb_wr w;
+	struct dcerpc_request req;
+	if (n == 0 || !sids)
+		return -EINVAL;
+	if (n > LSARPC_MAX_SIDS)
+		return -E2BIG;
+	request_begin(&w, &req, b, cap, call_id, OPNUM_LOOKUP_SIDS);
+	int rc = lookup_sids_put(&w, handle, sids, n);
+	if (rc)
+		return rc;
 	return dcerpc_request_end(&w, &req, NULL, LSARPC_MAX_FRAG);
+}
+
+ssize_t lsarpc_lookup_sids_stub_encode(uint8_t *stub, size_t cap,
+                                       const uint8_t handle[LSARPC_HANDLE_LEN],
+                                       const struct smb2_sid *sids, uint32_t n)
+{
+	struct smb_wr w;
+	smb_wr_init(&w, stub, cap);
+	int rc = lookup_sids_put(&w, handle, sids, n);
+	if (rc)
+		return rc;
+	return w.err ? w.err : (ssize_t)smb_wr_len(&w);
 }
 
 /* The deferred Buffer of an RPC_UNICODE_STRING of byte length len (0 with
@@ -204,6 +265,9 @@ static void rd_sid(struct smb_rd *r)
 	smb_rd_skip(r, 4 * (size_t)count);
 }
 
+static int lookup_sids_get(struct smb_rd *rd, struct lsarpc_name *out, uint32_t n,
+                           uint32_t *status);
+
 int lsarpc_lookup_sids_decode(const uint8_t *b, size_t len, uint32_t call_id,
                               struct lsarpc_name *out, uint32_t n, uint32_t *status)
 {
@@ -211,6 +275,23 @@ int lsarpc_lookup_sids_decode(const uint8_t *b, size_t len, uint32_t call_id,
 	int rc = response_stub(b, len, call_id, &r, status);
 	if (rc)
 		return rc;
+	return lookup_sids_get(&r, out, n, status);
+}
+
+int lsarpc_lookup_sids_stub_decode(const uint8_t *stub, size_t len, struct lsarpc_name *out,
+                                   uint32_t n, uint32_t *status)
+{
+	struct smb_rd r;
+	if (!stub && len)
+		return -EBADMSG;
+	smb_rd_init(&r, stub, len);
+	return lookup_sids_get(&r, out, n, status);
+}
+
+/* The stub of LsarLookupSids' answer, from r. */
+static int lookup_sids_get(struct smb_rd *rd, struct lsarpc_name *out, uint32_t n, uint32_t *status)
+{
+	struct smb_rd r = *rd;
 	if (n > LSARPC_MAX_SIDS)
 		return -EINVAL;
 	/* ReferencedDomains -> { Entries, Domains -> [ ] { Name, Sid }, MaxEntries } */

@@ -76,4 +76,27 @@ int lsarpc_lookup_sids_decode(const uint8_t *b, size_t len, uint32_t call_id,
 ssize_t lsarpc_close_encode(uint8_t *b, size_t cap, uint32_t call_id,
                             const uint8_t handle[LSARPC_HANDLE_LEN]);
 
+/* ---- the same calls as stubs only ---------------------------------------
+ * For a transport that frames, signs and fragments the PDUs itself
+ * (client/rpc_tcp.c): the request stubs the functions above put in their
+ * PDUs, and the decoders of the answers' (reassembled, verified) stubs,
+ * with the same checks and results, minus the PDU's (no -EREMOTEIO: a
+ * fault is the transport's). */
+struct dcerpc_syntax;
+/* 12345778-1234-abcd-ef00-0123456789ab v0.0 */
+extern const struct dcerpc_syntax lsarpc_syntax;
+#define LSARPC_OPNUM_CLOSE        0
+#define LSARPC_OPNUM_LOOKUP_SIDS  15
+#define LSARPC_OPNUM_OPEN_POLICY2 44
+ssize_t lsarpc_open_policy2_stub_encode(uint8_t *stub, size_t cap);
+int lsarpc_open_policy2_stub_decode(const uint8_t *stub, size_t len,
+                                    uint8_t handle[LSARPC_HANDLE_LEN], uint32_t *status);
+ssize_t lsarpc_lookup_sids_stub_encode(uint8_t *stub, size_t cap,
+                                       const uint8_t handle[LSARPC_HANDLE_LEN],
+                                       const struct smb2_sid *sids, uint32_t n);
+int lsarpc_lookup_sids_stub_decode(const uint8_t *stub, size_t len, struct lsarpc_name *out,
+                                   uint32_t n, uint32_t *status);
+ssize_t lsarpc_close_stub_encode(uint8_t *stub, size_t cap,
+                                 const uint8_t handle[LSARPC_HANDLE_LEN]);
+
 #endif

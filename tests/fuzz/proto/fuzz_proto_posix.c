@@ -81,6 +81,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    !memchr(names[i].domain, 0, sizeof(names[i].domain)))
 				abort();
 	}
+	/* the stub-only decoders (client/rpc_tcp.c's answers) */
+	int ro = lsarpc_open_policy2_stub_decode(m, size, handle, &status);
+	if (ro != 0 && ro != -EBADMSG)
+		abort();
+	for (uint32_t k = 1; k <= LSARPC_MAX_SIDS; k *= 2) {
+		int rl = lsarpc_lookup_sids_stub_decode(m, size, names, k, &status);
+		if (rl != 0 && rl != -EBADMSG)
+			abort();
+		if (rl != 0)
+			continue;
+		for (uint32_t i = 0; i < k; i++)
+			if (!memchr(names[i].name, 0, sizeof(names[i].name)) ||
+			    !memchr(names[i].domain, 0, sizeof(names[i].domain)))
+				abort();
+	}
 	free(m);
 	return 0;
 }

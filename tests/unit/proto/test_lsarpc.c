@@ -223,11 +223,57 @@ static void test_lookup_answer(void)
 	CHECK_EQ(lsarpc_lookup_sids_decode(c, n, 4, out, 2, &st), -EBADMSG);
 }
 
+/* The stub-only calls: the same bytes the PDU encoders put after their
+ * 24-byte header, the same answers from the PDU decoders' stubs. */
+static void test_stubs(void)
+{
+	uint8_t b[LSARPC_MAX_FRAG], st_b[LSARPC_MAX_FRAG], h[LSARPC_HANDLE_LEN];
+	for (int i = 0; i < LSARPC_HANDLE_LEN; i++)
+		h[i] = (uint8_t)(0x40 + i);
+	ssize_t n = lsarpc_open_policy2_encode(b, sizeof(b), 2);
+	CHECK_EQ(lsarpc_open_policy2_stub_encode(st_b, sizeof(st_b)), n - 24);
+	CHECK_MEM(st_b, b + 24, (size_t)n - 24);
+	CHECK_EQ(lsarpc_open_policy2_stub_encode(st_b, 10), -ENOSPC);
+	n = lsarpc_close_encode(b, sizeof(b), 2, h);
+	CHECK_EQ(lsarpc_close_stub_encode(st_b, sizeof(st_b), h), n - 24);
+	CHECK_MEM(st_b, b + 24, (size_t)n - 24);
+	struct smb2_sid s[3];
+	sid_domain_user(&s[0], 1000);
+	sid_domain_user(&s[1], 513);
+	sid_domain_user(&s[2], 512);
+	n = lsarpc_lookup_sids_encode(b, sizeof(b), 3, h, s, 3);
+	CHECK_EQ(lsarpc_lookup_sids_stub_encode(st_b, sizeof(st_b), h, s, 3), n - 24);
+	CHECK_MEM(st_b, b + 24, (size_t)n - 24);
+	CHECK_EQ(lsarpc_lookup_sids_stub_encode(st_b, sizeof(st_b), h, s, 0), -EINVAL);
+	CHECK_EQ(lsarpc_lookup_sids_stub_encode(st_b, 40, h, s, 3), -ENOSPC);
+
+	uint8_t hh[LSARPC_HANDLE_LEN];
+	uint32_t st = 1;
+	uint8_t op[24];
+	memcpy(op, h, 20);
+	smb_put_le32(op + 20, 0xc0000022);
+	CHECK_EQ(lsarpc_open_policy2_stub_decode(op, 24, hh, &st), 0);
+	CHECK_MEM(hh, h, 20);
+	CHECK_EQ(st, 0xc0000022);
+	CHECK_EQ(lsarpc_open_policy2_stub_decode(op, 23, hh, &st), -EBADMSG);
+
+	size_t an = put_lookup_answer(b, sizeof(b), 4);
+	struct lsarpc_name out[2];
+	CHECK_EQ(lsarpc_lookup_sids_stub_decode(b + 24, an - 24, out, 2, &st), 0);
+	CHECK_EQ(st, 0x107);
+	CHECK(strcmp(out[0].name, "smbrdmatest") == 0);
+	CHECK(strcmp(out[0].domain, "SMBRDMATEST") == 0);
+	for (size_t l = 0; l < an - 24; l++)
+		CHECK(lsarpc_lookup_sids_stub_decode(b + 24, l, out, 2, &st) == -EBADMSG);
+	CHECK_EQ(lsarpc_lookup_sids_stub_decode(b + 24, an - 24, out, 3, &st), -EBADMSG);
+}
+
 int main(void)
 {
 	RUN(test_bind);
 	RUN(test_open_policy);
 	RUN(test_lookup_request);
 	RUN(test_lookup_answer);
+	RUN(test_stubs);
 	return check_report();
 }
