@@ -710,7 +710,11 @@ int rpc_tcp_call(struct rpc_tcp *r, uint16_t opnum, const uint8_t *stub, size_t 
 				*fault_status = rsp.status;
 			seterr(err, errlen, "%s: opnum %u: the server answered with fault 0x%08x%s",
 			       r->peer, opnum, rsp.status,
-			       rsp.status == 5 ? " (access denied: authentication failed?)" : "");
+			       rsp.status == 5 ? " (access denied: authentication failed?)"
+			       : rsp.status == 0x721
+			           ? " (security package error: the server rejected "
+			             "our signature or seal)"
+			           : "");
 			/* the server may still send the rest of a fragmented
 			 * request's answer: only an unfragmented call's fault
 			 * leaves the stream in step */
