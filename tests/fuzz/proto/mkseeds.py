@@ -477,6 +477,12 @@ def dcerpc_seeds():
         'response': rpc_response(stub),
         'response_auth': rpc_response(stub[:5], auth=(10, 6, 0, bytes(16))),
         'fault': rpc_pdu(3, struct.pack('<IHBBII', 0, 0, 0, 0, 0x1c010002, 0)),
+        'fault_auth': rpc_pdu(3, struct.pack('<IHBBII', 0, 0, 0, 0, 5, 0),
+                              auth=(10, 5, 0x53524d42, bytes(range(16)))),
+        'request_object_auth': rpc_pdu(0, struct.pack('<IHH', 5, 0, 3) + bytes(range(16)) +
+                                       stub[:5], flags=0x83,
+                                       auth=(10, 6, 0x53524d42, bytes(16))),
+        'auth3': rpc_pdu(16, bytes(4), auth=(10, 5, 1, b'NTLMSSP\0\3\0\0\0')),
         'fragments': (rpc_response(stub[:16], flags=1) + rpc_response(stub[16:32], flags=0) +
                       rpc_response(stub[32:], flags=2)),
         'epm_map': epm_map_rsp([tower(0, [10, 0, 0, 5], prot=0x0f),
