@@ -12,7 +12,9 @@
  * bind_ack carrying CHALLENGE, AUTH3 carrying AUTHENTICATE (which has no
  * answer: wrong credentials show at the first call, as a fault or a closed
  * connection).  Each request fragment is signed (level 5) or sealed (level
- * 6) over the whole PDU through its sec_trailer; each answer fragment's
+ * 6) over the whole PDU through its sec_trailer (NTLMSSP with extended
+ * session security signs the whole PDU whichever way the server answers
+ * PFC_SUPPORT_HEADER_SIGN, as Samba does); each answer fragment's
  * auth trailer must name our auth type, level and context id, and its
  * signature is checked (after unsealing) before any stub byte is used.
  *
