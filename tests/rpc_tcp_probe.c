@@ -34,6 +34,15 @@
 
 #define TIMEOUT_MS 15000
 
+/* Everything (connections included) hangs off it; freed at exit whichever
+ * way the probe leaves. */
+static void *mem;
+
+static void free_mem(void)
+{
+	talloc_free(mem);
+}
+
 static int fail(const char *what, int rc, const char *err)
 {
 	fprintf(stderr, "error: %s: %s (%s)\n", what, err, strerror(-rc));
@@ -53,7 +62,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "error: crypto init\n");
 		return 1;
 	}
-	void *mem = talloc_new(NULL);
+	mem = talloc_new(NULL);
+	atexit(free_mem);
 	char err[256];
 	uint16_t port = 0;
 	int rc =
@@ -158,6 +168,5 @@ int main(int argc, char **argv)
 	if (rc)
 		return fail("LsarClose", rc, err);
 	rpc_tcp_close(r);
-	talloc_free(mem);
 	return 0;
 }
