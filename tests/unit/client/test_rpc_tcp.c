@@ -33,14 +33,17 @@
 #define SRV_FRAG 1432 /* both the max_recv_frag and max_xmit_frag it acks */
 
 enum mode {
-	M_ECHO,      /* answer every call with its stub reversed */
-	M_CALL_ID,   /* first answer with call_id + 1 */
-	M_BAD_SIG,   /* first answer with a flipped signature byte */
-	M_BIG_FRAG,  /* a header announcing 6000 bytes */
-	M_FAULT,     /* fault 0x1c010002 (unsigned), then echo */
-	M_SILENT,    /* never answer the first call */
-	M_CLOSE,     /* close after reading the first call */
-	M_NO_TRAILER /* an answer without auth trailer */
+	M_ECHO,       /* answer every call with its stub reversed */
+	M_CALL_ID,    /* first answer with call_id + 1 */
+	M_BAD_SIG,    /* first answer with a flipped signature byte */
+	M_BIG_FRAG,   /* a header announcing 6000 bytes */
+	M_FAULT,      /* fault 0x1c010002 (unsigned), then echo */
+	M_SILENT,     /* never answer the first call */
+	M_CLOSE,      /* close after reading the first call */
+	M_NO_TRAILER, /* an answer without auth trailer */
+	M_ACK_CTX,    /* a bind_ack naming another auth context */
+	M_NAK,        /* a bind_nak */
+	M_SMALL_FRAG  /* a bind_ack with max_recv_frag 1024 */
 };
 
 struct server {
@@ -136,6 +139,9 @@ static int server_sec(const uint8_t *am, size_t al, struct ntlmssp_sec *sec)
 	return ntlmssp_sec_init(sec, &res);
 }
 
+/* what bind_ack() advertises (the server thread's alone) */
+static uint16_t ack_frag = SRV_FRAG;
+
 static size_t bind_ack(uint8_t *b, uint32_t call_id, const uint8_t *tok, size_t tl, uint8_t level,
                        uint32_t ctx)
 {
@@ -149,8 +155,8 @@ static size_t bind_ack(uint8_t *b, uint32_t call_id, const uint8_t *tok, size_t 
 	smb_wr_u16(&w, 0);
 	smb_wr_u16(&w, (uint16_t)tl);
 	smb_wr_u32(&w, call_id);
-	smb_wr_u16(&w, SRV_FRAG);
-	smb_wr_u16(&w, SRV_FRAG);
+	smb_wr_u16(&w, ack_frag);
+	smb_wr_u16(&w, ack_frag);
 	smb_wr_u32(&w, 0x1234);
 	smb_wr_u16(&w, 4);
 	smb_wr_bytes(&w, "135", 4);
@@ -234,6 +240,7 @@ static void *server_main(void *arg)
 		goto out;
 	}
 	uint32_t bind_call = pdu.hdr.call_id;
+	ack_frag = s->mode == M_SMALL_FRAG ? 1024 : SRV_FRAG;
 	if (s->level) {
 		if (!pdu.has_auth || pdu.auth.level != s->level ||
 		    pdu.auth.type != DCERPC_AUTH_TYPE_NTLMSSP ||
@@ -244,7 +251,21 @@ static void *server_main(void *arg)
 		ctx = pdu.auth.context_id;
 		uint8_t ch[64];
 		size_t cl = challenge(ch);
-		size_t k = bind_ack(out, bind_call, ch, cl, s->level, ctx);
+		size_t k = bind_ack(out, bind_call, ch, cl, s->level,
+		                    s->mode == M_ACK_CTX ? ctx ^ 1 : ctx);
+		if (s->mode == M_NAK) {
+			/* provider_reject_reason 2, one version: 5.0 */
+			const uint8_t nak[21] = {5, 0,    DCERPC_PTYPE_BIND_NAK,
+			                         3, 0x10, 0,
+			                         0, 0,    21,
+			                         0, 0,    0,
+			                         0, 0,    0,
+			                         0, 2,    0,
+			                         1, 5,    0};
+			memcpy(out, nak, sizeof(nak));
+			smb_put_le32(out + 12, bind_call);
+			k = sizeof(nak);
+		}
 		if (wr_all(fd, out, k))
 			goto out;
 		n = rd_pdu(fd, b, sizeof(b));
@@ -498,6 +519,40 @@ static void test_hostile(void)
 	CHECK_EQ(s.errors, 0);
 }
 
+/* Answers to the bind that must fail it, each with a clear message; the
+ * server sees the client go away and no AUTH3. */
+static void test_bind_hostile(void)
+{
+	struct {
+		enum mode mode;
+		int want;
+		const char *says;
+	} cases[] = {
+	    {M_ACK_CTX, -EBADMSG, "no NTLMSSP CHALLENGE for our auth context"},
+	    {M_NAK, -EPROTO, "refused the bind (bind_nak, reason 2)"},
+	    {M_SMALL_FRAG, -EBADMSG, "max_recv_frag 1024 is too small"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct server s;
+		char err[256];
+		struct rpc_tcp *r = NULL;
+		struct rpc_tcp_auth auth = {
+		    .user = USER, .password = PASS, .domain = DOMAIN, .level = 5};
+		server_start(&s, cases[i].mode, 5);
+		CHECK_EQ(rpc_tcp_connect(NULL, "127.0.0.1", s.port, 5000, -1, &r, err, sizeof(err)),
+		         0);
+		CHECK_EQ(rpc_tcp_bind(r, &iface, &auth, 5000, err, sizeof(err)), cases[i].want);
+		CHECK(strstr(err, cases[i].says) != NULL);
+		if (!strstr(err, cases[i].says))
+			fprintf(stderr, "case %zu: %s\n", i, err);
+		uint32_t fault;
+		CHECK_EQ(call(r, 10, 1000, 100, &fault, err), -ENOTCONN);
+		rpc_tcp_close(r);
+		server_join(&s);
+		CHECK_EQ(s.calls, 0);
+	}
+}
+
 static void *cancel_later(void *arg)
 {
 	usleep(200 * 1000);
@@ -570,6 +625,7 @@ int main(void)
 		return 1;
 	RUN(test_levels);
 	RUN(test_hostile);
+	RUN(test_bind_hostile);
 	RUN(test_timeout_cancel);
 	RUN(test_args);
 	return check_report();
