@@ -50,6 +50,11 @@ struct smb_chanmgr_ops {
 	void (*wake)(struct smb_client *c);
 	struct smb_chan *(*pick)(struct smb_client *c, enum smb_sched_kind kind, size_t len);
 	bool (*orphan)(struct smb_chan *ch, struct smb_req *req);
+	/* Optional: req was refused by ch's conn because the client is moving
+	 * (c->moving, conn->hold); the submitter's thread.  true: the manager
+	 * parked it until the move is over; false: the conn sends it (the move
+	 * ended meanwhile).  Must not block. */
+	bool (*hold)(struct smb_chan *ch, struct smb_req *req);
 };
 
 /* smb_client_connect() with the channel manager mgr (NULL: none — one

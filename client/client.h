@@ -115,6 +115,9 @@ struct smb_client_opts {
 	                                SMB_DFS_MAX_DEPTH on its own links are not */
 	bool posix;                  /* offer the SMB3 POSIX extensions (3.1.1); they are
 	                                used when the server accepts them: see smb_attr */
+	bool witness;                /* witness: register with the server's Service Witness
+	                                ([MS-SWN], a clustered server) and move the channels
+	                                when it says (multichannel/witness.c) */
 };
 
 /* SMB Direct channels per RDMA interface the options ask for. */
@@ -254,6 +257,23 @@ struct smb_channel_stats {
 	uint64_t offload_fallback_inline; /* READ/WRITEs meant for RDMA sent inline: the
 	                                     transport gave no per-I/O token */
 };
+/* The Service Witness client of a mount with `witness` (multichannel/
+ * witness.c): what it is doing and what the server told it.  Strings are
+ * NUL-terminated; "" when not known. */
+struct smb_witness_info {
+	bool on;                /* the mount asked for it */
+	char state[32];         /* "registered", "waiting to retry", ... */
+	char server[48];        /* the witness server's address */
+	char registered[48];    /* the address registered for: the mount's */
+	char error[160];        /* the last failure, "" if none */
+	char last_event[160];   /* the last notification, as logged */
+	uint64_t events, moves; /* notifications; those that moved the mount */
+	uint64_t held;          /* requests held during planned moves (never failed
+	                           or sent twice: sent after the move) */
+	uint64_t drain_replays; /* requests still in flight when a move cut its
+	                           channels after waiting (replayed after it) */
+};
+
 struct smb_client_stats {
 	uint16_t dialect;
 	bool signing;
@@ -263,6 +283,7 @@ struct smb_client_stats {
 	uint64_t leases_granted;       /* opens granted a lease */
 	uint64_t lease_breaks;         /* LEASE_BREAK notifications received */
 	uint64_t lease_break_acks;     /* ... acknowledged, and the server agreed */
+	struct smb_witness_info witness;
 };
 /* A snapshot; any thread. */
 void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out);

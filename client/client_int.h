@@ -123,8 +123,17 @@ struct smb_client {
 	int alt_cur;               /* atomic */
 	uint64_t retargets;        /* atomic: moves to another target */
 	struct smb_sidmap *sidmap; /* client/sidmap.c, made on first use (atomic) */
-	unsigned echo_ms;          /* keepalive of a lone channel; 0 = off */
-	uint64_t reconnects;       /* atomic */
+	/* A planned move (multichannel/chanmgr.c, smb_mgr_move()): while set,
+	 * the channels' conns refuse new requests (conn->hold points here)
+	 * and the manager parks them until the session is up at the new
+	 * address; cleared by the manager then (atomic). */
+	bool moving;
+	/* The witness client's report (multichannel/witness.c writes it,
+	 * smb_client_get_stats() copies it), under witness_lock. */
+	struct smb_witness_info witness;
+	pthread_mutex_t witness_lock;
+	unsigned echo_ms;    /* keepalive of a lone channel; 0 = off */
+	uint64_t reconnects; /* atomic */
 	/* Since when no channel lives (ms, atomic; 0 = one does).  Requests
 	 * wait for the reconnect at most timeout_ms from then (`timeout=`,
 	 * multichannel/failover.c): a server that stays away longer gets

@@ -614,6 +614,10 @@ int smb_conn_submit(struct smb_conn *c, struct smb_req *req)
 	req->t0_us = now_us(c);
 	if (c->timeout_ms && !req->deadline_ms) /* the same clock, in ms: no second read */
 		req->deadline_ms = req->t0_us / 1000u + c->timeout_ms;
+	/* a planned move holds what may wait: the manager parks it */
+	if (c->hold && __atomic_load_n(c->hold, __ATOMIC_ACQUIRE) && !req->no_replay &&
+	    c->on_held && c->on_held(c->on_dead_arg, req))
+		return 0;
 	pthread_mutex_lock(&c->lock);
 	if (c->state != SMB_CONN_UP) {
 		int err = c->dead_err ? c->dead_err : -ENOTCONN;
@@ -640,6 +644,17 @@ int smb_conn_submit(struct smb_conn *c, struct smb_req *req)
 	req_prepare_locked(c, req);
 	pthread_mutex_unlock(&c->lock);
 	return req_send(c, req);
+}
+
+unsigned smb_conn_inflight(struct smb_conn *c)
+{
+	unsigned n = 0;
+	pthread_mutex_lock(&c->lock);
+	n = c->npending;
+	for (struct smb_req *r = c->wait_head; r; r = r->wnext)
+		n++;
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }
 
 /* ---- receiving ----------------------------------------------------------------- */

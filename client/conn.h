@@ -233,6 +233,10 @@ struct smb_conn {
 	 * each request the death would fail; returns true if it took the req
 	 * (and resubmitted it elsewhere), false to let it fail here. */
 	bool (*on_orphan)(void *arg, struct smb_req *req);
+	/* Optional, the submitter's thread: a request refused while *hold is
+	 * set (below); true if it took it.  Unlike on_orphan the channel is
+	 * not gone. */
+	bool (*on_held)(void *arg, struct smb_req *req);
 	/* Optional, loop thread: an OPLOCK_BREAK notification (the PDU). */
 	void (*on_break)(void *arg, const uint8_t *pdu, size_t len);
 	/* Keepalive: when nothing came for echo_ms, send an ECHO; when that is
@@ -244,6 +248,12 @@ struct smb_conn {
 	uint64_t echo_sent_ms; /* under lock; 0: no ECHO outstanding */
 	/* 3.x: ChannelSequence for every request (the session's, may change). */
 	const uint16_t *channel_sequence;
+	/* The client's planned-move flag (NULL: none).  While *hold is true
+	 * (atomic), smb_conn_submit() refuses requests that may be replayed
+	 * (not no_replay) and hands them to on_held, which parks them in the
+	 * manager instead of sending them here.  Set before the channel
+	 * carries requests. */
+	const bool *hold;
 
 	pthread_mutex_t lock;
 	/* under lock (state and outstanding: written under it with atomic
@@ -329,6 +339,9 @@ void smb_req_set_payload(struct smb_req *req, int i, const void *data, size_t le
  * response message. */
 void smb_req_lend_rx(struct smb_req *req, int i, void *buf, size_t len);
 int smb_conn_submit(struct smb_conn *c, struct smb_req *req);
+/* Requests sent and not yet answered, and those waiting for credits (any
+ * thread; a snapshot under c->lock). */
+unsigned smb_conn_inflight(struct smb_conn *c);
 /* Like smb_req_set_payload(), but data is the submitter's, valid until
  * done(): sets payload_lent. */
 void smb_req_set_payload_lent(struct smb_req *req, int i, const void *data, size_t len,

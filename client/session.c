@@ -256,6 +256,7 @@ static int negotiate_sizes(struct smb_client *c, struct smb_chan *ch,
 	ch->conn->transport->ops->set_dialect(ch->conn->transport, c->sess.dialect);
 	if (c->sess.dialect >= SMB2_DIALECT_0300)
 		ch->conn->channel_sequence = &c->sess.channel_sequence;
+	ch->conn->hold = &c->moving;
 	ch->rdma = ti.caps & SMB_TRANSPORT_CAP_RDMA;
 	int offload_err = -EOPNOTSUPP;
 	if ((ti.caps & SMB_TRANSPORT_CAP_RDMA) && bufsize >= 65536) {
@@ -1143,6 +1144,15 @@ static bool chan_orphan(void *arg, struct smb_req *req)
 	return c->mgr && c->mgr->orphan(ch, req);
 }
 
+/* A request refused by ch while the client moves (conn->hold): the
+ * manager parks it; ch itself lives until the move closes it. */
+static bool chan_held(void *arg, struct smb_req *req)
+{
+	struct smb_chan *ch = arg;
+	struct smb_client *c = ch->c;
+	return c->mgr && c->mgr->hold && c->mgr->hold(ch, req);
+}
+
 static void chan_break(void *arg, const uint8_t *pdu, size_t len)
 {
 	struct smb_chan *ch = arg;
@@ -1164,6 +1174,7 @@ static int chan_adopt(struct smb_client *c, struct smb_conn *conn, struct smb_ch
 	ch->conn = conn;
 	ch->conn->on_dead = chan_dead;
 	ch->conn->on_orphan = chan_orphan;
+	ch->conn->on_held = chan_held;
 	ch->conn->on_break = chan_break;
 	ch->conn->on_dead_arg = ch;
 	ch->conn->chan = ch;
@@ -1388,6 +1399,7 @@ int smb_client_open_on(const struct smb_client_opts *o, const struct smb_chanmgr
 	if (!c)
 		return -ENOMEM;
 	pthread_mutex_init(&c->chans_lock, NULL);
+	pthread_mutex_init(&c->witness_lock, NULL);
 	/* written once when the client closes: a connect in progress (of the
 	 * channel manager's reconnect, of a transport=auto contestant) gives
 	 * up; -1 (none) if there is no eventfd to be had */
@@ -1573,6 +1585,9 @@ void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out)
 	out->signing = c->sess.signing.active;
 	out->payload_bytes_copied = __atomic_load_n(&c->payload_bytes_copied, __ATOMIC_RELAXED);
 	smb_lease_stats(c, out);
+	pthread_mutex_lock(&c->witness_lock);
+	out->witness = c->witness;
+	pthread_mutex_unlock(&c->witness_lock);
 	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++) {
 		struct smb_chan *chn = c->chans[i];

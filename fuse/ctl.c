@@ -262,6 +262,24 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 		json_ku64(o, &first, "lease_breaks", st->lease_breaks);
 		json_ku64(o, &first, "lease_break_acks", st->lease_break_acks);
 	}
+	if (cmd == CTL_STATS || cmd == CTL_CHANNELS) {
+		/* the Service Witness client (`witness`) */
+		const struct smb_witness_info *w = &st->witness;
+		bool f = true;
+		json_key(o, &first, "witness");
+		out_add(o, "{", 1);
+		json_kbool(o, &f, "on", w->on);
+		json_kstr(o, &f, "state", w->on ? w->state : "off");
+		json_kstr(o, &f, "server", w->server);
+		json_kstr(o, &f, "registered", w->registered);
+		json_kstr(o, &f, "error", w->error);
+		json_kstr(o, &f, "last_event", w->last_event);
+		json_ku64(o, &f, "events", w->events);
+		json_ku64(o, &f, "moves", w->moves);
+		json_ku64(o, &f, "held", w->held);
+		json_ku64(o, &f, "drain_replays", w->drain_replays);
+		out_add(o, "}", 1);
+	}
 	if (cmd == CTL_DEBUG) {
 		json_kstr(o, &first, "signing_algorithm",
 		          st->signing ? smb2_signing_alg_str(info->signing_alg) : "none");
@@ -411,6 +429,22 @@ static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 		           "leases granted %" PRIu64 ", lease breaks %" PRIu64
 		           ", acknowledged %" PRIu64 "\n",
 		           st->leases_granted, st->lease_breaks, st->lease_break_acks);
+	}
+	if ((cmd == CTL_STATS || cmd == CTL_CHANNELS) && st->witness.on) {
+		const struct smb_witness_info *w = &st->witness;
+		out_printf(o, "witness   %s%s%s%s%s; %" PRIu64 " event%s, %" PRIu64 " move%s\n",
+		           w->state, w->server[0] ? ", server " : "", w->server,
+		           w->registered[0] ? ", for " : "", w->registered, w->events,
+		           w->events == 1 ? "" : "s", w->moves, w->moves == 1 ? "" : "s");
+		if (w->last_event[0])
+			out_printf(o, "          last event: %s\n", w->last_event);
+		if (w->error[0])
+			out_printf(o, "          last error: %s\n", w->error);
+		if (cmd == CTL_STATS)
+			out_printf(o,
+			           "          requests held by moves %" PRIu64
+			           ", in flight at a move's cut %" PRIu64 "\n",
+			           w->held, w->drain_replays);
 	}
 	if (cmd == CTL_DFS) {
 		struct smb_dfs_info di;

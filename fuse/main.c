@@ -72,21 +72,22 @@ struct mount_args {
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-	        "usage: " PROG " //HOST[:PORT]/SHARE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s] [-v]\n"
-	        "  -o OPTIONS  comma-separated: username=, password=, domain=, credentials=,\n"
-	        "              sec=, keytab=, guest, sign, seal, port=, ip=, vers=, uid=, gid=,\n"
-	        "              file_mode=, dir_mode=, noperm, ro, rw, actimeo=, cache=,\n"
-	        "              rsize=, wsize=, soft, hard, timeout=, echo_interval=, rdma,\n"
-	        "              rdma_threshold=, rdma_channels=, multichannel, max_channels=,\n"
-	        "              interfaces=, nolease, nodfs, nohandlecache, max_cached_dirs=,\n"
-	        "              daemon_user=, nosubtype, debug\n"
-	        "  -f          stay in the foreground, log to stderr\n"
-	        "  -d          foreground with FUSE and engine debug output\n"
-	        "  -s          sloppy: ignore unknown options\n"
-	        "  -v          verbose\n"
-	        "  -n          accepted for mount(8), ignored\n"
-	        "See mount.smbrdma(8).\n");
+	fprintf(
+	    out,
+	    "usage: " PROG " //HOST[:PORT]/SHARE MOUNTPOINT [-o OPTIONS] [-f] [-d] [-s] [-v]\n"
+	    "  -o OPTIONS  comma-separated: username=, password=, domain=, credentials=,\n"
+	    "              sec=, keytab=, guest, sign, seal, port=, ip=, vers=, uid=, gid=,\n"
+	    "              file_mode=, dir_mode=, noperm, ro, rw, actimeo=, cache=,\n"
+	    "              rsize=, wsize=, soft, hard, timeout=, echo_interval=, rdma,\n"
+	    "              rdma_threshold=, rdma_channels=, multichannel, max_channels=,\n"
+	    "              interfaces=, nolease, nodfs, witness, nohandlecache, max_cached_dirs=,\n"
+	    "              daemon_user=, nosubtype, debug\n"
+	    "  -f          stay in the foreground, log to stderr\n"
+	    "  -d          foreground with FUSE and engine debug output\n"
+	    "  -s          sloppy: ignore unknown options\n"
+	    "  -v          verbose\n"
+	    "  -n          accepted for mount(8), ignored\n"
+	    "See mount.smbrdma(8).\n");
 }
 
 /* ---- reporting to the waiting parent ----------------------------------------- */
@@ -756,6 +757,7 @@ static void client_opts_from(const struct mount_args *a, struct smb_client_opts 
 	copts->rdma_channels = a->opts.rdma_channels;
 	copts->no_lease = a->opts.nolease;
 	copts->nodfs = a->opts.nodfs;
+	copts->witness = a->opts.witness;
 	copts->mc_interfaces = a->opts.interfaces;
 	copts->posix = !a->opts.noposix;
 }

@@ -270,6 +270,8 @@ static const struct flag_opt {
     FLAG("nobrl", nobrl, true),
     FLAG("nolease", nolease, true),
     FLAG("nodfs", nodfs, true),
+    FLAG("witness", witness, true),
+    FLAG("nowitness", witness, false),
     FLAG("handlecache", nohandlecache, false),
     FLAG("nohandlecache", nohandlecache, true),
 #undef FLAG

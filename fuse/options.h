@@ -12,7 +12,7 @@
  *   interfaces=  echo_interval=  timeout=  soft hard  cache=  rsize= wsize=
  *   ip= addr=  noperm perm  forceuid noforceuid forcegid noforcegid
  *   nosharesock  mfsymlinks nomfsymlinks  nosubtype  posix noposix (unix nounix)  brl nobrl
- *   nolease  nodfs  daemon_user=
+ *   nolease  nodfs  witness  daemon_user=
  *   handlecache nohandlecache  max_cached_dirs=
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
  * nofail _netdev user (without '=') users nouser owner group relatime ...,
@@ -123,6 +123,7 @@ struct smb_mount_opts {
 	bool nobrl;              /* fcntl locks stay in this mount's kernel (not sent) */
 	bool nolease;            /* opens ask for no lease and no oplock */
 	bool nodfs;              /* DFS links are not followed (EREMOTE) */
+	bool witness;            /* register with the cluster's witness service ([MS-SWN]) */
 	bool nohandlecache;      /* a closed directory's handle is not kept under its lease */
 	unsigned cached_dirs;    /* max_cached_dirs=: directory handles kept at most */
 	bool nosubtype;          /* the kernel's type reads "fuse", not "fuse.smbrdma"

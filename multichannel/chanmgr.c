@@ -42,7 +42,9 @@
 #include "multichannel/mgr_int.h"
 #include "multichannel/sched.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -53,6 +55,9 @@
 
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS   5000
+/* A planned move (smb_mgr_move()) lets the requests in flight finish for
+ * this long before it cuts the channels. */
+#define MOVE_DRAIN_MS 5000
 
 struct smb_chanmgr {
 	struct smb_client *c;
@@ -62,8 +67,9 @@ struct smb_chanmgr {
 	struct smb_park park; /* failover.c: requests waiting for a channel */
 	pthread_t thread;
 	bool thread_started;
-	int wake_fd;     /* eventfd: stop or kick; open until the client is freed */
-	bool stop, kick; /* atomic */
+	int wake_fd;                 /* eventfd: stop or kick; open until the client is freed */
+	bool stop, kick;             /* atomic */
+	struct smb_witness *witness; /* witness.c's thread, with `witness`; NULL */
 };
 
 void smb_setup_slot_init(struct smb_setup_slot *s)
@@ -101,6 +107,8 @@ static bool down(struct smb_chanmgr *m, unsigned *tries)
 		char why[512] = "";
 		if (smb_reconn_attempt(m->reconn, m->mc != NULL, why, sizeof(why)) == 0) {
 			*tries = 0;
+			/* a planned move is over: what it held goes out now */
+			smb_park_end_move(&m->park);
 			smb_park_release(&m->park);
 			return true;
 		}
@@ -180,6 +188,8 @@ static int mgr_close_fd(struct smb_chanmgr *m)
 	return 0;
 }
 
+static void mgr_wake(struct smb_client *c);
+
 static int mgr_start(struct smb_client *c)
 {
 	const struct smb_client_opts *o = c->opts;
@@ -206,7 +216,82 @@ static int mgr_start(struct smb_client *c)
 		smb_warn("%s: cannot start the channel manager thread; lost channels are not "
 		         "re-established",
 		         c->host);
+	if (o->witness && m->thread_started && (err = smb_witness_start(c, m, &m->witness)) < 0)
+		smb_warn("%s: cannot start the witness client: %s", c->host, strerror(-err));
 	return 0;
+}
+
+static void addr_of(struct smb_chan *ch, char *out, size_t cap)
+{
+	struct smb_transport_info ti;
+	out[0] = 0;
+	ch->conn->transport->ops->info(ch->conn->transport, &ti);
+	if (ti.remote.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)&ti.remote)->sin_addr, out,
+		          (socklen_t)cap);
+}
+
+int smb_mgr_move(struct smb_chanmgr *m, const char *addr, const char *why)
+{
+	struct smb_client *c = m->c;
+	char *to = talloc_strdup(c, addr); /* freed with c: a reader may hold it */
+	if (!to)
+		return -ENOMEM;
+	const char *from = __atomic_load_n(&c->addr, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&c->addr, to, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->moving, true, __ATOMIC_RELEASE);
+	/* new requests are held from here; those in flight finish */
+	uint64_t t0 = ev_now_ms();
+	unsigned left;
+	for (;;) {
+		left = 0;
+		int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
+		for (int i = 0; i < n; i++)
+			if (!__atomic_load_n(&c->chans[i]->dead, __ATOMIC_ACQUIRE))
+				left += smb_conn_inflight(c->chans[i]->conn);
+		if (!left || ev_now_ms() - t0 >= MOVE_DRAIN_MS ||
+		    __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+			break;
+		usleep(1000);
+	}
+	uint64_t drained = ev_now_ms() - t0;
+	if (left)
+		smb_warn("%s: %s: %u requests still in flight after %llu ms; they are sent "
+		         "again after the move",
+		         c->host, why, left, (unsigned long long)drained);
+	/* cut every channel: the manager opens the session at `to` and sends
+	 * what was held */
+	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE), cut = 0;
+	for (int i = 0; i < n; i++) {
+		struct smb_chan *ch = c->chans[i];
+		if (__atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE))
+			continue;
+		char a[INET_ADDRSTRLEN];
+		addr_of(ch, a, sizeof(a));
+		smb_conn_abort(ch->conn, why);
+		cut++;
+		smb_debug("%s: channel %d to %s closed for the move", c->host, i, a);
+	}
+	smb_info("%s: %s: %d channels closed after %llu ms with nothing in flight; "
+	         "reconnecting to %s",
+	         c->host, why, cut, (unsigned long long)drained, to);
+	mgr_wake(c);
+	/* the manager clears `moving` once the session is up at `to` */
+	uint64_t limit = (uint64_t)c->timeout_ms + 15000u;
+	while (__atomic_load_n(&c->moving, __ATOMIC_ACQUIRE) && ev_now_ms() - t0 < limit &&
+	       !__atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+		usleep(5000);
+	if (!__atomic_load_n(&c->moving, __ATOMIC_ACQUIRE)) {
+		smb_info("%s: %s: the session is up at %s after %llu ms", c->host, why, to,
+		         (unsigned long long)(ev_now_ms() - t0));
+		return 0;
+	}
+	/* no session there: back to where it was, and what was held waits
+	 * for the reconnect there (or its deadline) */
+	__atomic_store_n(&c->addr, from, __ATOMIC_RELEASE);
+	smb_park_end_move(&m->park);
+	mgr_wake(c);
+	return -ETIMEDOUT;
 }
 
 static void mgr_wake(struct smb_client *c)
@@ -225,6 +310,9 @@ static void mgr_stop(struct smb_client *c)
 	struct smb_chanmgr *m = c->mgr_state;
 	if (!m)
 		return;
+	/* the witness first: a move it makes waits for this thread */
+	smb_witness_stop(m->witness);
+	m->witness = NULL;
 	__atomic_store_n(&m->stop, true, __ATOMIC_RELEASE);
 	mgr_wake(c);
 	/* A set-up waiting for the server's answer gives up at once. */
@@ -236,6 +324,12 @@ static void mgr_stop(struct smb_client *c)
 	smb_park_expire(&m->park, true); /* before the loop stops */
 	/* m and its eventfd stay until the client is freed: a channel dying
 	 * on the loop thread meanwhile may still wake it. */
+}
+
+static bool mgr_hold(struct smb_chan *ch, struct smb_req *req)
+{
+	struct smb_chanmgr *m = ch->c->mgr_state;
+	return m && smb_park_hold(&m->park, ch, req);
 }
 
 static bool mgr_orphan(struct smb_chan *ch, struct smb_req *req)
@@ -250,6 +344,7 @@ static const struct smb_chanmgr_ops chanmgr_ops = {
     .wake = mgr_wake,
     .pick = smb_sched_pick,
     .orphan = mgr_orphan,
+    .hold = mgr_hold,
 };
 
 int smb_client_connect(const struct smb_client_opts *o, struct smb_client **out, char *errbuf,

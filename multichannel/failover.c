@@ -106,6 +106,42 @@ static void park_wake(struct smb_park *pk)
 	smb_client_wake_mgr(pk->c);
 }
 
+bool smb_park_hold(struct smb_park *pk, struct smb_chan *ch, struct smb_req *req)
+{
+	struct smb_client *c = pk->c;
+	if (req->no_replay || __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+		return false;
+	bool sent = __atomic_load_n(&req->sends, __ATOMIC_ACQUIRE) > 0;
+	pthread_mutex_lock(&pk->lock);
+	/* `moving` is cleared under this lock before the release that sends
+	 * the parked ones: a request parked here is never left behind */
+	if (!__atomic_load_n(&c->moving, __ATOMIC_ACQUIRE) || smb_req_reset_for_replay(req)) {
+		pthread_mutex_unlock(&pk->lock);
+		return false;
+	}
+	req->deadline_ms = c->hard ? 0 : ev_now_ms() + c->timeout_ms;
+	req->wnext = pk->parked;
+	pk->parked = req;
+	pthread_mutex_unlock(&pk->lock);
+	if (sent && !__atomic_exchange_n(&ch->seq_bumped, true, __ATOMIC_ACQ_REL))
+		__atomic_add_fetch(&c->sess.channel_sequence, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&c->witness_lock);
+	if (sent)
+		c->witness.drain_replays++;
+	else
+		c->witness.held++;
+	pthread_mutex_unlock(&c->witness_lock);
+	park_wake(pk);
+	return true;
+}
+
+void smb_park_end_move(struct smb_park *pk)
+{
+	pthread_mutex_lock(&pk->lock);
+	__atomic_store_n(&pk->c->moving, false, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&pk->lock);
+}
+
 /* From ch's death report (loop thread) or a send refused by its dead
  * transport (any thread): move a request that was in flight on
  * ch to a live channel, as a replay ([MS-SMB2] 3.2.4.1.1: the replay flag,
@@ -116,6 +152,9 @@ bool smb_park_orphan(struct smb_park *pk, struct smb_chan *ch, struct smb_req *r
 	if (req->no_replay || __atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
 		return false;
 	uint16_t cmd = req->pdu[0].command;
+	/* A planned move (chanmgr.c) parks what its cut orphans. */
+	if (smb_park_hold(pk, ch, req))
+		return true;
 	struct smb_chan *to = pick_for(c, req);
 	bool none = !to || to == ch || __atomic_load_n(&to->dead, __ATOMIC_ACQUIRE);
 	/* Another channel takes it as a replay (3.x); with none left it waits

@@ -43,6 +43,15 @@ void smb_park_init(struct smb_park *pk, struct smb_client *c);
 /* The manager's orphan call (client/chanmgr.h): replay req on a live
  * channel, or park it.  false: the caller fails it. */
 bool smb_park_orphan(struct smb_park *pk, struct smb_chan *ch, struct smb_req *req);
+/* A planned move (c->moving): park req, refused by ch's conn while it
+ * holds (never sent: it goes out after the move as new) or orphaned by the
+ * move's cut (sent: a replay then).  false when no move is under way (or
+ * req may not wait): the caller goes on as without one. */
+bool smb_park_hold(struct smb_park *pk, struct smb_chan *ch, struct smb_req *req);
+/* The move is over: clear c->moving under the park's lock, so that a
+ * request parked by smb_park_hold() is in the list the next
+ * smb_park_release() sends. */
+void smb_park_end_move(struct smb_park *pk);
 /* Send the parked requests on a live channel now (any thread; after a
  * channel is published). */
 void smb_park_release(struct smb_park *pk);
@@ -77,5 +86,25 @@ int smb_reconn_new(struct smb_client *c, struct smb_setup_slot *slot, struct smb
  * (multichannel: it may have outlived its connections).  0 when a channel
  * is published; -errno with why set. */
 int smb_reconn_attempt(struct smb_reconn *r, bool bind_first, char *why, size_t whylen);
+
+/* ---- chanmgr.c: what the witness asks of the manager --------------------------------- */
+
+struct smb_chanmgr;
+/* A planned move of the session to addr (numeric IPv4), on the witness
+ * thread: new requests are held (c->moving), those in flight are let
+ * finish (up to MOVE_DRAIN_MS), every channel is cut, and the manager
+ * thread reconnects to addr and then sends what was held.  Waits for it:
+ * 0 once the session is up there; -ETIMEDOUT when it is not after the
+ * request timeout (the mount goes back to the address it had). */
+int smb_mgr_move(struct smb_chanmgr *m, const char *addr, const char *why);
+
+/* ---- witness.c: the Service Witness client ------------------------------------------ */
+
+struct smb_witness;
+/* Start the witness thread of c (`witness`), after the manager's thread.
+ * 0 or -errno; *out is stopped and freed by smb_witness_stop() (NULL: no-op),
+ * which the manager's stop calls before its own thread ends. */
+int smb_witness_start(struct smb_client *c, struct smb_chanmgr *m, struct smb_witness **out);
+void smb_witness_stop(struct smb_witness *w);
 
 #endif

@@ -26,9 +26,17 @@
  *  - every channel cut while handles hold byte-range locks, on a server
  *    that granted no durable handle: the reopens by path take each lock
  *    again before a parked request goes out; one refused is reported lost
- *    and fails its handle's requests with EIO, but not its CLOSE. */
+ *    and fails its handle's requests with EIO, but not its CLOSE;
+ *  - a planned move (multichannel/chanmgr.c's smb_mgr_move(), what a
+ *    witness CLIENT_MOVE does) to 127.0.0.2: a WRITE issued while the move
+ *    is under way is held, not failed and not replayed; the session is set
+ *    up again at the new address, the open handle reopened durably there,
+ *    and the WRITE goes out once, on the new session, without the replay
+ *    flag. */
 #include "client/client.h"
+#include "client/client_int.h"
 #include "common/log.h"
+#include "multichannel/mgr_int.h"
 #include "tests/unit/check.h"
 #include "tests/unit/client/peer.h"
 #include "tests/unit/client/engine.h"
@@ -512,6 +520,89 @@ static void test_locks_taken_again(void)
 	env_unmount(&e);
 }
 
+struct mover {
+	struct env *e;
+	const char *to;
+	int err;
+};
+
+static void *move_thread(void *arg)
+{
+	struct mover *mv = arg;
+	mv->err = smb_mgr_move(mv->e->c->mgr_state, mv->to, "a planned move (test)");
+	return NULL;
+}
+
+static bool is_moving(void *arg)
+{
+	struct env *e = arg;
+	return __atomic_load_n(&e->c->moving, __ATOMIC_ACQUIRE);
+}
+
+static void test_planned_move(void)
+{
+	struct env e;
+	if (!mount(&e))
+		return;
+	/* both channels up: the move cuts them both, so the session ends at
+	 * the peer and is set up anew (as at another node of a cluster) */
+	CHECK(wait_bound(&e, 1, 2));
+	struct smb2_fileid fid = open_victim(&e);
+	uint64_t old = conn_session(&e, 1);
+	struct peer_stats st0;
+	peer_get_stats(e.p, &st0);
+	e.rec0 = peer_nrecords(e.p);
+	/* the first three NEGOTIATEs after the cut are refused (one may be a
+	 * binding attempt for the channel that died first, while the other
+	 * lived): the move stays under way for at least the manager's first
+	 * two backoffs (100 + 200 ms), and the WRITE below is surely issued
+	 * while it is */
+	int hooks[3];
+	for (int i = 0; i < 3; i++)
+		hooks[i] = peer_on(e.p, &any_negotiate, PEER_STATUS, STATUS_INSUFFICIENT_RESOURCES);
+	struct mover mv = {&e, "127.0.0.2", -1};
+	pthread_t t;
+	CHECK_EQ(pthread_create(&t, NULL, move_thread, &mv), 0);
+	CHECK(poll_for(is_moving, &e));
+	static const char data[] = "written while the session moved\n";
+	struct wait w;
+	w_init(&w);
+	CHECK_EQ(smb_write(e.c, fid, 0, data, sizeof(data) - 1, write_cb, &w), 0);
+	CHECK(w_wait(&w));
+	CHECK_EQ(w.err, 0);
+	CHECK_EQ(w.status, STATUS_SUCCESS);
+	CHECK_EQ(w.n, sizeof(data) - 1);
+	pthread_join(t, NULL);
+	CHECK_EQ(mv.err, 0);
+	for (int i = 0; i < 3; i++)
+		CHECK(peer_hook_fired(e.p, hooks[i]));
+	CHECK(!__atomic_load_n(&e.c->moving, __ATOMIC_ACQUIRE));
+	static struct smb_client_stats cs;
+	smb_client_get_stats(e.c, &cs);
+	CHECK(cs.witness.held >= 1);
+	CHECK_EQ(cs.witness.drain_replays, 0);
+	struct peer_stats st;
+	peer_get_stats(e.p, &st);
+	CHECK_EQ(st.sessions, st0.sessions + 1);
+	CHECK_EQ(st.durable_reconnects, st0.durable_reconnects + 1);
+	struct peer_rec recs[256];
+	int n = peer_records(e.p, e.rec0, recs, 256), nwrite = 0;
+	for (int i = 0; i < n; i++) {
+		if (recs[i].command != SMB2_WRITE)
+			continue;
+		nwrite++;
+		CHECK(!(recs[i].flags & SMB2_FLAGS_REPLAY_OPERATION));
+		CHECK(recs[i].session_id != old);
+		CHECK(conn_addr_is(&e, recs[i].conn, "127.0.0.2"));
+	}
+	CHECK_EQ(nwrite, 1);
+	char back[sizeof(data)] = "";
+	CHECK_EQ(peer_file_data(e.p, "victim.txt", back, sizeof(data) - 1), VICTIM_SZ);
+	CHECK_MEM(back, data, sizeof(data) - 1);
+	env_close(&e, fid);
+	env_unmount(&e);
+}
+
 int main(void)
 {
 	smb_log_init("test_chanmgr", false, getenv("TEST_DEBUG") ? LOG_DEBUG : LOG_WARNING);
@@ -524,5 +615,6 @@ int main(void)
 	RUN(test_all_down);
 	RUN(test_reconnect_kicks_pass);
 	RUN(test_locks_taken_again);
+	RUN(test_planned_move);
 	return check_report();
 }
