@@ -10,6 +10,9 @@ between the nodes, and a client namespace to mount them from. Needs root.
         cl.client_prefix             # nsenter argv prefix into the client namespace
         t = cl.kill_node(cl.holder(ip))   # dies; returns the takeover times
         cl.disable_node(1); cl.enable_node(1); cl.moveip(ip, 0)
+        cl.nodes[0].net(["witness", "list"])   # Samba's net on node 0
+
+    CtdbCluster(witness=True): the nodes serve [MS-SWN] Witness (below).
 
 In pytest: `from lib.ctdb import ctdb_factory  # noqa: F401`, then
 `cl = ctdb_factory(nodes=2)`.
@@ -89,6 +92,45 @@ reports it (`ctdb ip` on a surviving node) and as the client sees it (a
 TCP connection from the client namespace to <address>:445 accepted).
 kill_node(power_off=True) sets the link down first (see its docstring).
 
+Witness (witness=True). smb.conf gets `rpc start on demand helpers = no`
+and `rpcd witness:include node ips = yes` (witness_node_ips=False: no), and
+each node runs samba-dcerpcd --libexec-rpcds on its own (start_dcerpcd: the
+node's network namespace, the host's mount namespace, smbd's smb.conf), so
+its endpoint mapper listens on TCP 135 and rpcd_witness (clustering = yes)
+on a dynamic port, on every address of the node; smbd uses that
+samba-dcerpcd for its pipes too. Nothing else is needed: rpcd_witness asks
+ctdbd for the addresses and registers for CTDB_SRVID_IPREALLOCATED itself,
+and its registrations (rpcd_witness_registration.tdb) are a clustered
+database, so `net witness list/client-move/share-move` on any node reach a
+registration held by another node's rpcd_witness. Binds need [sign] or
+[seal] (else ACCESS_DENIED). GetInterfaceList: group "smbrdmatest" (the DNS
+host name: netbios name, lower case), every public and node address,
+WITNESS_IF on exactly those not on the answering node. Measured (Samba/CTDB
+4.22.6, 2 nodes, RegisterEx NetName=smbrdmatest IpAddress=<public>
+ShareName=share on the other node's address; t from the command's start):
+  - ctdb moveip, ctdb disable, node killed: RESOURCE_CHANGE <public>
+    UNAVAILABLE, at once followed by AVAILABLE, only after the takeover run
+    (IPREALLOCATED), i.e. AFTER the SMB connection to the address was cut:
+    moveip cut 0.05-0.08 s, notify 0.24-0.29 s (4 runs); disable cut 1.00 s,
+    notify 1.15 s; kill cut 0.03 s (the kernel's reset), notify 1.64 s;
+    power off: the new node's tickle resets the connection at 29.61 s,
+    notify 29.64 s. Both nodes' rpcd_witness notify. 5 s after an
+    UNAVAILABLE (or a move naming another address) rpcd_witness drops the
+    registration: the next AsyncNotify fails WERR_NOT_FOUND.
+  - `net witness client-move|share-move --witness-new-ip=IP` or
+    `--witness-new-node=PNN` (nothing moves): CLIENT_MOVE (SHARE_MOVE) in
+    0.05-0.08 s with the addresses (IPv4|ONLINE) named or on that node;
+    registration dropped 5 s later unless the list is the registered IP.
+  - A witness connection to the public address itself is cut when the
+    address is released (moveip 0.06 s), before any notification: use a
+    WITNESS_IF address (another node's node address).
+  - A registration expires 30 s (+ RegisterEx's timeout) after the last
+    AsyncNotify began: with timeout 0 a pending AsyncNotify fails
+    WERR_NOT_FOUND after 30 s.
+  - FSCTL_QUERY_NETWORK_INTERFACE_INFO of a node's smbd lists the public
+    addresses it holds at that moment and its node address (4.22.6; newer
+    Samba source skips CTDB public addresses there).
+
 Teardown (close(), the context manager, the pytest fixture, atexit) stops
 each smbd, asks each ctdbd to shut down (`ctdb shutdown`; ctdb.conf's
 `shutdown failover timeout = 2` instead of 10: a node going down cleanly
@@ -123,6 +165,11 @@ CTDB = "/usr/bin/ctdb"
 CTDB_DATADIR = "/usr/share/ctdb"
 CTDB_ETC = "/etc/ctdb"
 FCNTL_HELPER = "/usr/libexec/ctdb/ctdb_mutex_fcntl_helper"
+DCERPCD = "/usr/libexec/samba/samba-dcerpcd"
+RPCD_WITNESS = "/usr/libexec/samba/rpcd_witness"
+# smb.conf lines of a witness cluster (see the docstring): smbd leaves the RPC
+# services to the samba-dcerpcd started here, which then also listens on TCP
+WITNESS_GLOBAL = ["rpc start on demand helpers = no"]
 EVENT_SCRIPTS = ("00.ctdb", "10.interface")
 DURABLE = ["posix locking = no"]  # Samba grants durable handles only then
 _live = []
@@ -231,6 +278,7 @@ class Node:
         self.base = os.path.join(cluster.dir, f"node.{pnn}")
         self.ctdbd = None
         self.smbd = None
+        self.dcerpcd = None
         self.dead = False
 
     @property
@@ -316,6 +364,67 @@ class Node:
     def log_tail(self, n=30):
         return _tail(self.log_path, n)
 
+    @property
+    def dcerpcd_log_path(self):
+        return os.path.join(self.base, "dcerpcd.log")
+
+    def start_dcerpcd(self, timeout=30):
+        """samba-dcerpcd on its own (not started on demand by smbd), with
+        every rpcd_* helper, in this node's network namespace and the host's
+        mount namespace like the node's smbd, on the same smb.conf: the
+        endpoint mapper on TCP 135 and each interface on a dynamic port, on
+        every address of the namespace (bind interfaces only = no), and the
+        ncalrpc sockets smbd uses for its named pipes. Waits until the
+        endpoint mapper accepts on the node address."""
+        log = open(self.dcerpcd_log_path, "ab")
+        self.dcerpcd = subprocess.Popen(
+            self.prefix + [DCERPCD, "--libexec-rpcds", "-s", self.smbd.conf_path,
+                           "--foreground", "--no-process-group", "--debug-stdout"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        probe = ("import socket,sys\n"
+                 "try: socket.create_connection((sys.argv[1], 135), 0.5).close()\n"
+                 "except OSError: sys.exit(1)\n")
+        while subprocess.run(self.prefix + [sys.executable, "-c", probe, self.addr],
+                             capture_output=True).returncode != 0:
+            if self.dcerpcd.poll() is not None:
+                raise CtdbError(f"node {self.pnn}: samba-dcerpcd exited "
+                                f"({self.dcerpcd.returncode}):\n"
+                                f"{_tail(self.dcerpcd_log_path)}")
+            if time.monotonic() > deadline:
+                raise CtdbError(f"node {self.pnn}: samba-dcerpcd not listening on "
+                                f"{self.addr}:135 after {timeout}s:\n"
+                                f"{_tail(self.dcerpcd_log_path)}")
+            time.sleep(0.1)
+
+    def stop_dcerpcd(self):
+        """SIGTERM, then SIGKILL, to samba-dcerpcd's session (its rpcd_*
+        helpers are its children there)."""
+        p, self.dcerpcd = self.dcerpcd, None
+        if p is None:
+            return
+        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                p.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+
+    def net(self, args, check=True, timeout=60):
+        """Samba's net tool on this node's smb.conf, in its network namespace
+        (it reaches ctdbd and the node's daemons by unix sockets)."""
+        r = subprocess.run(self.prefix + ["net", "-s", self.smbd.conf_path] + list(args),
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise CtdbError(f"node {self.pnn}: net {' '.join(args)} failed ({r.returncode}):\n"
+                            f"{r.stdout}{r.stderr}")
+        return r
+
     def addrs_on_iface(self):
         """IPv4 addresses on this node's pub0, as the kernel has them."""
         r = _run(self.prefix + ["ip", "-4", "-o", "addr", "show", "dev", IFACE], check=False)
@@ -326,10 +435,12 @@ class CtdbCluster:
     """nodes: 2 or 3 ctdbd+smbd nodes; publics: how many public addresses.
     durable: the share grants durable handles (posix locking = no).
     smbd_global/smbd_share: more smb.conf lines for every node. tunables:
-    {name: value} for ctdb.tunables (CTDB's defaults otherwise)."""
+    {name: value} for ctdb.tunables (CTDB's defaults otherwise). witness:
+    samba-dcerpcd on every node serving Witness on TCP (see above);
+    witness_node_ips: its interface list includes the node addresses."""
 
     def __init__(self, nodes=2, publics=1, durable=True, smbd_global=(), smbd_share=(),
-                 tunables=None, log_level=None):
+                 tunables=None, log_level=None, witness=False, witness_node_ips=True):
         if not 2 <= nodes <= 3:
             raise ValueError("a cluster has 2 or 3 nodes")
         if not 1 <= publics <= 4:
@@ -341,7 +452,11 @@ class CtdbCluster:
         self.client_ns = f"{PREFIX}{self.id}-cli"
         self.public_addrs = [f"{SUBNET}.{101 + j}" for j in range(publics)]
         self.durable = durable
+        self.witness = witness
         self.smbd_global = list(smbd_global)
+        if witness:
+            self.smbd_global += WITNESS_GLOBAL + \
+                [f"rpcd witness:include node ips = {'yes' if witness_node_ips else 'no'}"]
         self.smbd_share = list(smbd_share)
         self.tunables = dict(tunables or {})
         self.log_level = log_level
@@ -424,6 +539,8 @@ class CtdbCluster:
                                       client_wrapper=self.client_prefix,
                                       log_level=self.log_level)
                 nd.smbd.start()
+                if self.witness:
+                    nd.start_dcerpcd()
             u = pwd.getpwnam(self.nodes[0].smbd.user)
             os.chown(self.share_path, u.pw_uid, u.pw_gid)
             for a in self.public_addrs:
@@ -459,6 +576,7 @@ class CtdbCluster:
         what was left behind."""
         errors = []
         for nd in self.nodes:
+            nd.stop_dcerpcd()
             if nd.smbd is not None:
                 try:
                     nd.smbd.stop()
@@ -680,7 +798,7 @@ class CtdbCluster:
         t0 = time.monotonic()
         if power_off:
             _run(nd.prefix + ["ip", "link", "set", IFACE, "down"])
-        for proc in (nd.ctdbd, nd.smbd.proc if nd.smbd else None):
+        for proc in (nd.ctdbd, nd.smbd.proc if nd.smbd else None, nd.dcerpcd):
             if proc is not None:
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -692,7 +810,7 @@ class CtdbCluster:
         if not power_off:
             _run(nd.prefix + ["ip", "link", "set", IFACE, "down"])
         nd.dead = True
-        for proc in (nd.ctdbd, nd.smbd.proc if nd.smbd else None):
+        for proc in (nd.ctdbd, nd.smbd.proc if nd.smbd else None, nd.dcerpcd):
             if proc is not None:
                 proc.wait(timeout=10)
         res = {"killed_at": t0, "held": held, "leader_before": leader, "moved": {},
