@@ -113,6 +113,8 @@ struct smb_req {
 	bool sealed;      /* went out encrypted: its answer must come so */
 	bool replay;      /* resent after its channel died: SMB2_FLAGS_REPLAY_OPERATION */
 	bool no_replay;   /* channel-bound (session setup): never move it */
+	bool held;        /* parked by a planned move before it was ever sent
+	                     (multichannel/failover.c): not a replay when it goes */
 	bool maybe_twice; /* replayed after a send the server may have carried out */
 	int sends;        /* sends the transport took (atomic; see maybe_twice) */
 	/* A PDU's payload is the caller's memory, not the request's

@@ -120,6 +120,7 @@ bool smb_park_hold(struct smb_park *pk, struct smb_chan *ch, struct smb_req *req
 		return false;
 	}
 	req->deadline_ms = c->hard ? 0 : ev_now_ms() + c->timeout_ms;
+	req->held = !sent;
 	req->wnext = pk->parked;
 	pk->parked = req;
 	pthread_mutex_unlock(&pk->lock);
@@ -248,6 +249,9 @@ void smb_park_release(struct smb_park *pk)
 		int err = req_rebind(c, req);
 		uint16_t cmd = req->pdu[0].command;
 		enum smb_replay_class k = smb_req_replay_class(req);
+		/* one a planned move held before it was sent goes out as new */
+		bool held = req->held;
+		req->held = false;
 		/* A submit to a channel that just died offers it to chan_orphan
 		 * again (parked again, 0); any other refusal fails it here, or
 		 * nobody would ever answer it. */
@@ -259,6 +263,11 @@ void smb_park_release(struct smb_park *pk)
 			req->err = err == -ENOTCONN ? -ECONNABORTED : err;
 			if (ev_call(c->loop, park_fail_cb, req) < 0)
 				smb_req_finish(req);
+			continue;
+		}
+		if (held) {
+			smb_debug("%s: %s, held by the move, sent on the new session", c->host,
+			          smb2_command_str(cmd));
 			continue;
 		}
 		__atomic_add_fetch(&to->replays, 1, __ATOMIC_RELAXED);

@@ -106,6 +106,7 @@ COVERAGE = {
     "rdma_channels": f"{THIS}::test_rdma_and_rdma_threshold",
     "nolease": f"{THIS}::test_nolease",
     "nodfs": "tests/integration/test_dfs_links.py::test_nodfs_reports_the_link_as_remote",
+    "witness": "tests/integration/test_witness.py::test_witness_registers_and_follows_a_planned_move",
     "handlecache": "tests/integration/test_handle_cache.py::test_second_listing_makes_no_request",
     "nohandlecache": "tests/integration/test_handle_cache.py::test_nohandlecache_keeps_nothing",
     "max_cached_dirs":

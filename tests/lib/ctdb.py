@@ -348,7 +348,12 @@ class Node:
     def start_ctdbd(self):
         log = open(self.log_path, "ab")
         b = self.base
-        script = (f"mount --bind {b}/etc /etc/ctdb && mount --bind {b}/run /run/ctdb && "
+        # The FUSE mounts the host had when this namespace was made (a test
+        # running beside this one) are copied into it; unmounted here, or
+        # their daemons would never see them go when the host unmounts them.
+        script = ("awk '$3 ~ /^fuse/ {print $2}' /proc/self/mounts | "
+                  "while read -r m; do umount -l \"$m\" 2>/dev/null; done; "
+                  f"mount --bind {b}/etc /etc/ctdb && mount --bind {b}/run /run/ctdb && "
                   f"mount --bind {b}/var /var/lib/ctdb && "
                   f'exec nsenter --net={NETNS_DIR}/{self.ns} {CTDBD} --interactive')
         env = {k: v for k, v in os.environ.items() if not k.startswith("CTDB_")}

@@ -581,6 +581,8 @@ static void test_planned_move(void)
 	smb_client_get_stats(e.c, &cs);
 	CHECK(cs.witness.held >= 1);
 	CHECK_EQ(cs.witness.drain_replays, 0);
+	for (int i = 0; i < cs.nchannels; i++) /* a held request is no replay */
+		CHECK_EQ(cs.channels[i].replays, 0);
 	struct peer_stats st;
 	peer_get_stats(e.p, &st);
 	CHECK_EQ(st.sessions, st0.sessions + 1);
