@@ -7,7 +7,7 @@ rdma_threshold) on the mount; then the link goes away under it, either
      veth1, siw0's netdev -- lose carrier).
 Checks:
 - the in-flight I/O fails with an errno (any), never hangs, within the keepalive window
-  plus a margin (FAIL_WITHIN_S);
+  plus a margin (FAIL_WITHIN_S; the mount has timeout=15, DEAD_MOUNT_OPTS);
 - `smbrdmactl stats --json` of the dead mount answers and its channel is not "up", both at
   once and after the attribute cache (actimeo=1 s) has expired;
 - the dead mount unmounts; after the link is restored a new `-o rdma` mount over rxe writes
@@ -51,6 +51,12 @@ from vmlab import (is_mounted, mount_smbrdma, rdma_totals, recreate_rxe, run, rx
 KEEPALIVE_WINDOW_S = 120 + 5
 MARGIN_S = 35
 FAIL_WITHIN_S = KEEPALIVE_WINDOW_S + MARGIN_S
+# The mount whose link goes away waits timeout= for a channel to come back before its
+# requests fail with ETIMEDOUT: 15 s, not the default 60, which this test sat out twice per
+# boot (once per variant).  The path is the same (every channel down, reconnect attempts
+# failing, the wait ending at the requests' deadline); 15 s is still far more than any
+# answer takes under TCG before the cut.
+DEAD_MOUNT_OPTS = "timeout=15"
 SYSLOG = "/run/smbrdma-vm/syslog.log"  # mount.smbrdma logs there once daemonized
 
 # Runs as its own process so that a hang shows as a timeout, not a stuck pytest.
@@ -227,16 +233,16 @@ def _rping(lab):
         srv.wait(timeout=10)
 
 
-def _try_mount_at(lab, addr, mnt, log):
+def _try_mount_at(lab, addr, mnt, log, extra=""):
     try:
-        mount_smbrdma(lab, addr, mnt, True, log)
+        mount_smbrdma(lab, addr, mnt, True, log, extra)
         return None
     except AssertionError as e:
         return str(e).splitlines()[0]
 
 
-def _try_mount(lab, mnt, log):
-    return _try_mount_at(lab, lab.rxe_addr, mnt, log)
+def _try_mount(lab, mnt, log, extra=""):
+    return _try_mount_at(lab, lab.rxe_addr, mnt, log, extra)
 
 
 @pytest.mark.parametrize("how", ["rdma-link-delete", "netdev-down"])
@@ -258,12 +264,12 @@ def test_link_loss_fails_inflight_io_then_new_mount_works(lab, how, tmp_path):
         print(report[-1], flush=True)
 
     try:
-        err = _try_mount(lab, mnt, log)
+        err = _try_mount(lab, mnt, log, DEAD_MOUNT_OPTS)
         if err:  # an earlier test's link-down left rxe0 unusable (see the docstring)
             note(f"LAB: no mount over rxe0 at the start ({err}); rping {_rping(lab)}; "
                  "re-creating rxe0")
             recreate_rxe(lab)
-            mount_smbrdma(lab, lab.rxe_addr, mnt, True, log)
+            mount_smbrdma(lab, lab.rxe_addr, mnt, True, log, DEAD_MOUNT_OPTS)
         conn = _fuse_conn(mnt)
         writer = Writer(mnt / "inflight.bin")
         assert writer.wait_progress(3, 120), f"the writer made no progress: {writer.tail()}"
