@@ -1,4 +1,5 @@
-"""bench/run-bench --quick completes against the private Samba with every
+"""bench/run-bench --quick (random I/O jobs 1 s each, --runtime 1: the
+figures need no more) completes against the private Samba with every
 peer (mount.smbrdma, smbrdma-bench, smbnetfs, smbclient, the FUSE
 passthrough, tmpfs) and writes JSON and text that parse: a figure per peer
 and job, CPU per GiB, the daemon's peak memory, the ratios and the
@@ -40,7 +41,7 @@ def quick_run(tmp_path, scale, tool, *args, suffix=""):
 
 
 def test_bench_quick(tmp_path, fuse_required, root_required, scale):
-    res, text = quick_run(tmp_path, scale, "run-bench")
+    res, text = quick_run(tmp_path, scale, "run-bench", "--runtime", "1")
     peers = res["peers"]
     for job, fig in JOBS.items():
         for peer in FIO_PEERS + ("library",):
