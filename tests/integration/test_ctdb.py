@@ -40,8 +40,13 @@ import pytest
 
 import lib.ctdb
 
-# the cluster fixture, bound here so pytest finds it
-ctdb_factory = lib.ctdb.ctdb_factory
+# One cluster for the module (lib.ctdb.SharedCluster): each test gets it
+# restored -- a killed node restarted, a disabled one enabled, every node OK,
+# the share empty -- which takes a fraction of a new cluster's start. The
+# fixtures, bound here so pytest finds them.
+CTDB_CLUSTER = {"nodes": 2}
+ctdb_module_cluster = lib.ctdb.ctdb_module_cluster
+ctdb_cluster = lib.ctdb.ctdb_cluster
 
 BLOCK = 64 << 10
 RING = 512  # blocks: the writer goes round a 32 MiB file (the shared tmpfs is 512 MiB)
@@ -69,8 +74,8 @@ def _mount(cl, mount_factory, options=(), timeout=30):
                          (extra.split(",") if extra else []))
 
 
-def test_cluster_comes_up_healthy(ctdb_factory):
-    cl = ctdb_factory(nodes=2)
+def test_cluster_comes_up_healthy(ctdb_cluster):
+    cl = ctdb_cluster
     print(f"cluster up in {cl.startup_s:.1f} s")
     for nd in cl.nodes:
         st = cl.status(nd)
@@ -109,8 +114,8 @@ def test_cluster_comes_up_healthy(ctdb_factory):
     cl.wait_healthy(timeout=30)
 
 
-def test_mount_public_address_write_read(ctdb_factory, mount_factory):
-    cl = ctdb_factory(nodes=2)
+def test_mount_public_address_write_read(ctdb_cluster, mount_factory):
+    cl = ctdb_cluster
     m = _mount(cl, mount_factory)
     want = {}
     for i in range(8):
@@ -169,13 +174,13 @@ class Writer(threading.Thread):
 
 
 @pytest.mark.parametrize("victim", ["leader", "not-leader", "power-off"])
-def test_node_death_during_verified_writes(ctdb_factory, mount_factory, victim):
+def test_node_death_during_verified_writes(ctdb_cluster, mount_factory, victim):
     """victim: the node holding the address is CTDB's leader (the survivor
     waits out `leader timeout`, 5 s, and elects itself before it takes the
     address over) or not (the leader takes it over at once); power-off: not
     the leader, and its link goes down before its processes die, so no
     reset reaches the client or the other node (see kill_node)."""
-    cl = ctdb_factory(nodes=2)
+    cl = ctdb_cluster
     addr = cl.public_addrs[0]
     leader = cl.leader()
     want = leader if victim == "leader" else 1 - leader
@@ -250,13 +255,13 @@ def test_node_death_during_verified_writes(ctdb_factory, mount_factory, victim):
     assert subprocess.run(["ls", m.path], capture_output=True).returncode == 0
 
 
-def test_moveip_during_verified_writes_reopens_durably(ctdb_factory, mount_factory):
+def test_moveip_during_verified_writes_reopens_durably(ctdb_cluster, mount_factory):
     """A graceful move (`ctdb moveip`, as `ctdb disable` or a node shutting
     down does it): the old node's 10.interface kills the address's TCP
     connections and smbd there ends its session with the durable handle
     kept in CTDB; the client reconnects to the new node and reopens the
     handle durably. The writer sees no error and the data verifies."""
-    cl = ctdb_factory(nodes=2)
+    cl = ctdb_cluster
     addr = cl.public_addrs[0]
     m = _mount(cl, mount_factory)
     w = Writer(os.path.join(m.path, "w.bin"), seconds=20)

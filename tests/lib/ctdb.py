@@ -171,6 +171,11 @@ RPCD_WITNESS = "/usr/libexec/samba/rpcd_witness"
 # services to the samba-dcerpcd started here, which then also listens on TCP
 WITNESS_GLOBAL = ["rpc start on demand helpers = no"]
 EVENT_SCRIPTS = ("00.ctdb", "10.interface")
+# A (re)starting node waits RerecoveryTimeout + 3 s after the cluster's last
+# recovery before its startup event (ctdb_wait_until_recovered), and a node
+# joining causes recoveries: 10 s by default made a cluster start take 25 s
+# and a node's restart 22-30 s; with 1, 16 s and about 12 s.
+LAB_TUNABLES = {"RerecoveryTimeout": 1}
 DURABLE = ["posix locking = no"]  # Samba grants durable handles only then
 _live = []
 _counter = [0]
@@ -440,7 +445,8 @@ class CtdbCluster:
     """nodes: 2 or 3 ctdbd+smbd nodes; publics: how many public addresses.
     durable: the share grants durable handles (posix locking = no).
     smbd_global/smbd_share: more smb.conf lines for every node. tunables:
-    {name: value} for ctdb.tunables (CTDB's defaults otherwise). witness:
+    {name: value} for ctdb.tunables (CTDB's defaults otherwise, but for
+    LAB_TUNABLES). witness:
     samba-dcerpcd on every node serving Witness on TCP (see above);
     witness_node_ips: its interface list includes the node addresses."""
 
@@ -463,7 +469,7 @@ class CtdbCluster:
             self.smbd_global += WITNESS_GLOBAL + \
                 [f"rpcd witness:include node ips = {'yes' if witness_node_ips else 'no'}"]
         self.smbd_share = list(smbd_share)
-        self.tunables = dict(tunables or {})
+        self.tunables = {**LAB_TUNABLES, **(tunables or {})}
         self.log_level = log_level
         self.n = nodes
         self.dir = None
@@ -538,14 +544,7 @@ class CtdbCluster:
                 nd.start_ctdbd()
             self.wait_healthy(timeout=max(10, timeout - (time.monotonic() - t0)))
             for nd in self.nodes:
-                nd.smbd = ClusterSmbd(nd, self.share_path, durable=self.durable,
-                                      extra_global=self.smbd_global,
-                                      extra_share=self.smbd_share,
-                                      client_wrapper=self.client_prefix,
-                                      log_level=self.log_level)
-                nd.smbd.start()
-                if self.witness:
-                    nd.start_dcerpcd()
+                self._start_samba(nd)
             u = pwd.getpwnam(self.nodes[0].smbd.user)
             os.chown(self.share_path, u.pw_uid, u.pw_gid)
             for a in self.public_addrs:
@@ -558,6 +557,65 @@ class CtdbCluster:
             raise
         self.startup_s = time.monotonic() - t0
         return self
+
+    def _start_samba(self, nd):
+        nd.smbd = ClusterSmbd(nd, self.share_path, durable=self.durable,
+                              extra_global=self.smbd_global, extra_share=self.smbd_share,
+                              client_wrapper=self.client_prefix, log_level=self.log_level)
+        nd.smbd.start()
+        if self.witness:
+            nd.start_dcerpcd()
+
+    def restart_node(self, pnn, timeout=90):
+        """A node killed by kill_node() boots again: no public address on
+        its pub0 (a rebooted machine has none; ctdbd assigns them), the link
+        up, ctdbd started as at first, and once every node is OK in CTDB
+        (wait_healthy) its smbd (and samba-dcerpcd) on a fresh Samba
+        directory. Returns the seconds it took."""
+        nd = self.nodes[pnn]
+        if not nd.dead:
+            raise CtdbError(f"node {pnn} is not dead")
+        t0 = time.monotonic()
+        nd.stop_dcerpcd()
+        if nd.smbd is not None:
+            nd.smbd.stop()  # its processes are gone; removes node.<i>/samba
+            nd.smbd = None
+        for a in nd.addrs_on_iface():
+            if a in self.public_addrs:
+                _run(nd.prefix + ["ip", "addr", "del", f"{a}/24", "dev", IFACE])
+        _run(nd.prefix + ["ip", "link", "set", IFACE, "up"])
+        nd.dead = False
+        nd.start_ctdbd()
+        self.wait_healthy(timeout=timeout)
+        self._start_samba(nd)
+        return time.monotonic() - t0
+
+    def restore(self, timeout=90):
+        """Back to the state start() leaves, for the next test on the same
+        cluster: dead nodes restarted, disabled ones enabled, every node OK
+        and every public address hosted and answering, the share empty.
+        Returns the seconds it took."""
+        t0 = time.monotonic()
+        for nd in self.nodes:
+            if nd.dead:
+                self.restart_node(nd.pnn, timeout=timeout)
+        st = self.status()
+        for nd in self.nodes:
+            if "DISABLED" in st.get(nd.pnn, ""):
+                self.enable_node(nd.pnn)
+        self.wait_healthy(timeout=timeout)
+        for nd in self.nodes:
+            if nd.smbd is None or not nd.smbd.alive():
+                raise CtdbError(f"node {nd.pnn}: smbd is not running")
+        for a in self.public_addrs:
+            self._wait_reachable(a, time.monotonic() + 30)
+        for name in os.listdir(self.share_path):
+            p = os.path.join(self.share_path, name)
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p)
+            else:
+                os.unlink(p)
+        return time.monotonic() - t0
 
     def _net(self):
         for ns in [self.hub_ns, self.client_ns] + [nd.ns for nd in self.nodes]:
@@ -871,6 +929,55 @@ try:
 except ImportError:
     pytest = None
 
+def _print_logs(cl):
+    for nd in cl.nodes:
+        sys.stderr.write(f"--- node {nd.pnn} ctdb log tail ({nd.log_path}) ---\n"
+                         f"{nd.log_tail()}\n")
+        if nd.smbd is not None:
+            sys.stderr.write(f"--- node {nd.pnn} smbd log tail ---\n{nd.smbd.log_tail()}\n")
+
+
+class SharedCluster:
+    """One cluster for the tests of a module (ctdb_module_cluster): started
+    by the first test that asks, restore()d for each later one; when the
+    restore fails, the cluster is closed and a new one started."""
+
+    def __init__(self, kw):
+        self.kw = dict(kw)
+        self.cl = None
+        self.restores = []   # seconds each restore took
+        self.starts = 0
+
+    def get(self):
+        if self.cl is not None:
+            try:
+                self.restores.append(self.cl.restore())
+                return self.cl
+            except (CtdbError, SambaError, NetnsError, subprocess.SubprocessError,
+                    OSError) as e:
+                sys.stderr.write(f"ctdb cluster {self.cl.id}: restore failed ({e}); "
+                                 f"starting a new cluster\n")
+                _print_logs(self.cl)
+                cl, self.cl = self.cl, None
+                cl.close()
+        self.starts += 1
+        self.cl = CtdbCluster(**self.kw).start()
+        return self.cl
+
+    def close(self):
+        cl, self.cl = self.cl, None
+        if cl is not None:
+            cl.close()
+
+
+def _check_machine():
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    gone = missing()
+    assert not gone, f"not installed: {gone} (tools/install-deps installs ctdb, ethtool)"
+
+
 if pytest is not None:
     @pytest.fixture
     def ctdb_factory(request):
@@ -878,11 +985,7 @@ if pytest is not None:
         closed after the test (each node's ctdb and smbd log tails are
         printed if the test failed). Skips only when the machine cannot run
         it (not root, no network namespaces); a missing ctdb package fails."""
-        reason = unavailable_reason()
-        if reason:
-            pytest.skip(reason)
-        gone = missing()
-        assert not gone, f"not installed: {gone} (tools/install-deps installs ctdb, ethtool)"
+        _check_machine()
         clusters = []
 
         def make(**kw):
@@ -895,18 +998,39 @@ if pytest is not None:
         problems = []
         for cl in reversed(clusters):
             if rep is not None and rep.failed:
-                for nd in cl.nodes:
-                    sys.stderr.write(f"--- node {nd.pnn} ctdb log tail ({nd.log_path}) ---\n"
-                                     f"{nd.log_tail()}\n")
-                    if nd.smbd is not None:
-                        sys.stderr.write(f"--- node {nd.pnn} smbd log tail ---\n"
-                                         f"{nd.smbd.log_tail()}\n")
+                _print_logs(cl)
             try:
                 cl.close()
             except (CtdbError, NetnsError) as e:
                 problems.append(str(e))
         if problems:
             pytest.fail("\n".join(problems), pytrace=False)
+
+    @pytest.fixture(scope="module")
+    def ctdb_module_cluster(request):
+        """A SharedCluster of CtdbCluster(**CTDB_CLUSTER) (a dict the test
+        module defines; defaults otherwise), closed after the module's last
+        test. Tests take it through ctdb_cluster."""
+        _check_machine()
+        sh = SharedCluster(getattr(request.module, "CTDB_CLUSTER", {}))
+        yield sh
+        try:
+            sh.close()
+        except (CtdbError, NetnsError) as e:
+            pytest.fail(str(e), pytrace=False)
+        if sh.restores:
+            sys.stderr.write(f"ctdb module cluster: {sh.starts} start(s), restores took "
+                             f"{', '.join(f'{t:.1f}' for t in sh.restores)} s\n")
+
+    @pytest.fixture
+    def ctdb_cluster(ctdb_module_cluster, request):
+        """The module's cluster, healthy with every node alive and the share
+        empty (SharedCluster.get); its logs are printed if the test failed."""
+        cl = ctdb_module_cluster.get()
+        yield cl
+        rep = getattr(request.node, "rep_call", None)
+        if rep is not None and rep.failed:
+            _print_logs(cl)
 
 
 def main(argv):
