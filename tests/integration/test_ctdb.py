@@ -40,10 +40,10 @@ import pytest
 
 import lib.ctdb
 
-# One cluster for the module (lib.ctdb.SharedCluster): each test gets it
-# restored -- a killed node restarted, a disabled one enabled, every node OK,
-# the share empty -- which takes a fraction of a new cluster's start. The
-# fixtures, bound here so pytest finds them.
+# One cluster for the module (lib.ctdb.SharedCluster): a test gets it
+# restored (a disabled node enabled, every node OK, the share empty: 3 s
+# instead of a new cluster's 15), or a new one after a test killed a node.
+# The fixtures, bound here so pytest finds them.
 CTDB_CLUSTER = {"nodes": 2}
 ctdb_module_cluster = lib.ctdb.ctdb_module_cluster
 ctdb_cluster = lib.ctdb.ctdb_cluster

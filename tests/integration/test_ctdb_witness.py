@@ -107,8 +107,13 @@ def test_witness_interface_list_and_notifications(ctdb_factory):
     # realm the netbios name lib.samba gives every node, in lower case
     group = "smbrdmatest"
     node_addrs = [nd.addr for nd in cl.nodes]
-    ips = cl.ips()
-    assert sorted(ips.values()) == [0, 1], ips  # one public address per node
+    # one public address per node (CTDB spreads them; a node that became
+    # healthy last may get its share a moment after wait_healthy)
+    deadline = time.monotonic() + 30
+    while sorted((ips := cl.ips()).values()) != [0, 1] or \
+            any(cl.holders_on_wire(a) != [p] for a, p in ips.items()):
+        assert time.monotonic() < deadline, ips
+        time.sleep(0.2)
 
     # GetInterfaceList, through every public and node address
     for addr in cl.public_addrs + node_addrs:
