@@ -221,14 +221,16 @@ static int mgr_start(struct smb_client *c)
 	return 0;
 }
 
-static void addr_of(struct smb_chan *ch, char *out, size_t cap)
+bool smb_mgr_chan_ipv4(struct smb_chan *ch, char *out, size_t cap)
 {
 	struct smb_transport_info ti;
 	out[0] = 0;
+	if (!ch->conn)
+		return false;
 	ch->conn->transport->ops->info(ch->conn->transport, &ti);
-	if (ti.remote.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)&ti.remote)->sin_addr, out,
-		          (socklen_t)cap);
+	return ti.remote.ss_family == AF_INET &&
+	       inet_ntop(AF_INET, &((const struct sockaddr_in *)&ti.remote)->sin_addr, out,
+	                 (socklen_t)cap) != NULL;
 }
 
 int smb_mgr_move(struct smb_chanmgr *m, const char *addr, const char *why)
@@ -237,7 +239,7 @@ int smb_mgr_move(struct smb_chanmgr *m, const char *addr, const char *why)
 	char *to = talloc_strdup(c, addr); /* freed with c: a reader may hold it */
 	if (!to)
 		return -ENOMEM;
-	const char *from = __atomic_load_n(&c->addr, __ATOMIC_ACQUIRE);
+	char *from = __atomic_load_n(&c->addr, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&c->addr, to, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->moving, true, __ATOMIC_RELEASE);
 	/* new requests are held from here; those in flight finish */
@@ -267,7 +269,7 @@ int smb_mgr_move(struct smb_chanmgr *m, const char *addr, const char *why)
 		if (__atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE))
 			continue;
 		char a[INET_ADDRSTRLEN];
-		addr_of(ch, a, sizeof(a));
+		smb_mgr_chan_ipv4(ch, a, sizeof(a));
 		smb_conn_abort(ch->conn, why);
 		cut++;
 		smb_debug("%s: channel %d to %s closed for the move", c->host, i, a);

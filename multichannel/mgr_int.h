@@ -97,6 +97,9 @@ struct smb_chanmgr;
  * 0 once the session is up there; -ETIMEDOUT when it is not after the
  * request timeout (the mount goes back to the address it had). */
 int smb_mgr_move(struct smb_chanmgr *m, const char *addr, const char *why);
+/* The numeric IPv4 address ch's connection talks to, into out; false
+ * (out "") for another family or no connection.  Any thread. */
+bool smb_mgr_chan_ipv4(struct smb_chan *ch, char *out, size_t cap);
 
 /* ---- witness.c: the Service Witness client ------------------------------------------ */
 

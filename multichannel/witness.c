@@ -149,14 +149,9 @@ static bool mount_addr(struct smb_client *c, char *out, size_t cap)
 	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++) {
 		struct smb_chan *ch = c->chans[i];
-		if (!ch->conn || __atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE))
-			continue;
-		struct smb_transport_info ti;
-		ch->conn->transport->ops->info(ch->conn->transport, &ti);
-		if (ti.remote.ss_family != AF_INET)
-			continue;
-		const struct sockaddr_in *a = (const struct sockaddr_in *)&ti.remote;
-		return inet_ntop(AF_INET, &a->sin_addr, out, (socklen_t)cap) != NULL;
+		if (!__atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE) &&
+		    smb_mgr_chan_ipv4(ch, out, cap))
+			return true;
 	}
 	return false;
 }
@@ -231,15 +226,9 @@ static int probe_channels(struct smb_witness *w, const char *addr, const char *w
 	int n = __atomic_load_n(&c->nchans, __ATOMIC_ACQUIRE), cut = 0;
 	for (int i = 0; i < n; i++) {
 		struct smb_chan *ch = c->chans[i];
-		if (!ch->conn || __atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE))
-			continue;
-		struct smb_transport_info ti;
-		ch->conn->transport->ops->info(ch->conn->transport, &ti);
-		char ra[INET_ADDRSTRLEN] = "";
-		if (ti.remote.ss_family == AF_INET)
-			inet_ntop(AF_INET, &((const struct sockaddr_in *)&ti.remote)->sin_addr, ra,
-			          sizeof(ra));
-		if (strcmp(ra, addr) != 0)
+		char ra[INET_ADDRSTRLEN];
+		if (__atomic_load_n(&ch->dead, __ATOMIC_ACQUIRE) ||
+		    !smb_mgr_chan_ipv4(ch, ra, sizeof(ra)) || strcmp(ra, addr) != 0)
 			continue;
 		struct smb_req *req = smb_chan_req(ch, NULL);
 		uint8_t *body = req ? smb_req_begin_pdu(req, SMB2_ECHO, 8) : NULL;
@@ -555,6 +544,23 @@ static void *witness_thread(void *arg)
 
 int smb_witness_start(struct smb_client *c, struct smb_chanmgr *m, struct smb_witness **out)
 {
+	const struct smb_client_opts *o = c->opts;
+	*out = NULL;
+	if (o->sec == SMB_SEC_KRB5 || o->guest || !o->user || !o->user[0]) {
+		/* the witness bind is NTLMSSP with the mount's password */
+		const char *why =
+		    o->sec == SMB_SEC_KRB5
+		        ? "the witness client needs a user and password (NTLMSSP); not "
+		          "with sec=krb5"
+		        : "the witness client needs a user and password; not as guest";
+		smb_warn("%s: %s", c->host, why);
+		pthread_mutex_lock(&c->witness_lock);
+		c->witness.on = true;
+		snprintf(c->witness.state, sizeof(c->witness.state), "unavailable");
+		snprintf(c->witness.error, sizeof(c->witness.error), "%s", why);
+		pthread_mutex_unlock(&c->witness_lock);
+		return 0;
+	}
 	struct smb_witness *w = talloc_zero(c, struct smb_witness);
 	if (!w)
 		return -ENOMEM;
