@@ -21,6 +21,9 @@
 #include "common/log.h"
 #include "multichannel/mgr_int.h"
 
+/* How long a reconnect waits for the NEGOTIATE's answer (open_negotiated()). */
+#define RECONNECT_NEGOTIATE_MS 5000u
+
 struct smb_reconn {
 	struct smb_client *c;
 	const struct smb_client_opts *opts; /* c->opts */
@@ -52,7 +55,16 @@ static int open_negotiated(struct smb_reconn *r, void *mem, struct smb_chan **ou
 		discard(r, ch);
 		return -ECANCELED;
 	}
+	/* A peer that took the connection and never answers (the listener of
+	 * a cluster node being killed under its address, before its link went
+	 * down) costs RECONNECT_NEGOTIATE_MS here, not the request timeout:
+	 * the next attempt dials again, and finds the node that has the address
+	 * now.  A live server answers a NEGOTIATE in milliseconds. */
+	unsigned saved = ch->conn->timeout_ms;
+	if (!saved || saved > RECONNECT_NEGOTIATE_MS)
+		ch->conn->timeout_ms = RECONNECT_NEGOTIATE_MS;
 	err = smb_chan_negotiate(c, ch, r->opts, blob, blob_len, mem, why, whylen);
+	ch->conn->timeout_ms = saved;
 	if (err) {
 		discard(r, ch);
 		return err;
