@@ -18,7 +18,9 @@ client namespace with `witness`.
   witness counted no request in flight at the cut (drain_replays 0); the
   requests issued meanwhile were held and sent after the move (held).  The
   time from the command to the move and the writes' longest stall are
-  printed.
+  printed.  It registers again for the new address, and `net witness
+  share-move` (SHARE_MOVE: the registration names the share) takes it back
+  the same way.
 - `ctdb moveip` of the mount's address under the same writer: CTDB
   releases the address (resetting its connections) before it takes it up
   on the other node, and rpcd_witness says so only after the takeover run
@@ -127,6 +129,37 @@ def test_witness_registers_and_follows_a_planned_move(ctdb_factory, mount_factor
     # it registers again, for the new address
     st = _wait_registered(m, timeout=30)
     assert st["witness"]["registered"] == B, st["witness"]
+
+    # and a SHARE_MOVE (the registration names the share) takes it back
+    h2 = cl.ips()[B]
+    listed = cl.nodes[h2].net(["witness", "list"]).stdout
+    reg = re.search(rf"^([0-9a-f-]{{36}})\s+\S+\s+{cl.share}\s+{re.escape(B)}\s", listed,
+                    re.M)
+    assert reg, listed
+    w = _start_writer(m, "s.bin", 10)
+    t0 = time.monotonic()
+    cl.nodes[h2].net(["witness", "share-move", f"--witness-registration={reg.group(1)}",
+                      f"--witness-new-ip={A}"])
+    deadline = t0 + 30
+    while True:
+        st = ctl_stats(m)
+        remotes = [c["remote"] for c in st["channels"] if c["state"] == "up"]
+        if st["witness"]["moves"] >= 2 and remotes and \
+                all(r.startswith(A + ":") for r in remotes):
+            break
+        assert time.monotonic() < deadline, (st["witness"], st["channels"])
+        time.sleep(0.05)
+    w.join(timeout=120)
+    assert not w.is_alive(), "the writer hangs"
+    st = ctl_stats(m)
+    wi = st["witness"]
+    print(f"share-move {B} -> {A}: held {wi['held']}, in flight at the cut "
+          f"{wi['drain_replays']}; last event {wi['last_event']!r}")
+    assert not w.errors, w.errors
+    assert wi["moves"] == 2 and wi["last_event"].startswith("SHARE_MOVE"), wi
+    assert wi["drain_replays"] == 0, wi
+    assert sum(c["failovers"] + c["replays"] for c in st["channels"]) == 0, st["channels"]
+    _verify(cl, w, "s.bin")
 
 
 def test_witness_during_moveip_counts_the_event(ctdb_factory, mount_factory):
