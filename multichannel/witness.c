@@ -510,11 +510,18 @@ fail:
 		rpc_tcp_close(r);
 	if (stopping(w))
 		return err;
-fail_logged:
-	smb_warn("%s: witness: %s", c->host, why[0] ? why : strerror(-err));
+fail_logged:;
+	/* the same failure again (a server without a witness, retried every
+	 * minute) is logged once, then at debug level */
+	const char *msg = why[0] ? why : strerror(-err);
 	pthread_mutex_lock(&c->witness_lock);
-	snprintf(c->witness.error, sizeof(c->witness.error), "%s", why[0] ? why : strerror(-err));
+	bool again = strncmp(c->witness.error, msg, sizeof(c->witness.error) - 1) == 0;
+	snprintf(c->witness.error, sizeof(c->witness.error), "%s", msg);
 	pthread_mutex_unlock(&c->witness_lock);
+	if (again)
+		smb_debug("%s: witness: %s (again)", c->host, msg);
+	else
+		smb_warn("%s: witness: %s", c->host, msg);
 	return err ? err : -EIO;
 }
 
