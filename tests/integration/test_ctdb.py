@@ -57,6 +57,22 @@ def _block(i):
     return (i.to_bytes(8, "little")) * (BLOCK // 8)
 
 
+def _reopen_counts(log):
+    """[(durably, by path, lost)] of each "reconnected" line of a daemon log."""
+    return [tuple(int(x) for x in mm) for mm in
+            re.findall(r"(\d+) handles reopened durably, (\d+) by path, (\d+) lost", log)]
+
+
+def _bad_blocks(share_path, w, name):
+    """The blocks of writer w's file, as the cluster filesystem holds it, that
+    differ from the last one written to their slot."""
+    with open(os.path.join(share_path, name), "rb") as f:
+        got = f.read()
+    last = {i % RING: i for i in range(len(w.done))}
+    return got, [i for s, i in sorted(last.items())
+                 if got[s * BLOCK:(s + 1) * BLOCK] != _block(i)]
+
+
 def _stall(w, t):
     """(longest time without a completed write from 1 s before t on, when
     writes resumed relative to t). A write answered before t may complete a
@@ -225,8 +241,7 @@ def test_node_death_during_verified_writes(ctdb_cluster, mount_factory, victim):
     assert resumed is not None and resumed < tk["reachable_s"] + 10, (resumed, tk)
     assert not w.errors, [(i, round(t - t_kill, 2), str(e)) for i, t, e in w.errors]
     assert after, "no write completed after the kill"
-    counts = [tuple(int(x) for x in mm) for mm in
-              re.findall(r"(\d+) handles reopened durably, (\d+) by path, (\d+) lost", log)]
+    counts = _reopen_counts(log)
     assert counts and sum(d + p for d, p, _ in counts) >= 1, log[-3000:]
     assert all(lost == 0 for _, _, lost in counts), counts
     # Observed (Samba 4.22, CTDB): the handle comes back by path, not
@@ -243,11 +258,8 @@ def test_node_death_during_verified_writes(ctdb_cluster, mount_factory, victim):
     n = len(w.done)
     # what the cluster filesystem holds is exactly what was written
     # (slot s holds the last block written there)
-    with open(os.path.join(cl.share_path, "w.bin"), "rb") as f:
-        got = f.read()
+    got, bad = _bad_blocks(cl.share_path, w, "w.bin")
     assert len(got) == min(n, RING) * BLOCK, (len(got), n)
-    last = {i % RING: i for i in range(n)}
-    bad = [i for s, i in sorted(last.items()) if got[s * BLOCK:(s + 1) * BLOCK] != _block(i)]
     assert not bad, f"blocks with wrong content: {bad[:20]}"
     # and the mount keeps working on the surviving node: a new file
     p = os.path.join(m.path, "after.txt")
@@ -293,14 +305,9 @@ def test_moveip_during_verified_writes_reopens_durably(ctdb_cluster, mount_facto
           [ln for ln in log.splitlines() if re.search(r"reconnect|reopen|durabl|lost", ln)][-8:])
     assert not w.errors, w.errors
     assert after, "no write completed after the move"
-    counts = [tuple(int(x) for x in mm) for mm in
-              re.findall(r"(\d+) handles reopened durably, (\d+) by path, (\d+) lost", log)]
+    counts = _reopen_counts(log)
     assert counts, log[-3000:]
     assert all(lost == 0 for _, _, lost in counts), counts
-    n = len(w.done)
-    with open(os.path.join(cl.share_path, "w.bin"), "rb") as f:
-        got = f.read()
-    last = {i % RING: i for i in range(n)}
-    bad = [i for s, i in sorted(last.items()) if got[s * BLOCK:(s + 1) * BLOCK] != _block(i)]
+    _, bad = _bad_blocks(cl.share_path, w, "w.bin")
     assert not bad, f"blocks with wrong content: {bad[:20]}"
     assert sum(d for d, _, _ in counts) >= 1, f"not reopened durably: {counts}"

@@ -24,11 +24,11 @@ takeover plus the reconnect).  fio must ride either out without an error.
 """
 
 import os
-import re
 import subprocess
 import time
 
 import lib.ctdb
+from test_ctdb import _reopen_counts
 
 ctdb_factory = lib.ctdb.ctdb_factory
 
@@ -91,8 +91,7 @@ def test_node_death_under_60s_verified_fio(ctdb_factory, mount_factory, need_fio
     after = [t for t in done if t > kill_ms - 2000]
     resumed_ms = b - kill_ms
     log = m.log_text()
-    counts = [tuple(int(x) for x in mm) for mm in
-              re.findall(r"(\d+) handles reopened durably, (\d+) by path, (\d+) lost", log)]
+    counts = _reopen_counts(log)
     print(f"node {victim} killed {kill_ms / 1000:.1f} s into a {RUNTIME} s fio "
           f"(leader was node {tk['leader_before']}); CTDB: {addr} on node "
           f"{tk['moved'].get(addr)} after {tk['ctdb_s']:.2f} s, accepting after "

@@ -36,7 +36,7 @@ import time
 
 import lib.ctdb
 from lib.fileops import ctl_stats
-from test_ctdb import BLOCK, RING, Writer, _block, _mount, _stall
+from test_ctdb import Writer, _bad_blocks, _mount, _reopen_counts, _stall
 
 ctdb_factory = lib.ctdb.ctdb_factory
 
@@ -54,12 +54,35 @@ def _wait_registered(m, timeout=60):
 
 
 def _verify(cl, w, name):
-    n = len(w.done)
-    with open(os.path.join(cl.share_path, name), "rb") as f:
-        got = f.read()
-    last = {i % RING: i for i in range(n)}
-    bad = [i for s, i in sorted(last.items()) if got[s * BLOCK:(s + 1) * BLOCK] != _block(i)]
+    _, bad = _bad_blocks(cl.share_path, w, name)
     assert not bad, f"blocks with wrong content: {bad[:20]}"
+
+
+def _registration(cl, node, addr):
+    """The uuid of the registration for addr that `net witness list` on node
+    shows."""
+    listed = cl.nodes[node].net(["witness", "list"]).stdout
+    reg = re.search(rf"^([0-9a-f-]{{36}})\s+\S+\s+{cl.share}\s+{re.escape(addr)}\s", listed,
+                    re.M)
+    assert reg, listed
+    return reg.group(1)
+
+
+def _move(cl, m, node, how, uuid, to, moves):
+    """`net witness <how> --witness-new-ip=to` on node for registration
+    uuid; waits until the mount counts `moves` moves and every live channel
+    goes to `to`.  Returns the seconds that took."""
+    t0 = time.monotonic()
+    cl.nodes[node].net(["witness", how, f"--witness-registration={uuid}",
+                        f"--witness-new-ip={to}"])
+    while True:
+        st = ctl_stats(m)
+        remotes = [c["remote"] for c in st["channels"] if c["state"] == "up"]
+        if st["witness"]["moves"] >= moves and remotes and \
+                all(r.startswith(to + ":") for r in remotes):
+            return time.monotonic() - t0
+        assert time.monotonic() < t0 + 30, (st["witness"], st["channels"])
+        time.sleep(0.05)
 
 
 def _start_writer(m, name, seconds):
@@ -84,25 +107,11 @@ def test_witness_registers_and_follows_a_planned_move(ctdb_factory, mount_factor
     assert wi["on"] and wi["registered"] == A, wi
     # the witness is another node: its node address or the public one it holds
     assert wi["server"] in (cl.nodes[1 - h].addr, B), (wi, cl.describe())
-    listed = cl.nodes[h].net(["witness", "list"]).stdout
-    reg = re.search(rf"^([0-9a-f-]{{36}})\s+\S+\s+{cl.share}\s+{re.escape(A)}\s", listed, re.M)
-    assert reg, listed
-    uuid = reg.group(1)
+    uuid = _registration(cl, h, A)
 
     w = _start_writer(m, "w.bin", 20)
     t0 = time.monotonic()
-    cl.nodes[h].net(["witness", "client-move", f"--witness-registration={uuid}",
-                     f"--witness-new-ip={B}"])
-    deadline = t0 + 30
-    while True:
-        st = ctl_stats(m)
-        remotes = [c["remote"] for c in st["channels"] if c["state"] == "up"]
-        if st["witness"]["moves"] >= 1 and remotes and \
-                all(r.startswith(B + ":") for r in remotes):
-            break
-        assert time.monotonic() < deadline, (st["witness"], st["channels"])
-        time.sleep(0.05)
-    moved_s = time.monotonic() - t0
+    moved_s = _move(cl, m, h, "client-move", uuid, B, 1)
     w.join(timeout=120)
     assert not w.is_alive(), "the writer hangs"
     st = ctl_stats(m)
@@ -122,8 +131,7 @@ def test_witness_registers_and_follows_a_planned_move(ctdb_factory, mount_factor
     assert wi["drain_replays"] == 0, wi
     assert fo == 0 and rp == 0, st["channels"]
     assert [t for _, t in w.done if t > t0 + moved_s], "no write completed after the move"
-    counts = [tuple(int(x) for x in mm) for mm in
-              re.findall(r"(\d+) handles reopened durably, (\d+) by path, (\d+) lost", log)]
+    counts = _reopen_counts(log)
     assert counts and all(lost == 0 for _, _, lost in counts), counts
     _verify(cl, w, "w.bin")
     # it registers again, for the new address
@@ -132,23 +140,9 @@ def test_witness_registers_and_follows_a_planned_move(ctdb_factory, mount_factor
 
     # and a SHARE_MOVE (the registration names the share) takes it back
     h2 = cl.ips()[B]
-    listed = cl.nodes[h2].net(["witness", "list"]).stdout
-    reg = re.search(rf"^([0-9a-f-]{{36}})\s+\S+\s+{cl.share}\s+{re.escape(B)}\s", listed,
-                    re.M)
-    assert reg, listed
+    uuid = _registration(cl, h2, B)
     w = _start_writer(m, "s.bin", 10)
-    t0 = time.monotonic()
-    cl.nodes[h2].net(["witness", "share-move", f"--witness-registration={reg.group(1)}",
-                      f"--witness-new-ip={A}"])
-    deadline = t0 + 30
-    while True:
-        st = ctl_stats(m)
-        remotes = [c["remote"] for c in st["channels"] if c["state"] == "up"]
-        if st["witness"]["moves"] >= 2 and remotes and \
-                all(r.startswith(A + ":") for r in remotes):
-            break
-        assert time.monotonic() < deadline, (st["witness"], st["channels"])
-        time.sleep(0.05)
+    _move(cl, m, h2, "share-move", uuid, A, 2)
     w.join(timeout=120)
     assert not w.is_alive(), "the writer hangs"
     st = ctl_stats(m)
