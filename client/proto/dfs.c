@@ -265,7 +265,10 @@ int dfs_referral_rsp_decode(const uint8_t *b, size_t len, const char *path,
 int dfs_target_split(const char *addr, char *buf, size_t cap, const char **server,
                      const char **share, const char **path)
 {
-	if (!addr || addr[0] != '\\' || addr[1] == '\\' || !addr[1])
+	/* '/' is no separator in an SMB path and no character of a Windows
+	 * name: kept, it would turn into one below (a server's "a/.." would
+	 * reach the path as two components). */
+	if (!addr || addr[0] != '\\' || addr[1] == '\\' || !addr[1] || strchr(addr, '/'))
 		return -EINVAL;
 	size_t n = strlen(addr);
 	if (cap < n + 3)

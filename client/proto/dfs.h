@@ -131,7 +131,8 @@ int dfs_referral_rsp_decode(const uint8_t *b, size_t len, const char *path,
  * plus 3 always suffices): *server and *share as sent, *path the rest with
  * '/' for each backslash and no separator at either end ("" when there is
  * none).  0, or -EINVAL when addr is not in that form (no single leading
- * backslash, an empty server or share, an empty component in the path),
+ * backslash, an empty server or share, an empty component in the path, a
+ * '/' anywhere),
  * -ENOSPC when buf is too small. */
 int dfs_target_split(const char *addr, char *buf, size_t cap, const char **server,
                      const char **share, const char **path);

@@ -613,9 +613,20 @@ static void test_target_split(void)
 	split_ok("\\srv\\share\\dir\\", "srv", "share", "dir");
 	split_ok("\\h\xc3\xa9\\s\xe2\x82\xac\\\xf0\x9f\x98\x80", "h\xc3\xa9", "s\xe2\x82\xac",
 	         "\xf0\x9f\x98\x80");
-	const char *bad[] = {
-	    "",           "srv\\share", "\\\\srv\\share", "\\srv",           "\\srv\\",   "\\\\",
-	    "\\srv\\\\x", "\\\\share",  "\\s\\sh\\\\x",   "\\s\\sh\\a\\\\b", "/srv/share"};
+	const char *bad[] = {"",
+	                     "srv\\share",
+	                     "\\\\srv\\share",
+	                     "\\srv",
+	                     "\\srv\\",
+	                     "\\\\",
+	                     "\\srv\\\\x",
+	                     "\\\\share",
+	                     "\\s\\sh\\\\x",
+	                     "\\s\\sh\\a\\\\b",
+	                     "/srv/share",
+	                     "\\srv\\share\\su/",
+	                     "\\srv\\sh/are",
+	                     "\\srv\\share\\a/..\\b"};
 	char buf[64];
 	const char *sv, *sh, *p;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
