@@ -26,6 +26,7 @@
 #include "common/evloop.h"
 #include "common/log.h"
 #include "fuse/ctl.h"
+#include "fuse/ring.h"
 #include "common/mountinfo.h"
 
 #define CTL_MAX_CONNS       16
@@ -52,9 +53,11 @@ struct smb_ctl {
 	struct ctl_conn *conns; /* loop thread only */
 	int nconns;
 	char server[256], share[256], mountpoint[PATH_MAX];
-	uint16_t port;        /* TCP; 0 = 445 */
-	uint16_t quic_port;   /* UDP; 0 = 443 */
-	bool quic, quic_only; /* transport=auto / transport=quic */
+	uint16_t port;          /* TCP; 0 = 445 */
+	uint16_t quic_port;     /* UDP; 0 = 443 */
+	bool quic, quic_only;   /* transport=auto / transport=quic */
+	struct fuse_ring *ring; /* smb_ctl_mount's */
+	const char *ring_why;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	dev_t sock_dev; /* the socket file we created, so stop removes only ours */
 	ino_t sock_ino;
@@ -288,6 +291,30 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 		json_ku64(o, &first, "max_read", info->max_read);
 		json_ku64(o, &first, "max_write", info->max_write);
 		json_kstr(o, &first, "share_type", share_type_str(info->share_type));
+		/* the kernel-to-daemon hop (fuse/ring.h) */
+		struct fuse_ring_info ri;
+		bool f = true;
+		fuse_ring_info(ctl->ring, &ri);
+		json_kstr(o, &first, "fuse_transport", ri.running ? "io_uring" : "/dev/fuse");
+		json_key(o, &first, "fuse_ring");
+		out_add(o, "{", 1);
+		json_kstr(o, &f, "state", ri.state);
+		json_kstr(
+		    o, &f, "why_not",
+		    ri.running ? "" : (ctl->ring_why && *ctl->ring_why ? ctl->ring_why : ri.state));
+		json_ku64(o, &f, "queues", ri.queues);
+		json_ku64(o, &f, "depth", ri.depth);
+		json_ku64(o, &f, "payload_bytes", ri.payload);
+		json_ku64(o, &f, "requests", ri.requests);
+		json_ku64(o, &f, "commits", ri.commits);
+		json_ku64(o, &f, "dev_replies", ri.dev_replies);
+		json_ku64(o, &f, "errors", ri.errors);
+		json_key(o, &f, "queue_requests");
+		out_add(o, "[", 1);
+		for (unsigned q = 0; q < ri.queues && q < FUSE_RING_INFO_QUEUES; q++)
+			out_printf(o, "%s%" PRIu64, q ? "," : "", ri.queue_requests[q]);
+		out_add(o, "]", 1);
+		out_add(o, "}", 1);
 	}
 	if (cmd == CTL_DFS) {
 		struct smb_dfs_info di;
@@ -471,12 +498,25 @@ static void render_text(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 			}
 		}
 	}
-	if (cmd == CTL_DEBUG)
+	if (cmd == CTL_DEBUG) {
 		out_printf(o,
 		           "encryption %s, max read %" PRIu32 " bytes, max write %" PRIu32
 		           " bytes, share type %s\n",
 		           info->encryption ? smb2_cipher_str(info->cipher) : "off", info->max_read,
 		           info->max_write, share_type_str(info->share_type));
+		struct fuse_ring_info ri;
+		fuse_ring_info(ctl->ring, &ri);
+		if (ri.running)
+			out_printf(o,
+			           "fuse      io_uring: %u queue%s of %u entries; %" PRIu64
+			           " requests, %" PRIu64 " answers on the ring, %" PRIu64
+			           " through /dev/fuse\n",
+			           ri.queues, ri.queues == 1 ? "" : "s", ri.depth, ri.requests,
+			           ri.commits, ri.dev_replies);
+		else
+			out_printf(o, "fuse      /dev/fuse (%s)\n",
+			           ctl->ring_why && *ctl->ring_why ? ctl->ring_why : ri.state);
+	}
 	out_add(o, "\n", 1);
 
 	table_col(&t, "CH", true);
@@ -888,6 +928,8 @@ static int ctl_start(struct smb_client *client, const struct smb_ctl_mount *m, i
 	ctl->port = m->port;
 	ctl->quic_port = m->quic_port;
 	ctl->quic_only = m->transport && strcmp(m->transport, "quic") == 0;
+	ctl->ring = m->ring;
+	ctl->ring_why = m->ring_why;
 	ctl->quic = ctl->quic_only || (m->transport && strcmp(m->transport, "auto") == 0);
 	snprintf(ctl->server, sizeof(ctl->server), "%s", m->server ? m->server : "");
 	snprintf(ctl->share, sizeof(ctl->share), "%s", m->share ? m->share : "");

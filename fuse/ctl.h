@@ -32,6 +32,12 @@ struct smb_ctl_mount {
 	uint16_t quic_port;    /* UDP port for QUIC; 0 = 443 */
 	const char *share;
 	const char *mountpoint; /* absolute; must be mounted already */
+	/* How the kernel's requests arrive (fuse/ring.h): the ring (NULL with
+	 * noio_uring), and why they come through /dev/fuse when not through
+	 * it (a string that lives as long as the mount; may be NULL).  Both
+	 * are read by `debug`. */
+	struct fuse_ring *ring;
+	const char *ring_why;
 };
 
 /* Find our mount's device in /proc/self/mountinfo (no FUSE request, so safe

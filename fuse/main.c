@@ -50,6 +50,7 @@
 #include "fuse/options.h"
 #include "fuse/privs.h"
 #include "fuse/reqbuf.h"
+#include "fuse/ring.h"
 #include "fuse/smbfs.h"
 #include "fuse/unc.h"
 
@@ -595,6 +596,7 @@ static int serve_init(struct fuse_session *se, struct smbfs *fs)
 	if (res < FUSE_IN_HEADER_SIZE)
 		return -EIO;
 	struct fuse_buf fb = {.size = (size_t)res, .mem = mem};
+	fuse_ring_init_request(fs->ring, mem, (size_t)res);
 	fuse_session_process_buf(se, &fb);
 	reqbuf_advance(fs->reqbufs);
 	if (fuse_session_exited(se))
@@ -870,7 +872,8 @@ static struct smb_ctl *start_ctl(struct smbfs *fs, struct smb_privs *privs,
 	char errbuf[512] = "";
 	int rc;
 	struct smb_ctl_mount ctl_mount = {a->unc.host,      copts->port,  copts->transport,
-	                                  copts->quic_port, a->unc.share, a->mountpoint};
+	                                  copts->quic_port, a->unc.share, a->mountpoint,
+	                                  fs->ring,         fs->ring_why};
 	int lfd = smb_privs_ctl_socket(privs, errbuf, sizeof(errbuf));
 	if (lfd >= 0)
 		rc = smb_ctl_start_on(fs->client, &ctl_mount, lfd, &ctl, errbuf, sizeof(errbuf));
@@ -903,6 +906,88 @@ static void fuse_mount_opts(struct smbfs *fs, const struct mount_args *a, char *
 	         a->opts.noperm ? "" : ",default_permissions", fs->max_read,
 	         geteuid() == 0 ? ",allow_other" : "", a->opts.ro ? ",ro" : "",
 	         a->opts.kernel_flags[0] ? "," : "", a->opts.kernel_flags);
+}
+
+/* ---- FUSE over io_uring (fuse/ring.h) ------------------------------------------ */
+
+/* The session's I/O (fuse_session_custom_io()): replies go through the
+ * ring's writev, which sends those of ring requests to the ring. */
+static ssize_t session_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	struct smbfs *fs = userdata;
+	return fuse_ring_writev(fs->ring, fd, iov, count);
+}
+
+static ssize_t session_read(int fd, void *buf, size_t len, void *userdata)
+{
+	(void)userdata;
+	return read(fd, buf, len);
+}
+
+/* Before INIT: the ring object, unless noio_uring, and libfuse's replies
+ * routed through it.  0, or -1 after reporting why (io_uring was required
+ * and this kernel cannot). */
+static int ring_prepare(struct smbfs *fs, struct fuse_session *se, const struct mount_args *a)
+{
+	static const struct fuse_custom_io io = {.writev = session_writev, .read = session_read};
+	char why[160];
+
+	if (a->opts.noio_uring) {
+		snprintf(fs->ring_why, sizeof(fs->ring_why), "noio_uring");
+		return 0;
+	}
+	if (fuse_ring_kernel_may_offer(why, sizeof(why)) < 0) {
+		if (a->opts.io_uring_required) {
+			report("could not mount %s: io_uring: %s", a->source, why);
+			return -1;
+		}
+		snprintf(fs->ring_why, sizeof(fs->ring_why), "%s", why);
+		return 0;
+	}
+	fs->ring = fuse_ring_new(a->opts.uring_depth);
+	if (!fs->ring || fuse_session_custom_io(se, &io, fuse_session_fd(se)) < 0) {
+		report("could not mount %s: io_uring: %s", a->source, strerror(ENOMEM));
+		return -1;
+	}
+	return 0;
+}
+
+/* After INIT: start the ring if the kernel took it.  0, or -1 after
+ * reporting why (io_uring was required). */
+static int ring_start(struct smbfs *fs, struct fuse_session *se, const struct mount_args *a)
+{
+	char err[160] = "";
+	int rc = -EOPNOTSUPP;
+
+	if (fs->ring)
+		rc = fuse_ring_start(fs->ring, se, fuse_session_fd(se), smb_client_loop(fs->client),
+		                     err, sizeof(err));
+	if (rc == 0) {
+		struct fuse_ring_info ri;
+		fuse_ring_info(fs->ring, &ri);
+		fs->ring_why[0] = '\0';
+		smb_log(LOG_NOTICE,
+		        "%s: FUSE requests through io_uring (%u queue%s of %u entr%s, %zu KiB "
+		        "each)",
+		        a->source, ri.queues, ri.queues == 1 ? "" : "s", ri.depth,
+		        ri.depth == 1 ? "y" : "ies", ri.payload / 1024);
+		return 0;
+	}
+	if (fs->ring)
+		snprintf(fs->ring_why, sizeof(fs->ring_why), "%s", err);
+	if (a->opts.io_uring_required) {
+		report("could not mount %s on %s: io_uring: %s", a->source, a->mountpoint,
+		       fs->ring_why);
+		return -1;
+	}
+	smb_log(LOG_NOTICE, "%s: FUSE requests through /dev/fuse (%s)", a->source, fs->ring_why);
+	return 0;
+}
+
+/* Loop thread, at unmount. */
+static void ring_stop_cb(void *arg)
+{
+	fuse_ring_stop(arg);
 }
 
 static int run(struct mount_args *a)
@@ -985,6 +1070,8 @@ static int run(struct mount_args *a)
 		fuse_remove_signal_handlers(se);
 		goto out;
 	}
+	if (ring_prepare(&fs, se, a) < 0)
+		goto unmount;
 	/* Read-ahead is raised after INIT (smbfs_post_init() here as root,
 	 * else the monitor). */
 	if (geteuid() == 0)
@@ -995,6 +1082,8 @@ static int run(struct mount_args *a)
 		       strerror(-rc));
 		goto unmount;
 	}
+	if (ring_start(&fs, se, a) < 0)
+		goto unmount;
 	if ((rc = smb_privs_readahead(privs)) < 0 && rc != -ENOTCONN)
 		smb_debug("%s: cannot raise the read-ahead: %s", a->source, strerror(-rc));
 	ctl = start_ctl(&fs, privs, a, &copts);
@@ -1018,6 +1107,8 @@ unmount:
 	/* Stop reading requests, then fail what is still pending while the
 	 * session can take replies. */
 	ev_call(smb_client_loop(fs.client), fuse_pump_stop_cb, &pump);
+	if (fs.ring)
+		ev_call(smb_client_loop(fs.client), ring_stop_cb, fs.ring);
 	/* and nothing on the loop may start a request after this: a
 	 * deferred CLOSE's or a kept directory's timer firing while
 	 * smb_client_destroy() takes the connections away would build one
@@ -1056,6 +1147,7 @@ out:
 	smb_inode_table_free(fs.inodes);
 	negc_free(fs.negc);
 	reqbuf_pool_free(fs.reqbufs);
+	fuse_ring_free(fs.ring); /* after the session: no reply can come now */
 	wb_free(fs.wb);
 	smb_privs_end(privs);
 	return ret;

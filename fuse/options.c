@@ -274,6 +274,8 @@ static const struct flag_opt {
     FLAG("nowitness", witness, false),
     FLAG("handlecache", nohandlecache, false),
     FLAG("nohandlecache", nohandlecache, true),
+    FLAG("io_uring", noio_uring, false),
+    FLAG("noio_uring", noio_uring, true),
 #undef FLAG
 };
 
@@ -306,6 +308,8 @@ static const struct num_opt {
     NUM("max_channels", max_channels, 1, 32, NULL),
     /* As mount.cifs (6.6 and later), with our own default. */
     NUM("max_cached_dirs", cached_dirs, 0, SMB_MAX_CACHED_DIRS_MAX, NULL),
+    /* Entries per FUSE ring queue (one queue per possible CPU, fuse/ring.h). */
+    NUM("io_uring_depth", uring_depth, 1, 64, NULL),
 #undef NUM
 };
 
@@ -512,6 +516,8 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 	const struct flag_opt *flag = value ? NULL : find_flag(key);
 	if (flag) {
 		*(bool *)((uint8_t *)o + flag->field) = flag->set;
+		if (flag->field == offsetof(struct smb_mount_opts, noio_uring))
+			o->io_uring_required = !flag->set; /* asked for by name, or not at all */
 		return 0;
 	}
 	if (apply_num(o, key, value, &rc, err, errlen))

@@ -14,6 +14,7 @@
  *   nosharesock  mfsymlinks nomfsymlinks  nosubtype  posix noposix (unix nounix)  brl nobrl
  *   nolease  nodfs  witness  daemon_user=
  *   handlecache nohandlecache  max_cached_dirs=
+ *   io_uring noio_uring  io_uring_depth=
  * and, from mount(8) and fstab, accepted and ignored: defaults auto noauto
  * nofail _netdev user (without '=') users nouser owner group relatime ...,
  * x-* and comment=; nosuid/suid/nodev/dev/noexec/exec/sync/async/dirsync/
@@ -126,8 +127,14 @@ struct smb_mount_opts {
 	bool witness;            /* register with the cluster's witness service ([MS-SWN]) */
 	bool nohandlecache;      /* a closed directory's handle is not kept under its lease */
 	unsigned cached_dirs;    /* max_cached_dirs=: directory handles kept at most */
-	bool nosubtype;          /* the kernel's type reads "fuse", not "fuse.smbrdma"
-	                            (xfstests' FSTYP=fuse compares it) */
+	/* FUSE over io_uring (fuse/ring.h): by default used where the kernel
+	 * offers it; `io_uring` makes its absence an error, `noio_uring` keeps
+	 * to /dev/fuse.  The last of the two given wins. */
+	bool io_uring_required;
+	bool noio_uring;
+	unsigned uring_depth; /* io_uring_depth=: entries per ring queue (0: the default) */
+	bool nosubtype;       /* the kernel's type reads "fuse", not "fuse.smbrdma"
+	                         (xfstests' FSTYP=fuse compares it) */
 	bool debug;
 	/* Mount flags for the kernel, comma-separated, in the order given. */
 	char kernel_flags[256];

@@ -64,6 +64,10 @@ struct smbfs {
 	struct smbfs_file *handles; /* guarded by handles_lock */
 	/* The buffers /dev/fuse is read into; writes borrow them (reqbuf.h). */
 	struct reqbuf_pool *reqbufs;
+	/* FUSE over io_uring (ring.h); NULL with noio_uring.  ring_why: why
+	 * requests come through /dev/fuse instead ("" while the ring runs). */
+	struct fuse_ring *ring;
+	char ring_why[192];
 	/* Lease breaks acknowledged from cache.c's threads: under ack_lock,
 	 * and not once client_gone (set before smb_client_destroy()). */
 	pthread_mutex_t ack_lock;

@@ -11,7 +11,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from lib.mount import (INSTALLED, DaemonProblem, SmbrdmaMount, build_dir,  # noqa: E402
-                       build_sanitizer, daemon_binary, fuse_unavailable_reason,
+                       build_sanitizer, daemon_binary, fuse_transport,
+                       fuse_unavailable_reason, ring_unavailable_reason, set_enable_uring,
                        timeout_scale)
 from lib.samba import SambaServer  # noqa: E402
 from lib.smbproxy import SmbProxy  # noqa: E402
@@ -40,9 +41,31 @@ def _version(argv):
 def pytest_report_header(config):
     """The peers this run talks to (the tests' README keeps the versions the
     suite was last green on)."""
+    t = fuse_transport()
     return ["peers: samba " + _version(["/usr/sbin/smbd", "--version"])
             + ", ngtcp2 " + _version(["pkg-config", "--modversion", "libngtcp2"])
-            + ", kernel " + os.uname().release]
+            + ", kernel " + os.uname().release,
+            "fuse transport: " + {"io_uring": "io_uring (every mount asks for it)",
+                                  "dev": "/dev/fuse (noio_uring)"}.get(t, "the default")]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fuse_transport():
+    """SMBRDMA_FUSE_TRANSPORT=io_uring: the fuse module's enable_uring is
+    set for the run (and put back after); a kernel without it ends the run
+    with the reason, for every mount would fail. =dev: it is cleared, so the
+    mounts that take the default (mount(8), fstab) use /dev/fuse too."""
+    t = fuse_transport()
+    if not t or os.geteuid() != 0:
+        yield
+        return
+    why = ring_unavailable_reason()
+    if t == "io_uring" and why:
+        pytest.exit(f"SMBRDMA_FUSE_TRANSPORT=io_uring: {why}", returncode=4)
+    old = set_enable_uring(t == "io_uring")
+    yield
+    if old is not None:
+        set_enable_uring(old)
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)

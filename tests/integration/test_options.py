@@ -107,6 +107,9 @@ COVERAGE = {
     "nolease": f"{THIS}::test_nolease",
     "nodfs": "tests/integration/test_dfs_links.py::test_nodfs_reports_the_link_as_remote",
     "witness": "tests/integration/test_witness.py::test_witness_registers_and_follows_a_planned_move",
+    "io_uring": "tests/integration/test_fuse_ring.py::test_a_mount_that_asked_for_the_ring_never_falls_back",
+    "noio_uring": "tests/integration/test_fuse_ring.py::test_noio_uring_keeps_to_dev_fuse",
+    "io_uring_depth": "tests/integration/test_fuse_ring.py::test_io_uring_depth",
     "handlecache": "tests/integration/test_handle_cache.py::test_second_listing_makes_no_request",
     "nohandlecache": "tests/integration/test_handle_cache.py::test_nohandlecache_keeps_nothing",
     "max_cached_dirs":

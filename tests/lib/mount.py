@@ -46,6 +46,41 @@ def timeout_scale():
         return 1.0
 
 
+ENABLE_URING = "/sys/module/fuse/parameters/enable_uring"
+
+
+def fuse_transport():
+    """How the suite's mounts take the kernel's requests: "io_uring" (every
+    SmbrdmaMount gets the option `io_uring`, which fails the mount rather
+    than fall back), "dev" (`noio_uring`: /dev/fuse), or "" (the daemon's
+    default). From $SMBRDMA_FUSE_TRANSPORT; tests/run-all sets it per run."""
+    t = os.environ.get("SMBRDMA_FUSE_TRANSPORT", "")
+    if t not in ("", "io_uring", "dev"):
+        raise ValueError(f"SMBRDMA_FUSE_TRANSPORT={t!r}: io_uring, dev or empty")
+    return t
+
+
+def ring_unavailable_reason():
+    """None when this kernel can carry FUSE over io_uring (the fuse module
+    has enable_uring), else why not."""
+    if not os.path.exists(ENABLE_URING):
+        return (f"this kernel has no FUSE over io_uring ({ENABLE_URING} is missing: "
+                "CONFIG_FUSE_IO_URING, Linux 6.14 or later)")
+    return None
+
+
+def set_enable_uring(on):
+    """Set the fuse module's enable_uring; returns the previous value (bool),
+    or None when the kernel has no such parameter."""
+    if ring_unavailable_reason():
+        return None
+    with open(ENABLE_URING) as f:
+        old = f.read().strip() in ("Y", "1")
+    with open(ENABLE_URING, "w") as f:
+        f.write("Y" if on else "N")
+    return old
+
+
 def build_dir():
     b = os.environ.get("SMBRDMA_BUILD", "build")
     return b if os.path.isabs(b) else os.path.join(REPO, b)
@@ -203,7 +238,8 @@ def format_options(user, password, options=()):
 
 class SmbrdmaMount:
     def __init__(self, unc, user, password, options=(), foreground=True, binary=None,
-                 log_dir=None, timeout=None, extra_args=(), wrapper=()):
+                 log_dir=None, timeout=None, extra_args=(), wrapper=(),
+                 plain_transport=False):
         self.unc = unc
         self.user = user
         self.password = password
@@ -212,6 +248,9 @@ class SmbrdmaMount:
         self.binary = binary or daemon_binary()
         self.timeout = (timeout or 20) * timeout_scale()
         self.extra_args = list(extra_args)
+        # True: no io_uring/noio_uring from $SMBRDMA_FUSE_TRANSPORT (a test of
+        # the daemon's own default)
+        self.plain_transport = plain_transport
         # argv prefix the daemon runs under, e.g. ["nsenter", "--net=/run/netns/NS"]
         # (nsenter --net execs the daemon: self.proc is still the daemon itself)
         self.wrapper = list(wrapper)
@@ -225,7 +264,13 @@ class SmbrdmaMount:
 
     def _args(self):
         args = self.wrapper + [self.binary, self.unc, self.path]
-        o = format_options(self.user, self.password, self.options)
+        options = list(self.options)
+        t = fuse_transport()
+        if t and not self.plain_transport and \
+                not any(str(x).split("=")[0] in ("io_uring", "noio_uring")
+                         for x in options):
+            options.append("io_uring" if t == "io_uring" else "noio_uring")
+        o = format_options(self.user, self.password, options)
         if o:
             args += ["-o", o]
         if self.foreground:

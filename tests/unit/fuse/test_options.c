@@ -823,6 +823,36 @@ static void test_handlecache(void)
 	smb_mount_opts_free(&o);
 }
 
+/* io_uring / noio_uring (last wins; by name it is required) and io_uring_depth=. */
+static void test_io_uring(void)
+{
+	struct smb_mount_opts o;
+	char err[256];
+
+	CHECK_EQ(parse(&o, "", false, err, sizeof(err)), 0);
+	CHECK(!o.noio_uring);
+	CHECK(!o.io_uring_required);
+	CHECK_EQ(o.uring_depth, 0u);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "io_uring,io_uring_depth=4", false, err, sizeof(err)), 0);
+	CHECK(!o.noio_uring);
+	CHECK(o.io_uring_required);
+	CHECK_EQ(o.uring_depth, 4u);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "io_uring,noio_uring", false, err, sizeof(err)), 0);
+	CHECK(o.noio_uring);
+	CHECK(!o.io_uring_required);
+	smb_mount_opts_free(&o);
+	CHECK_EQ(parse(&o, "noio_uring,io_uring", false, err, sizeof(err)), 0);
+	CHECK(!o.noio_uring);
+	CHECK(o.io_uring_required);
+	smb_mount_opts_free(&o);
+	err[0] = '\0';
+	CHECK_EQ(parse(&o, "io_uring_depth=0", false, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "io_uring_depth") != NULL);
+	smb_mount_opts_free(&o);
+}
+
 static void test_rsize_wsize(void)
 {
 	static const struct {
@@ -968,6 +998,7 @@ int main(void)
 	RUN(test_redact);
 	RUN(test_cache);
 	RUN(test_handlecache);
+	RUN(test_io_uring);
 	RUN(test_rsize_wsize);
 	RUN(test_ip);
 	RUN(test_cifs_flags);

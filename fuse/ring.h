@@ -1,0 +1,103 @@
+/* fuse/ring.h — FUSE requests from io_uring rather than read(2) on /dev/fuse.
+ *
+ * Linux 6.14 and later (CONFIG_FUSE_IO_URING, with the fuse module's
+ * enable_uring parameter set) hand requests to a daemon through per-CPU
+ * queues of ring entries (fuse/uring_abi.h): one io_uring submission answers
+ * a request and asks for the next, where /dev/fuse takes a write(2), a
+ * read(2) and a wake-up.  libfuse 3.14 knows nothing of it; this module fits
+ * it around libfuse:
+ *   - INIT: fuse/main.c shows us the kernel's INIT (fuse_ring_init_request)
+ *     and libfuse's answer passes through fuse_ring_writev(), which adds
+ *     FUSE_OVER_IO_URING when the kernel offered it and notes the payload
+ *     size the kernel will require;
+ *   - requests: each entry's payload buffer has room before it, so a request
+ *     from the ring is laid out there exactly as /dev/fuse would have
+ *     delivered it (in-header, per-opcode struct, payload: the payload is
+ *     never copied) and handed to fuse_session_process_buf();
+ *   - replies: every reply of the session goes through fuse_ring_writev()
+ *     (fuse_session_custom_io()); one whose unique is a ring entry's is put
+ *     in that entry and committed, any other goes to /dev/fuse;
+ *   - /dev/fuse stays served by the pump (fuse/main.c): INIT, FORGET,
+ *     INTERRUPT, requests sent before the ring was complete, and our
+ *     notifications all use it, and it reports the unmount.
+ * A payload the kernel wrote into an entry stays there until the reply
+ * commits the entry; a handler that keeps data past its reply (a write
+ * answered early) must copy it (reqbuf_lend() refuses ring memory).
+ *
+ * Threading: the CQEs are handled on the client's loop thread (an ev_fd on
+ * the ring's descriptor), requests dispatched there.  fuse_ring_writev() may
+ * be called from any thread; `lock` guards the submission queue and the
+ * entries' state, and commits prepared off the loop are submitted from it
+ * (the kernel copies the next request into an entry in the context of the
+ * task that submitted the entry's command).
+ * Lifetime: fuse_ring_new() before INIT is served; fuse_ring_start() after
+ * the INIT answer, from any thread but the loop's; fuse_ring_stop() on the
+ * loop thread at unmount (replies after it are dropped: the kernel has ended
+ * those requests); fuse_ring_free() once no reply can come (after
+ * smb_client_destroy()).
+ */
+#ifndef SMBRDMA_FUSE_RING_H
+#define SMBRDMA_FUSE_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct fuse_ring;
+struct fuse_session;
+struct ev_loop;
+
+/* Entries per queue when io_uring_depth= is not given: 8, fewer when the
+ * machine has many possible CPUs (every queue must have its entries, each
+ * with a payload buffer of the largest request, about 1 MiB): the ring
+ * holds at most FUSE_RING_MEM_DEFAULT of them. */
+#define FUSE_RING_DEPTH_DEFAULT 8u
+#define FUSE_RING_MEM_DEFAULT   (64u << 20)
+
+/* Queues the kernel will want: one per possible CPU
+ * (/sys/devices/system/cpu/possible). */
+unsigned fuse_ring_queues(void);
+
+/* Whether this kernel may offer the ring: 0, or -errno with the reason in
+ * why ("the fuse module's enable_uring is N", ...).  The INIT decides. */
+int fuse_ring_kernel_may_offer(char *why, size_t len);
+
+/* depth: entries per queue, 0 for the default.  NULL on ENOMEM. */
+struct fuse_ring *fuse_ring_new(unsigned depth);
+void fuse_ring_free(struct fuse_ring *r);
+
+/* The kernel's INIT request, as read from /dev/fuse, before libfuse sees
+ * it: true when it offers the ring (then libfuse's answer is amended). */
+bool fuse_ring_init_request(struct fuse_ring *r, const void *req, size_t len);
+
+/* The session's writev (fuse_session_custom_io()): see above.  r may be
+ * NULL (plain writev). */
+ssize_t fuse_ring_writev(struct fuse_ring *r, int fd, const struct iovec *iov, int count);
+
+/* After INIT was answered with the ring: set it up and register every
+ * entry, from the loop thread (the caller waits).  0, or -errno with a
+ * reason in err (the mount then keeps to /dev/fuse, or fails if the ring
+ * was required). */
+int fuse_ring_start(struct fuse_ring *r, struct fuse_session *se, int fuse_fd, struct ev_loop *loop,
+                    char *err, size_t errlen);
+/* Loop thread: take no more requests from the ring; replies are dropped. */
+void fuse_ring_stop(struct fuse_ring *r);
+
+#define FUSE_RING_INFO_QUEUES 64
+struct fuse_ring_info {
+	bool offered; /* the kernel's INIT offered the ring */
+	bool running; /* started and not stopped or failed */
+	unsigned queues, depth;
+	size_t payload;       /* bytes per entry's payload buffer */
+	uint64_t requests;    /* taken from the ring */
+	uint64_t commits;     /* replies committed to it */
+	uint64_t dev_replies; /* replies that went to /dev/fuse instead */
+	uint64_t errors;      /* entries the kernel completed with an error */
+	uint64_t queue_requests[FUSE_RING_INFO_QUEUES]; /* per queue (the first ones) */
+	char state[96]; /* "running", "not offered by the kernel", ... */
+};
+void fuse_ring_info(struct fuse_ring *r, struct fuse_ring_info *out);
+
+#endif
