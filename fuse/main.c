@@ -966,6 +966,17 @@ static int ring_start(struct smbfs *fs, struct fuse_session *se, const struct mo
 		struct fuse_ring_info ri;
 		fuse_ring_info(fs->ring, &ri);
 		fs->ring_why[0] = '\0';
+		if (a->opts.rdma) {
+			/* reads land in, and writes leave from, the ring entries:
+			 * on RDMA the server moves them there directly */
+			size_t len;
+			void *mem = fuse_ring_mem(fs->ring, &len);
+			int e = smb_client_region_add(fs->client, mem, len);
+			if (e)
+				smb_info("%s: FUSE ring buffers not registered (%s): offloaded I/O "
+				         "through them is copied once",
+				         a->source, strerror(-e));
+		}
 		smb_log(LOG_NOTICE,
 		        "%s: FUSE requests through io_uring (%u queue%s of %u entr%s, %zu KiB "
 		        "each)",

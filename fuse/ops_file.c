@@ -4,6 +4,7 @@
  * libfuse hands the op a fuse_file_info on its own stack: a reply sent
  * later from a callback uses a copy kept in the request's context. */
 #include "fuse/reqbuf.h"
+#include "fuse/ring.h"
 #include "fuse/smbfs.h"
 
 #include <errno.h>
@@ -660,8 +661,16 @@ void smbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 		return;
 	smb_debug("read nodeid %llu: %zu bytes at %lld", (unsigned long long)ino, size,
 	          (long long)off);
-	rc = smb_read(smbfs_of(req)->client, smbfs_file_of(fi)->fid, (uint64_t)off, size, read_done,
-	              req);
+	/* A request from the FUSE ring: the data lands in its entry, and the
+	 * reply is sent from there without a copy (fuse/ring.h). */
+	size_t cap = 0;
+	void *in_ring = fuse_ring_payload(smbfs_of(req)->ring, &cap);
+	if (in_ring && size <= cap)
+		rc = smb_read_lent(smbfs_of(req)->client, smbfs_file_of(fi)->fid, (uint64_t)off,
+		                   in_ring, size, read_done, req);
+	else
+		rc = smb_read(smbfs_of(req)->client, smbfs_file_of(fi)->fid, (uint64_t)off, size,
+		              read_done, req);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 }
@@ -677,6 +686,8 @@ struct write_ctx {
 	struct smbfs_file *f;
 	const char *data;       /* in the lent buffer, or copy; w.len bytes */
 	int lent;               /* reqbuf id of the buffer holding the payload, or -1 */
+	bool in_ring;           /* the payload is in its FUSE ring entry, which stays put
+	                           until this write's reply (not answered early) */
 	char *copy;             /* the payload when no buffer could be lent, or gathered */
 	size_t cap;             /* of copy, when gathering */
 	struct ev_timer *timer; /* sends a gathered write that waited GATHER_MS */
@@ -765,7 +776,7 @@ static void write_submit(struct write_ctx *ctx)
 	if (ctx->times.which)
 		rc = smb_write_times(fs->client, ctx->f->fid, ctx->w.off, ctx->data,
 		                     (size_t)ctx->w.len, &ctx->times, write_done, ctx);
-	else if (ctx->lent >= 0 || ctx->copy)
+	else if (ctx->lent >= 0 || ctx->copy || ctx->in_ring)
 		rc = smb_write_lent(fs->client, ctx->f->fid, ctx->w.off, ctx->data,
 		                    (size_t)ctx->w.len, write_done, ctx);
 	else
@@ -1018,10 +1029,11 @@ void smbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	 * buffer was lent, buf is in the spare: a write sent at once lets
 	 * smb_write() copy it; one that must wait copies it here. */
 	ctx->lent = reqbuf_lend(fs->reqbufs, buf, size);
+	ctx->in_ring = ctx->lent < 0 && !behind && fuse_ring_holds(fs->ring, buf, size);
 	ctx->data = buf;
 	if (wb_must_wait(fs->wb, ino, (uint64_t)off, size)) {
 		smbfs_send_gathered(fs, ino); /* else the wait could be for ever */
-		if (ctx->lent < 0) {
+		if (ctx->lent < 0 && !ctx->in_ring) {
 			ctx->copy = malloc(size ? size : 1);
 			if (!ctx->copy) {
 				free(ctx);

@@ -46,6 +46,8 @@ struct fuse_ring {
 	size_t payload;
 	struct ring_ent *ents;
 	unsigned nents;
+	uint8_t *mem; /* every entry's HEADROOM + payload, one after the other */
+	size_t memlen;
 	bool offered, running, stopped;
 	bool batching; /* loop thread inside the CQE batch: submit at its end */
 	/* The entry whose request is being dispatched: a reply to it is kept
@@ -253,7 +255,9 @@ static void commit_locked(struct fuse_ring *r, struct ring_ent *e, struct fuse_o
 	} else {
 		size_t off = 0;
 		for (int i = 0; i < count; i++) {
-			memmove(e->payload + off, iov[i].iov_base, iov[i].iov_len);
+			/* a READ that landed in the entry (fuse_ring_payload) is in place */
+			if (iov[i].iov_base != e->payload + off)
+				memmove(e->payload + off, iov[i].iov_base, iov[i].iov_len);
 			off += iov[i].iov_len;
 		}
 	}
@@ -459,17 +463,26 @@ static int setup(struct fuse_ring *r, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	r->nents = n;
+	/* one allocation for every payload, so an RDMA mount registers it once */
+	size_t slot = HEADROOM + (r->payload + HEADROOM - 1) / HEADROOM * HEADROOM;
+	r->memlen = slot * n;
+	if (posix_memalign((void **)&r->mem, HEADROOM, r->memlen)) {
+		r->mem = NULL;
+		snprintf(err, errlen, "%u ring entries of %zu bytes: %s", n, r->payload,
+		         strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	memset(r->mem, 0, r->memlen); /* faulted in now: registration pins what is there */
 	for (unsigned i = 0; i < n; i++) {
 		struct ring_ent *e = &r->ents[i];
 		e->r = r;
 		e->qid = (uint16_t)(i / r->depth);
-		if (posix_memalign((void **)&e->hdr, HEADROOM, HEADROOM) ||
-		    posix_memalign((void **)&e->buf, HEADROOM, HEADROOM + r->payload)) {
-			snprintf(err, errlen, "%u ring entries of %zu bytes: %s", n, r->payload,
-			         strerror(ENOMEM));
+		if (posix_memalign((void **)&e->hdr, HEADROOM, HEADROOM)) {
+			snprintf(err, errlen, "%u ring entries: %s", n, strerror(ENOMEM));
 			return -ENOMEM;
 		}
 		memset(e->hdr, 0, HEADROOM);
+		e->buf = r->mem + slot * i;
 		e->payload = e->buf + HEADROOM;
 		e->iov[0] = (struct iovec){e->hdr, sizeof(struct fuse_uring_req_header)};
 		e->iov[1] = (struct iovec){e->payload, r->payload};
@@ -569,14 +582,37 @@ void fuse_ring_free(struct fuse_ring *r)
 	/* Closing the ring cancels the commands still with the kernel. */
 	if (r->ring_up)
 		io_uring_queue_exit(&r->ring);
-	for (unsigned i = 0; i < r->nents; i++) {
+	for (unsigned i = 0; i < r->nents; i++)
 		free(r->ents[i].hdr);
-		free(r->ents[i].buf);
-	}
 	free(r->ents);
+	free(r->mem);
 	free(r->stash);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
+}
+
+void *fuse_ring_payload(struct fuse_ring *r, size_t *cap)
+{
+	/* r->dispatching is written on the loop thread only */
+	struct ring_ent *e = r ? r->dispatching : NULL;
+	if (!e)
+		return NULL;
+	*cap = r->payload;
+	return e->payload;
+}
+
+bool fuse_ring_holds(struct fuse_ring *r, const void *p, size_t len)
+{
+	struct ring_ent *e = r ? r->dispatching : NULL;
+	const uint8_t *d = p;
+	return e && d >= e->payload && d <= e->payload + r->payload &&
+	       len <= (size_t)(e->payload + r->payload - d);
+}
+
+void *fuse_ring_mem(struct fuse_ring *r, size_t *len)
+{
+	*len = r ? r->memlen : 0;
+	return r ? r->mem : NULL;
 }
 
 void fuse_ring_info(struct fuse_ring *r, struct fuse_ring_info *out)

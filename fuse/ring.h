@@ -85,6 +85,21 @@ int fuse_ring_start(struct fuse_ring *r, struct fuse_session *se, int fuse_fd, s
 /* Loop thread: take no more requests from the ring; replies are dropped. */
 void fuse_ring_stop(struct fuse_ring *r);
 
+/* Loop thread, inside a handler of a request from the ring: the payload
+ * buffer of its entry (*cap bytes), where a READ can have its data land so
+ * that its reply needs no copy (fuse_ring_writev() sees it in place), or
+ * NULL (no ring, or the request came through /dev/fuse).  Valid until the
+ * request's reply. */
+void *fuse_ring_payload(struct fuse_ring *r, size_t *cap);
+/* Loop thread, inside a handler: whether [p, p+len) lies in the payload of
+ * the ring entry being dispatched.  Such memory stays put until the reply,
+ * so a WRITE not answered before it is sent may lend it to the engine
+ * (smb_write_lent()). */
+bool fuse_ring_holds(struct fuse_ring *r, const void *p, size_t len);
+/* Every entry's payload buffer lies in [*mem, *mem + *len) (for
+ * smb_client_region_add() on an RDMA mount), once started; NULL before. */
+void *fuse_ring_mem(struct fuse_ring *r, size_t *len);
+
 #define FUSE_RING_INFO_QUEUES 64
 struct fuse_ring_info {
 	bool offered; /* the kernel's INIT offered the ring */
