@@ -13,13 +13,15 @@ import os
 import subprocess
 import sys
 
-from lib.mount import REPO
+from lib.mount import REPO, ring_unavailable_reason
 
 # the figure of each job, and the peers that run it (see bench/run-bench)
 JOBS = {"seq_write": "mib_s", "seq_read": "mib_s", "seq_write_qd8": "mib_s",
         "seq_read_qd8": "mib_s", "randread_qd1": "iops", "randread_qd16": "iops",
         "randwrite_qd16": "iops", "metadata": "files_per_s"}
 FIO_PEERS = ("smbrdma", "smbnetfs", "passthrough", "tmpfs")
+# with FUSE over io_uring (bench/run-bench leaves it out, saying why, elsewhere)
+RING = () if ring_unavailable_reason() else ("smbrdma-ring",)
 
 
 def quick_run(tmp_path, scale, tool, *args, suffix=""):
@@ -44,21 +46,30 @@ def test_bench_quick(tmp_path, fuse_required, root_required, scale):
     res, text = quick_run(tmp_path, scale, "run-bench", "--runtime", "1")
     peers = res["peers"]
     for job, fig in JOBS.items():
-        for peer in FIO_PEERS + ("library",):
+        for peer in FIO_PEERS + RING + ("library",):
             v = peers[peer][job]
             assert v[fig] > 0, (peer, job, v)
             key = "cpu_us_per_file" if job == "metadata" else "cpu_s_per_gib"
             assert v[key] >= 0, (peer, job, v)
-        for peer in ("smbrdma", "smbnetfs", "passthrough"):
+        for peer in ("smbrdma", "smbnetfs", "passthrough") + RING:
             assert peers[peer][job]["daemon_vmhwm_kib"] > 0, (peer, job)
     for job in ("seq_write", "seq_read"):
         assert peers["smbclient"][job]["mib_s"] > 0 and \
             peers["smbclient"][job]["cpu_s_per_gib"] > 0
     # the Samba's CPU per file under each SMB peer's metadata job
-    for peer in ("smbrdma", "library", "smbnetfs"):
+    for peer in ("smbrdma", "library", "smbnetfs") + RING:
         assert peers[peer]["metadata"]["server_cpu_us_per_file"] > 0, peer
     # one run per peer and job in one round
-    assert len(res["runs"]) == len(JOBS) * (len(FIO_PEERS) + 1) + 2
+    assert len(res["runs"]) == len(JOBS) * (len(FIO_PEERS) + len(RING) + 1) + 2
+    if RING:
+        # the ring against /dev/fuse: a ratio and a CPU ratio per job, and
+        # issue 24's acceptance lines
+        for job in JOBS:
+            rv = res["ring_vs_dev"][job]
+            assert rv["ring/dev"] > 0 and rv["cpu_dev/ring"] > 0 and len(rv["paired"]) == 1, rv
+        assert "FUSE over io_uring (smbrdma-ring)" in text
+    else:
+        assert "smbrdma-ring" in res["skipped_peers"]
     assert res["daemon_peak_kib_4k_qd16"] > 0
     for job in JOBS:
         ratios = res["ratios"][job]
