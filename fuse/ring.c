@@ -59,7 +59,7 @@ struct fuse_ring {
 	uint8_t *stash;
 	size_t stash_len, stash_cap;
 	bool stashed;
-	bool submit_due; /* SQEs prepared off the loop, a call to submit them queued */
+	bool submit_due; /* commits prepared, a call to submit them queued (submit_cb) */
 	uint64_t init_unique;
 	uint64_t requests, commits, dev_replies, errors;
 	uint64_t qreq[FUSE_RING_INFO_QUEUES]; /* requests per queue */
@@ -218,7 +218,7 @@ static void submit_locked(struct fuse_ring *r)
 	}
 }
 
-/* Loop thread: what was prepared elsewhere goes out from here. */
+/* Loop thread: the commits prepared since the last submission go out. */
 static void submit_cb(void *arg)
 {
 	struct fuse_ring *r = arg;
@@ -271,11 +271,12 @@ static void commit_locked(struct fuse_ring *r, struct ring_ent *e, struct fuse_o
 		return;
 	}
 	r->commits++;
+	/* Submitted at the end of the CQE batch when made inside it; else
+	 * from a call after the current callback, so the replies one callback
+	 * makes (the answers one receive brought) go in one io_uring_enter. */
 	if (r->batching && ev_on_loop_thread(r->loop))
-		; /* submitted at the end of the batch */
-	else if (ev_on_loop_thread(r->loop))
-		submit_locked(r);
-	else if (!r->submit_due) {
+		return;
+	if (!r->submit_due) {
 		r->submit_due = true;
 		ev_call(r->loop, submit_cb, r);
 	}

@@ -27,9 +27,12 @@
  * Threading: the CQEs are handled on the client's loop thread (an ev_fd on
  * the ring's descriptor), requests dispatched there.  fuse_ring_writev() may
  * be called from any thread; `lock` guards the submission queue and the
- * entries' state, and commits prepared off the loop are submitted from it
- * (the kernel copies the next request into an entry in the context of the
- * task that submitted the entry's command).
+ * entries' state.  Every command is submitted from the loop thread (the
+ * kernel copies the next request into an entry in the context of the task
+ * that submitted the entry's command): a reply made while the CQEs are
+ * handled at the end of that batch, any other from a call queued after the
+ * callback that made it, so the replies one callback makes go out in one
+ * io_uring_enter.
  * Lifetime: fuse_ring_new() before INIT is served; fuse_ring_start() after
  * the INIT answer, from any thread but the loop's; fuse_ring_stop() on the
  * loop thread at unmount (replies after it are dropped: the kernel has ended
