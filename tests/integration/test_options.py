@@ -145,7 +145,7 @@ SAMPLE = {"username": "u", "user": "u", "password": "p", "pass": "p", "domain": 
           "addr": "::1", "vers": "3", "uid": "0", "gid": "0", "file_mode": "0600",
           "dir_mode": "0700", "actimeo": "5", "cache": "loose", "rsize": "65536",
           "wsize": "65536", "rdma_threshold": "8192", "rdma_channels": "2", "timeout": "30",
-          "echo_interval": "10", "max_channels": "2", "max_cached_dirs": "16", "interfaces": "lo", "comment": "x", "transport": "quic",
+          "echo_interval": "10", "max_channels": "2", "max_cached_dirs": "16", "io_uring_depth": "4", "interfaces": "lo", "comment": "x", "transport": "quic",
           "quic_port": "4433", "cafile": "/etc/hostname", "certfile": "/etc/hostname",
           "keyfile": "/etc/hostname", "daemon_user": "nobody"}
 
