@@ -219,14 +219,23 @@ static void submit_locked(struct fuse_ring *r)
 }
 
 /* Loop thread: the commits prepared since the last submission go out. */
+static void handle_cqes(struct fuse_ring *r);
+
 static void submit_cb(void *arg)
 {
 	struct fuse_ring *r = arg;
+	bool more = false;
 	pthread_mutex_lock(&r->lock);
 	r->submit_due = false;
-	if (r->ring_up && !r->stopped)
+	if (r->ring_up && !r->stopped) {
 		submit_locked(r);
+		more = io_uring_cq_ready(&r->ring) > 0;
+	}
 	pthread_mutex_unlock(&r->lock);
+	/* the commits' io_uring_enter may have brought the next requests:
+	 * take them now rather than after another epoll_wait */
+	if (more)
+		handle_cqes(r);
 }
 
 /* Under lock: the entry holding the request `unique`, if any. */
@@ -383,14 +392,15 @@ static void take_request(struct fuse_ring *r, struct ring_ent *e)
 	pthread_mutex_unlock(&r->lock);
 }
 
-static void ring_readable(struct ev_fd *f, uint32_t events, void *arg)
+/* One pass over the completions there are: requests dispatched, the
+ * commits made meanwhile submitted.  Loop thread.  True when that
+ * submission left more completions (the kernel hands the next request to
+ * an entry within the io_uring_enter that committed it). */
+static bool cqe_pass(struct fuse_ring *r)
 {
-	struct fuse_ring *r = arg;
 	struct ring_ent *got[256];
 	int res[256];
 	unsigned n = 0;
-	(void)f;
-	(void)events;
 
 	pthread_mutex_lock(&r->lock);
 	struct io_uring_cqe *cqe;
@@ -440,9 +450,28 @@ static void ring_readable(struct ev_fd *f, uint32_t events, void *arg)
 
 	pthread_mutex_lock(&r->lock);
 	r->batching = false;
-	if (!r->stopped && io_uring_sq_ready(&r->ring))
+	bool more = false;
+	if (!r->stopped && io_uring_sq_ready(&r->ring)) {
 		submit_locked(r);
+		more = io_uring_cq_ready(&r->ring) > 0;
+	}
 	pthread_mutex_unlock(&r->lock);
+	return more;
+}
+
+/* Bounded, so SMB replies are not starved by a stream of requests; the
+ * descriptor stays readable (level-triggered) for what is left. */
+static void handle_cqes(struct fuse_ring *r)
+{
+	for (int i = 0; i < 8 && cqe_pass(r); i++)
+		;
+}
+
+static void ring_readable(struct ev_fd *f, uint32_t events, void *arg)
+{
+	(void)f;
+	(void)events;
+	handle_cqes(arg);
 }
 
 static int setup(struct fuse_ring *r, char *err, size_t errlen)
