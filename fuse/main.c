@@ -801,6 +801,19 @@ static void log_connect(const struct mount_args *a, const struct smb_client_opts
 	                                            : "nowhere (empty)");
 }
 
+/* Register memory the kernel's payloads arrive in with the engine (an
+ * RDMA mount's server then reads and writes it directly); without it, such
+ * I/O is copied once through the engine's buffers. */
+static void add_region(struct smbfs *fs, const struct mount_args *a, void *mem, size_t len,
+                       const char *what)
+{
+	int err = smb_client_region_add(fs->client, mem, len);
+	if (err)
+		smb_info("%s: %s not registered (%s): offloaded I/O through them is copied once "
+		         "into the engine's buffers",
+		         a->source, what, strerror(-err));
+}
+
 /* The daemon's side of the mount once the session is up: the inode table,
  * the request buffers, the ownership policy and the cache settings.  0, or
  * -1 after reporting why. */
@@ -832,11 +845,7 @@ static int fs_setup(struct smbfs *fs, const struct mount_args *a,
 	if (copts->rdma) {
 		size_t len;
 		void *mem = reqbuf_pool_mem(fs->reqbufs, &len);
-		int err = smb_client_region_add(fs->client, mem, len);
-		if (err)
-			smb_info("%s: request buffers not registered (%s): offloaded writes are "
-			         "copied once into the engine's buffers",
-			         a->source, strerror(-err));
+		add_region(fs, a, mem, len, "request buffers");
 	}
 	reqbuf_pool_set_lendable(fs->reqbufs, true);
 	fs->policy.uid = a->opts.uid;
@@ -971,11 +980,7 @@ static int ring_start(struct smbfs *fs, struct fuse_session *se, const struct mo
 			 * on RDMA the server moves them there directly */
 			size_t len;
 			void *mem = fuse_ring_mem(fs->ring, &len);
-			int e = smb_client_region_add(fs->client, mem, len);
-			if (e)
-				smb_info("%s: FUSE ring buffers not registered (%s): offloaded I/O "
-				         "through them is copied once",
-				         a->source, strerror(-e));
+			add_region(fs, a, mem, len, "FUSE ring buffers");
 		}
 		smb_log(LOG_NOTICE,
 		        "%s: FUSE requests through io_uring (%u queue%s of %u entr%s, %zu KiB "
