@@ -173,11 +173,11 @@ static ssize_t init_reply(struct fuse_ring *r, int fd, const struct iovec *iov, 
 	memcpy(&io, iov[1].iov_base, n);
 	long pg = sysconf(_SC_PAGESIZE);
 	size_t pages = (io.flags & FUSE_MAX_PAGES) && n >= 40 && io.max_pages ? io.max_pages : 32;
-	size_t payload = 8192;
+	size_t payload = 8192, paged = pages * (size_t)(pg > 0 ? pg : 4096);
 	if (io.max_write > payload)
 		payload = io.max_write;
-	if (pages * (size_t)(pg > 0 ? pg : 4096) > payload)
-		payload = pages * (size_t)(pg > 0 ? pg : 4096);
+	if (paged > payload)
+		payload = paged;
 	r->payload = payload;
 	if (n >= 40) {
 		io.flags |= FUSE_INIT_EXT;
@@ -248,8 +248,8 @@ static struct ring_ent *find_ent(struct fuse_ring *r, uint64_t unique)
 }
 
 /* Under lock: put the reply (out, then the payload in iov[0..count)) in e
- * and prepare its commit; submitted now, at the end of the CQE batch, or
- * from the loop. */
+ * and prepare its commit, submitted at the end of the CQE batch or from a
+ * call queued on the loop (submit_cb). */
 static void commit_locked(struct fuse_ring *r, struct ring_ent *e, struct fuse_out_header out,
                           const struct iovec *iov, int count)
 {
