@@ -201,9 +201,17 @@ def unavailable_reason():
 
 
 def missing():
-    """The files of the ctdb package the cluster uses that are not there."""
-    return [p for p in (CTDBD, CTDB, CTDB_ETC + "/functions", CTDB_ETC + "/notify.sh", FCNTL_HELPER, shutil.which("ethtool") or
-                        "ethtool") if not os.path.exists(p)] + \
+    """The files of the ctdb package the cluster uses that are not there.
+
+    iptables is one: ctdb's 10.interface blocks a public address with it
+    while the address is released, so that a client cannot reconnect to the
+    old node in that window.  Without it ("flock: failed to execute
+    iptables") a client's reconnect could land on the releasing node, stay
+    half-open after the address was deleted ("Killed 0/1"), and stall its
+    request for the full 30 s timeout (2 of 14 ctdb moveip runs did)."""
+    return [p for p in (CTDBD, CTDB, CTDB_ETC + "/functions", CTDB_ETC + "/notify.sh", FCNTL_HELPER,
+                        shutil.which("ethtool") or "ethtool", shutil.which("iptables") or "iptables")
+            if not os.path.exists(p)] + \
         [s for s in EVENT_SCRIPTS
          if not os.path.exists(f"{CTDB_DATADIR}/events/legacy/{s}.script")]
 
