@@ -3,7 +3,8 @@ figures need no more) completes against the private Samba with every
 peer (mount.smbrdma, smbrdma-bench, smbnetfs, smbclient, the FUSE
 passthrough, tmpfs) and writes JSON and text that parse: a figure per peer
 and job, CPU per GiB, the daemon's peak memory, the ratios and the
-acceptance lines. No timing assertions: whether a line is MET is not
+acceptance lines, and beside them the SVGs of bench/plot (issue 25) that
+render to a picture. No timing assertions: whether a line is MET is not
 checked, only that it carries a figure. The same for bench/run-workloads
 (issue 21) and bench/quic-vs-tcp."""
 
@@ -14,6 +15,7 @@ import subprocess
 import sys
 
 from lib.mount import REPO, ring_unavailable_reason
+from test_bench_plot import need_tools, render_check
 
 # the figure of each job, and the peers that run it (see bench/run-bench)
 JOBS = {"seq_write": "mib_s", "seq_read": "mib_s", "seq_write_qd8": "mib_s",
@@ -81,6 +83,18 @@ def test_bench_quick(tmp_path, fuse_required, root_required, scale):
         assert line["value"] is not None and line["met"] in (True, False), line
     assert "smbnetfs" in text and "passthrough" in text and "acceptance" in text
     assert text.count(" MET") + text.count(" SHORT") == len(res["acceptance"]), text
+    # fio's completion-latency percentiles of every fio job
+    for job in JOBS:
+        if job != "metadata":
+            for peer in FIO_PEERS + RING:
+                pct = peers[peer][job]["clat_pct_us"]
+                assert sorted(pct) == ["50", "90", "99", "99.9", "99.99"], (peer, job, pct)
+                assert 0 < pct["50"] <= pct["99"] <= pct["99.99"], (peer, job, pct)
+    # the plots beside the results: bars per job and peer, the latency percentiles
+    need_tools()
+    stem = glob.glob(str(tmp_path / "results" / "*.json"))[0][:-len(".json")]
+    render_check(stem + ".svg", tmp_path, list(peers) + ["seq write 1M qd1", "create+stat+unlink"])
+    render_check(stem + "-latency.svg", tmp_path, list(FIO_PEERS + RING) + ["library", "p99.9"])
 
 
 def test_bench_quic_vs_tcp_quick(tmp_path, fuse_required, root_required, scale):
@@ -140,3 +154,7 @@ def test_workloads_quick(tmp_path, fuse_required, root_required, need_fio, scale
             assert ln["value"] is not None and ln["met"] in (True, False), ln
     assert "acceptance (issue 21)" in text and "tar x" in text and "smbrdma" in text
     assert text.count(" MET") + text.count(" SHORT") == 5, text
+    need_tools()
+    svg = glob.glob(str(tmp_path / "results" / "*-workloads-quick.svg"))
+    assert len(svg) == 1, svg
+    render_check(svg[0], tmp_path, ["smbrdma", "tmpfs", "tar x", "git clone"])
