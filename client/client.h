@@ -238,6 +238,11 @@ struct ev_loop *smb_client_loop(struct smb_client *c);
 /* ---- statistics (smbrdmactl stats) ------------------------------------------- */
 #define SMB_CLIENT_MAX_CHANNELS 32
 #define SMB_STATS_COMMANDS      19 /* SMB2 command codes 0x00..0x12 */
+/* Request latency, from submission to a channel to its answer, in log2
+ * microsecond buckets: bucket k < SMB_LAT_BUCKETS - 1 counts the requests
+ * answered in at most 2^k us (and more than 2^(k-1) us; bucket 0: at most
+ * 1 us); the last bucket counts the slower ones (over 2^24 us, 16.8 s). */
+#define SMB_LAT_BUCKETS 26
 struct smb_channel_stats {
 	char transport[8];          /* "tcp", "rdma" */
 	char local[64], remote[64]; /* address:port */
@@ -256,6 +261,12 @@ struct smb_channel_stats {
 	uint64_t replays;                 /* requests replayed on this channel */
 	uint64_t offload_fallback_inline; /* READ/WRITEs meant for RDMA sent inline: the
 	                                     transport gave no per-I/O token */
+	/* SMB2 messages sent and unanswered, and requests waiting for credits */
+	uint32_t in_flight;
+	/* requests answered (not failed locally), by latency (SMB_LAT_BUCKETS),
+	 * and the sum of their latencies in microseconds */
+	uint64_t latency_buckets[SMB_LAT_BUCKETS];
+	uint64_t latency_sum_us;
 };
 /* The Service Witness client of a mount with `witness` (multichannel/
  * witness.c): what it is doing and what the server told it.  Strings are

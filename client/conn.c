@@ -543,15 +543,29 @@ static int req_send(struct smb_conn *c, struct smb_req *req)
 	return n ? err : 0;
 }
 
-/* The scheduler's latency input: small requests only (a READ or WRITE's
- * time is mostly its payload's). */
+/* The log2 bucket of a latency (SMB_LAT_BUCKETS, client/client.h). */
+static unsigned lat_bucket(uint64_t us)
+{
+	unsigned k = 0;
+	while (k < SMB_CONN_LAT_BUCKETS - 1 && us > (UINT64_C(1) << k))
+		k++;
+	return k;
+}
+
+/* Every answered request goes into the conn's latency histogram (smbrdmactl
+ * stats and top); small requests only feed the scheduler's EWMA (a READ or
+ * WRITE's time is mostly its payload's). */
 static void note_latency(struct smb_req *req)
 {
 	struct smb_conn *c = req->conn;
-	if (req->err || !c || !req->t0_us || req->pdu[0].payload_len ||
-	    req->pdu[0].command == SMB2_READ || req->pdu[0].command == SMB2_WRITE)
+	if (req->err || !c || !req->t0_us)
 		return;
 	uint64_t sample = now_us(c) - req->t0_us;
+	__atomic_add_fetch(&c->st_lat_buckets[lat_bucket(sample)], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&c->st_lat_sum_us, sample, __ATOMIC_RELAXED);
+	if (req->pdu[0].payload_len || req->pdu[0].command == SMB2_READ ||
+	    req->pdu[0].command == SMB2_WRITE)
+		return;
 	uint64_t old = __atomic_load_n(&c->st_lat_ewma_us, __ATOMIC_RELAXED);
 	uint64_t ewma = old ? (old * 7 + sample) / 8 : sample;
 	__atomic_store_n(&c->st_lat_ewma_us, ewma ? ewma : 1, __ATOMIC_RELAXED);

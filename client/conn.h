@@ -72,7 +72,8 @@ struct smb_crypt {
 
 /* SMB2 command codes 0x00..0x12, counted per conn (SMB_STATS_COMMANDS in
  * client.h, checked equal in session.c) */
-#define SMB_CONN_COMMANDS 19
+#define SMB_CONN_COMMANDS    19
+#define SMB_CONN_LAT_BUCKETS 26 /* = SMB_LAT_BUCKETS (client/client.h) */
 
 struct smb_pdu {
 	uint8_t *buf; /* header + body (+ pad), owned by the req */
@@ -290,6 +291,14 @@ struct smb_conn {
 	uint64_t st_requests, st_bytes_sent, st_bytes_received;
 	uint64_t st_commands[SMB_CONN_COMMANDS]; /* PDUs sent, by command (atomic) */
 	uint64_t st_lat_ewma_us; /* recent round trip of small requests (1/8 EWMA) */
+	/* Every request answered on this conn (req->err 0 at completion): its
+	 * time from smb_conn_submit() to its completion, in the log2 buckets
+	 * of SMB_LAT_BUCKETS (client/client.h), and the sum in us.  Written by
+	 * the completing thread (the loop thread) and read by
+	 * smb_client_get_stats() from any thread, all with relaxed atomics and
+	 * no lock: a snapshot may see a bucket bumped before the sum. */
+	uint64_t st_lat_buckets[SMB_CONN_LAT_BUCKETS];
+	uint64_t st_lat_sum_us;
 };
 
 /* The transports a channel can run on.  smb_conn_open() builds one from a

@@ -1604,7 +1604,15 @@ void smb_client_get_stats(struct smb_client *c, struct smb_client_stats *out)
 		snprintf(ch->state, sizeof(ch->state), "%s",
 		         cn->state == SMB_CONN_UP ? "up" : "dead");
 		ch->credits = cn->credits;
+		ch->in_flight = cn->npending;
+		for (struct smb_req *r = cn->wait_head; r; r = r->wnext)
+			ch->in_flight++;
 		pthread_mutex_unlock(&cn->lock);
+		_Static_assert(SMB_LAT_BUCKETS == SMB_CONN_LAT_BUCKETS, "one count per bucket");
+		for (int k = 0; k < SMB_LAT_BUCKETS; k++)
+			ch->latency_buckets[k] =
+			    __atomic_load_n(&cn->st_lat_buckets[k], __ATOMIC_RELAXED);
+		ch->latency_sum_us = __atomic_load_n(&cn->st_lat_sum_us, __ATOMIC_RELAXED);
 		ch->requests = __atomic_load_n(&cn->st_requests, __ATOMIC_RELAXED);
 		_Static_assert(SMB_STATS_COMMANDS == SMB_CONN_COMMANDS, "one count per command");
 		for (int k = 0; k < SMB_STATS_COMMANDS; k++)

@@ -177,21 +177,312 @@ static void json_kbool(struct outbuf *o, bool *first, const char *key, bool val)
 	out_add(o, val ? "true" : "false", val ? 4 : 5);
 }
 
+/* ---- the Prometheus text exposition format (stats prometheus) ------------------ */
+
+enum prom_type { PROM_COUNTER, PROM_GAUGE, PROM_HISTOGRAM };
+
+enum prom_id {
+	M_MOUNT_INFO,
+	M_PAYLOAD_COPIED,
+	M_LEASES_GRANTED,
+	M_LEASE_BREAKS,
+	M_LEASE_BREAK_ACKS,
+	M_WITNESS_EVENTS,
+	M_WITNESS_MOVES,
+	M_CH_INFO,
+	M_CH_UP,
+	M_CH_REQUESTS,
+	M_CH_COMMANDS,
+	M_CH_SENT,
+	M_CH_RECEIVED,
+	M_CH_RDMA_READ,
+	M_CH_RDMA_WRITE,
+	M_CH_CREDITS,
+	M_CH_SEND_CREDITS,
+	M_CH_RECV_CREDITS,
+	M_CH_IN_FLIGHT,
+	M_CH_MW_BOUND,
+	M_CH_MW_INV_REMOTE,
+	M_CH_MW_INV_LOCAL,
+	M_CH_FALLBACK,
+	M_CH_RECONNECTS,
+	M_CH_FAILOVERS,
+	M_CH_REPLAYS,
+	M_CH_LATENCY,
+	M_COUNT
+};
+
+/* Every metric of `stats prometheus`, in output order: the one list.
+ * smbrdmactl(8) documents each under PROMETHEUS METRICS and
+ * tests/integration/test_smbrdmactl.py checks this table, the man page and
+ * the output against each other (it reads the names from the lines below:
+ * keep one {"smbrdma_...", PROM_...} per line). */
+static const struct {
+	const char *name;
+	enum prom_type type;
+	const char *help;
+} prom_metrics[M_COUNT] = {
+    [M_MOUNT_INFO] = {"smbrdma_mount_info", PROM_GAUGE, "The mount: always 1, facts as labels."},
+    [M_PAYLOAD_COPIED] = {"smbrdma_payload_copied_bytes_total", PROM_COUNTER,
+                          "READ and WRITE payload the daemon copied between buffers."},
+    [M_LEASES_GRANTED] = {"smbrdma_leases_granted_total", PROM_COUNTER,
+                          "Opens the server granted a lease."},
+    [M_LEASE_BREAKS] = {"smbrdma_lease_breaks_total", PROM_COUNTER,
+                        "Lease break notifications received."},
+    [M_LEASE_BREAK_ACKS] = {"smbrdma_lease_break_acks_total", PROM_COUNTER,
+                            "Lease breaks acknowledged and accepted by the server."},
+    [M_WITNESS_EVENTS] = {"smbrdma_witness_events_total", PROM_COUNTER,
+                          "Service Witness notifications received."},
+    [M_WITNESS_MOVES] = {"smbrdma_witness_moves_total", PROM_COUNTER,
+                         "Witness notifications that moved the session to another address."},
+    [M_CH_INFO] = {"smbrdma_channel_info", PROM_GAUGE,
+                   "A channel: always 1, its addresses and state as labels."},
+    [M_CH_UP] = {"smbrdma_channel_up", PROM_GAUGE, "1 while the channel carries requests."},
+    [M_CH_REQUESTS] = {"smbrdma_channel_requests_total", PROM_COUNTER,
+                       "SMB2 messages sent on the channel."},
+    [M_CH_COMMANDS] = {"smbrdma_channel_commands_total", PROM_COUNTER,
+                       "SMB2 commands sent on the channel, by command."},
+    [M_CH_SENT] = {"smbrdma_channel_sent_bytes_total", PROM_COUNTER,
+                   "Bytes sent inline, SMB2 headers included."},
+    [M_CH_RECEIVED] = {"smbrdma_channel_received_bytes_total", PROM_COUNTER,
+                       "Bytes received inline, SMB2 headers included."},
+    [M_CH_RDMA_READ] = {"smbrdma_channel_rdma_read_bytes_total", PROM_COUNTER,
+                        "WRITE payload the server moved by RDMA Read."},
+    [M_CH_RDMA_WRITE] = {"smbrdma_channel_rdma_write_bytes_total", PROM_COUNTER,
+                         "READ payload the server moved by RDMA Write."},
+    [M_CH_CREDITS] = {"smbrdma_channel_credits", PROM_GAUGE, "SMB2 credits available now."},
+    [M_CH_SEND_CREDITS] = {"smbrdma_channel_send_credits", PROM_GAUGE,
+                           "SMB Direct send credits available now."},
+    [M_CH_RECV_CREDITS] = {"smbrdma_channel_recv_credits", PROM_GAUGE,
+                           "SMB Direct receive credits granted to the server now."},
+    [M_CH_IN_FLIGHT] = {"smbrdma_channel_in_flight", PROM_GAUGE,
+                        "SMB2 messages sent and unanswered, or waiting for credits."},
+    [M_CH_MW_BOUND] = {"smbrdma_channel_mw_bound_total", PROM_COUNTER,
+                       "Memory windows bound for one I/O's buffer."},
+    [M_CH_MW_INV_REMOTE] = {"smbrdma_channel_mw_invalidated_remote_total", PROM_COUNTER,
+                            "Memory windows the server invalidated."},
+    [M_CH_MW_INV_LOCAL] = {"smbrdma_channel_mw_invalidated_local_total", PROM_COUNTER,
+                           "Memory windows the client invalidated itself."},
+    [M_CH_FALLBACK] = {"smbrdma_channel_offload_fallback_inline_total", PROM_COUNTER,
+                       "READs and WRITEs meant for RDMA that went inline."},
+    [M_CH_RECONNECTS] = {"smbrdma_channel_reconnects_total", PROM_COUNTER,
+                         "1 when the channel was opened by a reconnect."},
+    [M_CH_FAILOVERS] = {"smbrdma_channel_failovers_total", PROM_COUNTER,
+                        "Requests in flight when the channel died, replayed on another."},
+    [M_CH_REPLAYS] = {"smbrdma_channel_replays_total", PROM_COUNTER,
+                      "Requests taken over from a dead channel and sent again here."},
+    [M_CH_LATENCY] = {"smbrdma_channel_request_latency_seconds", PROM_HISTOGRAM,
+                      "Time from submission to answer of the requests answered."},
+};
+
+static const char *const command_names[SMB_STATS_COMMANDS] = {
+    "NEGOTIATE",     "SESSION_SETUP", "LOGOFF",   "TREE_CONNECT", "TREE_DISCONNECT",
+    "CREATE",        "CLOSE",         "FLUSH",    "READ",         "WRITE",
+    "LOCK",          "IOCTL",         "CANCEL",   "ECHO",         "QUERY_DIRECTORY",
+    "CHANGE_NOTIFY", "QUERY_INFO",    "SET_INFO", "OPLOCK_BREAK"};
+
+/* A label value: backslash, double quote and newline escaped. */
+static void prom_value_str(struct outbuf *o, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			out_add(o, "\\\\", 2);
+		else if (*s == '"')
+			out_add(o, "\\\"", 2);
+		else if (*s == '\n')
+			out_add(o, "\\n", 2);
+		else
+			out_add(o, s, 1);
+	}
+}
+
+static void prom_head(struct outbuf *o, enum prom_id id)
+{
+	static const char *const types[] = {"counter", "gauge", "histogram"};
+
+	out_printf(o, "# HELP %s %s\n# TYPE %s %s\n", prom_metrics[id].name, prom_metrics[id].help,
+	           prom_metrics[id].name, types[prom_metrics[id].type]);
+}
+
+/* One sample: NAME SUFFIX{mount="...",channel="...",transport="...",
+ * k="v"...} VALUE, with ch < 0 for a mount-wide one; kv is NULL-ended
+ * name, value pairs (may be NULL). */
+static void prom_sample(struct outbuf *o, const struct smb_ctl *ctl, enum prom_id id,
+                        const char *suffix, int ch, const struct smb_channel_stats *cs,
+                        const char *const *kv, const char *value)
+{
+	out_add(o, prom_metrics[id].name, strlen(prom_metrics[id].name));
+	out_add(o, suffix, strlen(suffix));
+	out_add(o, "{mount=\"", 8);
+	prom_value_str(o, ctl->mountpoint);
+	out_add(o, "\"", 1);
+	if (ch >= 0) {
+		out_printf(o, ",channel=\"%d\",transport=\"", ch);
+		prom_value_str(o, cs->transport);
+		out_add(o, "\"", 1);
+	}
+	for (; kv && kv[0]; kv += 2) {
+		out_printf(o, ",%s=\"", kv[0]);
+		prom_value_str(o, kv[1]);
+		out_add(o, "\"", 1);
+	}
+	out_printf(o, "} %s\n", value);
+}
+
+static void prom_u64(struct outbuf *o, const struct smb_ctl *ctl, enum prom_id id, int ch,
+                     const struct smb_channel_stats *cs, uint64_t v)
+{
+	char val[24];
+
+	snprintf(val, sizeof(val), "%" PRIu64, v);
+	prom_sample(o, ctl, id, "", ch, cs, NULL, val);
+}
+
+/* Microseconds as seconds, exactly: "0.000512". */
+static void us_to_s(char *out, size_t cap, uint64_t us)
+{
+	snprintf(out, cap, "%" PRIu64 ".%06" PRIu64, us / 1000000u, us % 1000000u);
+}
+
+/* A channel's value of a plain (counter or gauge) channel metric. */
+static uint64_t chan_value(enum prom_id id, const struct smb_channel_stats *c)
+{
+	switch (id) {
+	case M_CH_UP:
+		return strcmp(c->state, "up") == 0;
+	case M_CH_REQUESTS:
+		return c->requests;
+	case M_CH_SENT:
+		return c->bytes_sent;
+	case M_CH_RECEIVED:
+		return c->bytes_received;
+	case M_CH_RDMA_READ:
+		return c->rdma_read_bytes;
+	case M_CH_RDMA_WRITE:
+		return c->rdma_write_bytes;
+	case M_CH_CREDITS:
+		return c->credits;
+	case M_CH_SEND_CREDITS:
+		return c->send_credits;
+	case M_CH_RECV_CREDITS:
+		return c->recv_credits;
+	case M_CH_IN_FLIGHT:
+		return c->in_flight;
+	case M_CH_MW_BOUND:
+		return c->mw_bound;
+	case M_CH_MW_INV_REMOTE:
+		return c->mw_invalidated_remote;
+	case M_CH_MW_INV_LOCAL:
+		return c->mw_invalidated_local;
+	case M_CH_FALLBACK:
+		return c->offload_fallback_inline;
+	case M_CH_RECONNECTS:
+		return c->reconnects;
+	case M_CH_FAILOVERS:
+		return c->failovers;
+	case M_CH_REPLAYS:
+		return c->replays;
+	default:
+		return 0;
+	}
+}
+
+static void render_prometheus(struct outbuf *o, const struct smb_ctl *ctl,
+                              const struct smb_client_stats *st)
+{
+	char dialect[16];
+
+	snprintf(dialect, sizeof(dialect), "%s", smb2_dialect_str(st->dialect));
+	for (int id = 0; id < M_COUNT; id++) {
+		prom_head(o, (enum prom_id)id);
+		switch ((enum prom_id)id) {
+		case M_MOUNT_INFO: {
+			const char *kv[] = {
+			    "server",  ctl->server, "share",   ctl->share,
+			    "dialect", dialect,     "signing", st->signing ? "true" : "false",
+			    NULL};
+			prom_sample(o, ctl, M_MOUNT_INFO, "", -1, NULL, kv, "1");
+			break;
+		}
+		case M_PAYLOAD_COPIED:
+			prom_u64(o, ctl, M_PAYLOAD_COPIED, -1, NULL, st->payload_bytes_copied);
+			break;
+		case M_LEASES_GRANTED:
+			prom_u64(o, ctl, M_LEASES_GRANTED, -1, NULL, st->leases_granted);
+			break;
+		case M_LEASE_BREAKS:
+			prom_u64(o, ctl, M_LEASE_BREAKS, -1, NULL, st->lease_breaks);
+			break;
+		case M_LEASE_BREAK_ACKS:
+			prom_u64(o, ctl, M_LEASE_BREAK_ACKS, -1, NULL, st->lease_break_acks);
+			break;
+		case M_WITNESS_EVENTS:
+			prom_u64(o, ctl, M_WITNESS_EVENTS, -1, NULL, st->witness.events);
+			break;
+		case M_WITNESS_MOVES:
+			prom_u64(o, ctl, M_WITNESS_MOVES, -1, NULL, st->witness.moves);
+			break;
+		case M_CH_INFO:
+			for (int i = 0; i < st->nchannels; i++) {
+				const struct smb_channel_stats *c = &st->channels[i];
+				const char *kv[] = {"local", c->local, "remote", c->remote,
+				                    "state", c->state, NULL};
+				prom_sample(o, ctl, M_CH_INFO, "", i, c, kv, "1");
+			}
+			break;
+		case M_CH_COMMANDS:
+			for (int i = 0; i < st->nchannels; i++) {
+				const struct smb_channel_stats *c = &st->channels[i];
+				for (int k = 0; k < SMB_STATS_COMMANDS; k++) {
+					const char *kv[] = {"command", command_names[k], NULL};
+					char val[24];
+					if (!c->commands[k])
+						continue;
+					snprintf(val, sizeof(val), "%" PRIu64, c->commands[k]);
+					prom_sample(o, ctl, M_CH_COMMANDS, "", i, c, kv, val);
+				}
+			}
+			break;
+		case M_CH_LATENCY:
+			for (int i = 0; i < st->nchannels; i++) {
+				const struct smb_channel_stats *c = &st->channels[i];
+				uint64_t cum = 0;
+				char le[32], val[24];
+				for (int k = 0; k < SMB_LAT_BUCKETS; k++) {
+					const char *kv[] = {"le", le, NULL};
+					cum += c->latency_buckets[k];
+					if (k < SMB_LAT_BUCKETS - 1)
+						us_to_s(le, sizeof(le), UINT64_C(1) << k);
+					else
+						snprintf(le, sizeof(le), "+Inf");
+					snprintf(val, sizeof(val), "%" PRIu64, cum);
+					prom_sample(o, ctl, M_CH_LATENCY, "_bucket", i, c, kv, val);
+				}
+				us_to_s(val, sizeof(val), c->latency_sum_us);
+				prom_sample(o, ctl, M_CH_LATENCY, "_sum", i, c, NULL, val);
+				snprintf(val, sizeof(val), "%" PRIu64, cum);
+				prom_sample(o, ctl, M_CH_LATENCY, "_count", i, c, NULL, val);
+			}
+			break;
+		default:
+			for (int i = 0; i < st->nchannels; i++)
+				prom_u64(o, ctl, (enum prom_id)id, i, &st->channels[i],
+				         chan_value((enum prom_id)id, &st->channels[i]));
+			break;
+		}
+	}
+}
+
 /* "commands": {"CREATE": n, ...}, the commands sent at least once. */
 static void json_commands(struct outbuf *o, bool *first, const uint64_t *n)
 {
-	static const char *const names[SMB_STATS_COMMANDS] = {
-	    "NEGOTIATE",     "SESSION_SETUP", "LOGOFF",   "TREE_CONNECT", "TREE_DISCONNECT",
-	    "CREATE",        "CLOSE",         "FLUSH",    "READ",         "WRITE",
-	    "LOCK",          "IOCTL",         "CANCEL",   "ECHO",         "QUERY_DIRECTORY",
-	    "CHANGE_NOTIFY", "QUERY_INFO",    "SET_INFO", "OPLOCK_BREAK"};
 	bool f = true;
 
 	json_key(o, first, "commands");
 	out_add(o, "{", 1);
 	for (int i = 0; i < SMB_STATS_COMMANDS; i++)
 		if (n[i])
-			json_ku64(o, &f, names[i], n[i]);
+			json_ku64(o, &f, command_names[i], n[i]);
 	out_add(o, "}", 1);
 }
 
@@ -373,6 +664,12 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 			json_ku64(o, &f, "mw_invalidated_remote", ch->mw_invalidated_remote);
 			json_ku64(o, &f, "mw_invalidated_local", ch->mw_invalidated_local);
 			json_ku64(o, &f, "offload_fallback_inline", ch->offload_fallback_inline);
+			json_ku64(o, &f, "in_flight", ch->in_flight);
+			json_key(o, &f, "latency_us_buckets");
+			for (int k = 0; k < SMB_LAT_BUCKETS; k++)
+				out_printf(o, "%s%" PRIu64, k ? "," : "[", ch->latency_buckets[k]);
+			out_add(o, "]", 1);
+			json_ku64(o, &f, "latency_us_sum", ch->latency_sum_us);
 		}
 		json_ku64(o, &f, "reconnects", ch->reconnects);
 		json_ku64(o, &f, "failovers", ch->failovers);
@@ -608,8 +905,13 @@ static char *answer(struct smb_ctl *ctl, const char *line, size_t *len)
 		               "dfs)\n");
 		goto done;
 	}
-	if (n > 2 || (n == 2 && strcmp(fmt, "json") != 0 && strcmp(fmt, "text") != 0)) {
-		out_printf(&o, "error: unknown format (known: json, text)\n");
+	bool prom = n == 2 && strcmp(fmt, "prometheus") == 0;
+	if (n > 2 || (n == 2 && strcmp(fmt, "json") != 0 && strcmp(fmt, "text") != 0 && !prom)) {
+		out_printf(&o, "error: unknown format (known: json, text, prometheus)\n");
+		goto done;
+	}
+	if (prom && c != CTL_STATS) {
+		out_printf(&o, "error: only stats has the prometheus format\n");
 		goto done;
 	}
 	int dropped = -1;
@@ -618,7 +920,9 @@ static char *answer(struct smb_ctl *ctl, const char *line, size_t *len)
 		    smb_client_reconnect_now(ctl->client, "reconnect requested by smbrdmactl");
 	smb_client_get_stats(ctl->client, &st);
 	smb_client_get_info(ctl->client, &info);
-	if (n == 2 && strcmp(fmt, "text") == 0) {
+	if (prom) {
+		render_prometheus(&o, ctl, &st);
+	} else if (n == 2 && strcmp(fmt, "text") == 0) {
 		if (dropped >= 0)
 			out_printf(&o, "%d channel%s dropped; the session is being built again\n\n",
 			           dropped, dropped == 1 ? "" : "s");

@@ -5,8 +5,10 @@
  * path inside the mount returns), so a tool finds the daemon from the mount
  * point alone.  Directory 0755, socket 0600: root only.
  *
- * Protocol: one request line per connection ("stats", "channels", "debug"
- * or "reconnect", optionally followed by " json" (the default) or " text"), one
+ * Protocol: one request line per connection ("stats", "channels", "debug",
+ * "reconnect" or "dfs", optionally followed by " json" (the default),
+ * " text" or, for "stats" only, " prometheus": the Prometheus text
+ * exposition format, whose metrics fuse/ctl.c lists in prom_metrics[]), one
  * reply, then the daemon closes.  A reply that starts with "error: " is a
  * failure.  Replies never carry a password or key material.
  *

@@ -176,3 +176,284 @@ def test_errors():
     assert run_ctl("frobnicate", "/tmp").returncode == 2
     assert run_ctl("stats").returncode == 2
     assert run_ctl("stats", "/tmp", "--bogus").returncode == 2
+
+
+# ---- issue 25: stats --prometheus and top ------------------------------------------
+
+CTL_C = os.path.join(REPO, "fuse", "ctl.c")
+PROM_TYPES = ("counter", "gauge", "histogram")
+# A sample line of the text exposition format: name, {labels} (values quoted,
+# with \\ \" \n escapes), one value.
+SAMPLE_RE = re.compile(
+    r'([a-zA-Z_:][a-zA-Z0-9_:]*)'
+    r'(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
+    r'(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*")*)?\})? '
+    r'([-+]?(?:[0-9.]+(?:[eE][-+]?[0-9]+)?|Inf|NaN))')
+
+
+def documented_metrics():
+    """{name: (type, [labels])} from the man page's PROMETHEUS METRICS
+    section: '.TP/.B name', then 'TYPE; labels a, b, c: meaning'."""
+    lines = open(MAN).read().splitlines()
+    metrics, inside = {}, False
+    for i, line in enumerate(lines):
+        if line.startswith(".SH"):
+            inside = line.strip() == ".SH PROMETHEUS METRICS"
+            continue
+        if inside and line == ".TP" and lines[i + 1].startswith(".B smbrdma_"):
+            name = lines[i + 1][3:].strip()
+            m = re.match(r"(\w+); labels ([a-z_, ]+):", lines[i + 2])
+            assert m, f"man page: metric {name} has no 'type; labels ...:' ({lines[i + 2]!r})"
+            assert m.group(1) in PROM_TYPES, f"man page: {name}: type {m.group(1)}"
+            metrics[name] = (m.group(1), [x.strip() for x in m.group(2).split(",")])
+    return metrics
+
+
+def code_metrics():
+    """{name: type} from fuse/ctl.c's prom_metrics[] table, the one list the
+    daemon prints."""
+    src = open(CTL_C).read()
+    found = re.findall(r'\{"(smbrdma_\w+)",\s*PROM_(COUNTER|GAUGE|HISTOGRAM)', src)
+    return {n: t.lower() for n, t in found}
+
+
+def prometheus_text(path):
+    r = run_ctl("stats", path, "--prometheus")
+    assert r.returncode == 0, f"smbrdmactl stats --prometheus failed: {r.stderr}"
+    return r.stdout
+
+
+def check_exposition(text):
+    """The text format, strictly: HELP then TYPE before a metric's samples,
+    each metric once, every other line a well-formed sample of the metric
+    just typed. Returns {name: (type, [sample (name, labels-string, value)])}."""
+    out, cur = {}, None
+    lines = text.splitlines()
+    assert text.endswith("\n") and all(lines), "blank or unterminated line"
+    for i, line in enumerate(lines):
+        if line.startswith("# HELP "):
+            name = line.split()[2]
+            assert name not in out, f"{name} twice"
+            assert lines[i + 1].startswith(f"# TYPE {name} "), f"no TYPE after HELP {name}"
+            assert len(line.split(None, 3)) == 4, f"empty HELP for {name}"
+            continue
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            assert kind in PROM_TYPES, line
+            out[name] = (kind, [])
+            cur = name
+            continue
+        assert not line.startswith("#"), line
+        m = SAMPLE_RE.fullmatch(line)
+        assert m, f"not a sample line: {line!r}"
+        kind = out[cur][0]
+        suffixes = ("_bucket", "_sum", "_count") if kind == "histogram" else ("",)
+        assert m.group(1) in [cur + s for s in suffixes], f"{m.group(1)} under TYPE {cur}"
+        out[cur][1].append((m.group(1), m.group(2) or "", m.group(3)))
+    return out
+
+
+def parsed_families(text):
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        import pytest
+        pytest.skip("python3-prometheus-client is not installed (tools/install-deps)")
+    fams = {}
+    for f in text_string_to_metric_families(text):
+        # the parser names a counter's family without its _total
+        name = f.name + "_total" if f.type == "counter" else f.name
+        fams[name] = f
+    return fams
+
+
+def test_prometheus_metrics_documented_and_in_code():
+    doc, code = documented_metrics(), code_metrics()
+    assert len(code) >= 20, f"fuse/ctl.c: prom_metrics[] not found ({code})"
+    assert set(doc) == set(code), (
+        f"in smbrdmactl(8) only: {sorted(set(doc) - set(code))}, "
+        f"in fuse/ctl.c only: {sorted(set(code) - set(doc))}")
+    for name, (kind, labels) in doc.items():
+        assert code[name] == kind, f"{name}: man page says {kind}, code {code[name]}"
+        assert name.startswith("smbrdma_")
+        assert name.endswith("_total") == (kind == "counter"), f"{name}: counter ⇔ _total"
+        assert labels[0] == "mount", name
+        if name.startswith("smbrdma_channel_"):
+            assert labels[:3] == ["mount", "channel", "transport"], name
+
+
+def test_stats_prometheus(samba, mount_factory, tmp_path):
+    m = mount_factory(samba)
+    with open(os.path.join(m.path, "p.bin"), "wb") as f:
+        f.write(os.urandom(3 * MIB))
+    os.listdir(m.path)
+    text = prometheus_text(m.path)
+    strict = check_exposition(text)
+    fams = parsed_families(text)
+    doc = documented_metrics()
+    assert set(strict) == set(doc), (
+        f"printed, not documented: {sorted(set(strict) - set(doc))}; "
+        f"documented, not printed: {sorted(set(doc) - set(strict))}")
+    assert set(fams) == set(doc), sorted(set(fams) ^ set(doc))
+    mnt = os.path.realpath(m.path)
+    for name, (kind, labels) in doc.items():
+        f = fams[name]
+        assert f.type == kind, f"{name}: printed as {f.type}, documented {kind}"
+        assert f.samples, f"{name}: no sample"
+        for s in f.samples:
+            want = set(labels) | ({"le"} if s.name.endswith("_bucket") else set())
+            assert set(s.labels) == want, f"{name}: labels {sorted(s.labels)}, want {want}"
+            assert s.labels["mount"] == mnt
+            assert s.value >= 0, s
+    # the same numbers as --json
+    js = ctl_json("stats", m.path)
+
+    def chan(name, ch=0, **kw):
+        v = [s.value for s in fams[name].samples
+             if s.labels.get("channel") == str(ch) and
+             all(s.labels.get(k) == v for k, v in kw.items())]
+        assert len(v) == 1, (name, v)
+        return v[0]
+    j0 = js["channels"][0]
+    info = fams["smbrdma_mount_info"].samples[0].labels
+    assert (info["server"], info["share"], info["dialect"]) == \
+        (samba.host, samba.share, js["dialect"])
+    ch_info = fams["smbrdma_channel_info"].samples[0].labels
+    assert (ch_info["transport"], ch_info["remote"], ch_info["state"]) == \
+        (j0["transport"], j0["remote"], "up")
+    assert chan("smbrdma_channel_up") == 1
+    # counters only grow between the --prometheus and the --json answer
+    for prom, key in (("smbrdma_channel_requests_total", "requests"),
+                      ("smbrdma_channel_sent_bytes_total", "bytes_sent"),
+                      ("smbrdma_channel_received_bytes_total", "bytes_received")):
+        assert 0 < chan(prom) <= j0[key], (prom, chan(prom), j0[key])
+    assert chan("smbrdma_channel_sent_bytes_total") > 3 * MIB
+    assert chan("smbrdma_channel_commands_total", command="WRITE") >= 3
+    # the latency histogram: cumulative, ends in +Inf == _count, some requests
+    buckets = [s for s in fams["smbrdma_channel_request_latency_seconds"].samples
+               if s.name.endswith("_bucket") and s.labels["channel"] == "0"]
+    les = [s.labels["le"] for s in buckets]
+    assert les[-1] == "+Inf" and len(les) == 26
+    assert [float(x) for x in les[:-1]] == [2 ** k / 1e6 for k in range(25)]
+    counts = [s.value for s in buckets]
+    assert counts == sorted(counts)
+    total = [s.value for s in fams["smbrdma_channel_request_latency_seconds"].samples
+             if s.name.endswith("_count") and s.labels["channel"] == "0"][0]
+    lsum = [s.value for s in fams["smbrdma_channel_request_latency_seconds"].samples
+            if s.name.endswith("_sum") and s.labels["channel"] == "0"][0]
+    assert counts[-1] == total >= chan("smbrdma_channel_commands_total", command="WRITE")
+    assert 0 < lsum < total * 30, (lsum, total)
+    # and in JSON: per bucket, not cumulative; as many as the answers
+    assert len(j0["latency_us_buckets"]) == 26
+    assert sum(j0["latency_us_buckets"]) >= total
+    assert j0["latency_us_sum"] >= lsum * 1e6 - 1
+    # --prometheus goes with stats only, and not with --json
+    assert run_ctl("channels", m.path, "--prometheus").returncode == 2
+    assert run_ctl("stats", m.path, "--prometheus", "--json").returncode == 2
+
+
+def tmux(*args, check=True):
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=20,
+                          check=check)
+
+
+TOP_HEAD = ["CH", "TRANSPORT", "REMOTE", "IOPS", "RD_MiB/s", "WR_MiB/s", "P50_ms", "P99_ms",
+            "CREDITS", "INFLIGHT", "RDMA_MiB/s", "INLINE_MiB/s", "FAILOVERS"]
+
+
+def top_rows(screen):
+    """{CH: {column: cell}} of the last refresh on the screen."""
+    lines = screen.splitlines()
+    heads = [i for i, ln in enumerate(lines) if ln.split() == TOP_HEAD]
+    assert heads, f"no header row on the screen:\n{screen}"
+    rows = {}
+    for ln in lines[heads[-1] + 1:]:
+        cells = ln.split()
+        if not cells:
+            break
+        if cells[0] == "ALL":  # empty transport and remote
+            cells = ["ALL", "", ""] + cells[1:]
+        assert len(cells) == len(TOP_HEAD), f"row {ln!r}"
+        rows[cells[0]] = dict(zip(TOP_HEAD, cells))
+    return rows
+
+
+def stop_group(p):
+    """End the shell loop and the dd it runs (its own process group)."""
+    import signal
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait(timeout=30)
+
+
+def test_top_moves_during_a_copy(samba, mount_factory, tmp_path):
+    import shutil
+    import time
+    import pytest
+    if not shutil.which("tmux"):
+        pytest.skip("tmux is not installed (tools/install-deps)")
+    m = mount_factory(samba)
+    os.listdir(m.path)
+    sess = f"smbrdmactl-top-{os.getpid()}"
+    tmux("new-session", "-d", "-s", sess, "-x", "200", "-y", "30",
+         f"{ctl_binary()} top {m.path} --interval 0.5; sleep 60")
+    copy = None
+    try:
+        time.sleep(1.5)
+        idle = top_rows(tmux("capture-pane", "-p", "-t", sess).stdout)
+        assert "0" in idle and "ALL" in idle, idle
+        assert idle["0"]["TRANSPORT"] == "tcp"
+        # copies of 32 MiB, each flushed, one after the other until stopped:
+        # the writing outlasts the captures whatever the machine's speed
+        copy = subprocess.Popen(
+            ["sh", "-c", f"while :; do dd if=/dev/zero of={m.path}/big bs=1M count=32 "
+             "conv=fsync status=none || exit 1; done"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        screens = []
+        for _ in range(3):
+            time.sleep(1.2)
+            assert copy.poll() is None, f"the copy failed: {copy.stderr.read()}"
+            screens.append(tmux("capture-pane", "-p", "-t", sess).stdout)
+        stop_group(copy)
+        copy = None
+        seen = [top_rows(s) for s in screens]
+        for rows in seen:
+            ch = rows["0"]
+            assert float(ch["WR_MiB/s"]) > 0.5, ch
+            assert float(ch["IOPS"]) > 0, ch
+            assert float(ch["INLINE_MiB/s"]) >= float(ch["WR_MiB/s"]), ch
+            assert ch["P50_ms"] != "-" and float(ch["P99_ms"]) >= float(ch["P50_ms"]), ch
+            assert float(rows["ALL"]["WR_MiB/s"]) >= float(ch["WR_MiB/s"]) - 0.01
+        # the numbers move from one refresh to the next
+        assert len({(r["0"]["IOPS"], r["0"]["WR_MiB/s"]) for r in seen}) >= 2, screens
+        assert [ln for ln in screens[-1].splitlines() if ln.strip()][0].startswith(m.path)
+    finally:
+        if copy:
+            stop_group(copy)
+        tmux("kill-session", "-t", sess, check=False)
+
+
+def test_top_plain_and_mount_gone(samba, mount_factory):
+    m = mount_factory(samba)
+    os.listdir(m.path)
+    r = run_ctl("top", m.path, "--interval", "0.2", "--count", "2")
+    assert r.returncode == 0, r.stderr
+    assert "\033[" not in r.stdout, "screen control codes when not on a terminal"
+    frames = [f for f in r.stdout.split("\n\n") if f.strip()]
+    assert len(frames) == 2, r.stdout
+    for f in frames:
+        assert "0" in top_rows(f)
+    # the mount disappears under a running top
+    p = subprocess.Popen([ctl_binary(), "top", m.path, "--interval", "0.2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    import time
+    time.sleep(0.7)
+    m.stop()
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 1, (p.returncode, err)
+    assert "the mount is gone" in err, err
+    for bad in (("--interval", "0"), ("--interval", "x"), ("--count", "0"), ("--json",)):
+        assert run_ctl("top", "/tmp", *bad).returncode == 2, bad
+    assert run_ctl("stats", "/tmp", "--count", "1").returncode == 2
