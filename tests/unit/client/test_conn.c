@@ -1239,6 +1239,41 @@ static void test_fake_clock_deadline(void)
 	CHECK_EQ(fk.cancelled, 1);
 }
 
+/* The latency histogram on the fake clock: every answered request lands in
+ * the log2 microsecond bucket of its time from submission to answer, the
+ * sum adds up, and a request that fails without an answer is not counted. */
+static void test_fake_clock_latency_histogram(void)
+{
+	fake_env_reset();
+	struct smb_conn *c = open_fake_conn(2000);
+	uint8_t m[128];
+	struct result r0, r1, r2;
+	result_init(&r0);
+	result_init(&r1);
+	result_init(&r2);
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r0, 1)), 0);
+	advance(3); /* 3000 us: more than 2^11, at most 2^12 */
+	deliver_sync(m, make_rsp(m, SMB2_ECHO, the_fake->sent[0].message_id, 0, 10, 0, 0, 0));
+	CHECK_EQ(calls_of(&r0), 1);
+	CHECK_EQ(r0.err, 0);
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r1, 1)), 0); /* answered at once: 0 us */
+	deliver_sync(m, make_rsp(m, SMB2_ECHO, the_fake->sent[1].message_id, 0, 1, 0, 0, 0));
+	CHECK_EQ(calls_of(&r1), 1);
+	CHECK_EQ(smb_conn_submit(c, echo_req(c, &r2, 1)), 0); /* never answered */
+	advance(3000);
+	CHECK_EQ(calls_of(&r2), 1);
+	CHECK_EQ(r2.err, -ETIMEDOUT);
+	uint64_t total = 0;
+	for (int k = 0; k < SMB_CONN_LAT_BUCKETS; k++) {
+		uint64_t n = __atomic_load_n(&c->st_lat_buckets[k], __ATOMIC_RELAXED);
+		CHECK_EQ(n, (uint64_t)(k == 0 || k == 12));
+		total += n;
+	}
+	CHECK_EQ(total, 2);
+	CHECK_EQ(__atomic_load_n(&c->st_lat_sum_us, __ATOMIC_RELAXED), 3000);
+	smb_conn_close(c);
+}
+
 /* Keepalive on the fake clock: an ECHO after echo_ms with nothing received;
  * an answer restarts the wait; an ECHO unanswered for echo_ms drops the
  * channel. */
@@ -1400,6 +1435,7 @@ int main(void)
 	RUN(test_read_placed_revoked);
 	RUN(test_fake_clock_deadline);
 	RUN(test_fake_clock_keepalive);
+	RUN(test_fake_clock_latency_histogram);
 	RUN(test_fake_clock_resend_later);
 	RUN(test_fake_clock_resend_then_death);
 	RUN(test_fake_clock_dead_before_up);
