@@ -378,14 +378,30 @@ def top_rows(screen):
     return rows
 
 
-def stop_group(p):
-    """End the shell loop and the dd it runs (its own process group)."""
+def copy_loop(mnt, tmp_path, flag):
+    """Copies of 32 MiB into mnt, one after the other until end_copy():
+    the writing outlasts the captures whatever the machine's speed."""
+    stop = tmp_path / "stop-copying"
+    p = subprocess.Popen(
+        ["sh", "-c", f"while [ ! -e {stop} ]; do dd if=/dev/zero of={mnt}/big bs=1M "
+         f"count=32 {flag} status=none || exit 1; done"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    p.stop_file = stop
+    return p
+
+
+def end_copy(p):
+    """Let the running dd finish, then the loop; kill both (their process
+    group) only if that takes over a minute. A dd killed in the middle of a
+    write is left out on purpose: the tests here are about smbrdmactl."""
     import signal
+    p.stop_file.touch()
     try:
+        p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait(timeout=30)
+        p.wait(timeout=30)
+        raise
 
 
 def test_top_moves_during_a_copy(samba, mount_factory, tmp_path):
@@ -405,18 +421,14 @@ def test_top_moves_during_a_copy(samba, mount_factory, tmp_path):
         idle = top_rows(tmux("capture-pane", "-p", "-t", sess).stdout)
         assert "0" in idle and "ALL" in idle, idle
         assert idle["0"]["TRANSPORT"] == "tcp"
-        # copies of 32 MiB, each flushed, one after the other until stopped:
-        # the writing outlasts the captures whatever the machine's speed
-        copy = subprocess.Popen(
-            ["sh", "-c", f"while :; do dd if=/dev/zero of={m.path}/big bs=1M count=32 "
-             "conv=fsync status=none || exit 1; done"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        copy = copy_loop(m.path, tmp_path, "conv=fsync")
         screens = []
         for _ in range(3):
             time.sleep(1.2)
             assert copy.poll() is None, f"the copy failed: {copy.stderr.read()}"
             screens.append(tmux("capture-pane", "-p", "-t", sess).stdout)
-        stop_group(copy)
+        end_copy(copy)
+        assert copy.returncode == 0, copy.stderr.read()
         copy = None
         seen = [top_rows(s) for s in screens]
         for rows in seen:
@@ -431,7 +443,7 @@ def test_top_moves_during_a_copy(samba, mount_factory, tmp_path):
         assert [ln for ln in screens[-1].splitlines() if ln.strip()][0].startswith(m.path)
     finally:
         if copy:
-            stop_group(copy)
+            end_copy(copy)
         tmux("kill-session", "-t", sess, check=False)
 
 
@@ -457,3 +469,31 @@ def test_top_plain_and_mount_gone(samba, mount_factory):
     for bad in (("--interval", "0"), ("--interval", "x"), ("--count", "0"), ("--json",)):
         assert run_ctl("top", "/tmp", *bad).returncode == 2, bad
     assert run_ctl("stats", "/tmp", "--count", "1").returncode == 2
+
+
+def test_top_and_prometheus_multichannel(samba_factory, mount_factory, tmp_path):
+    """Three channels: three rows plus ALL, the sum of theirs; a channel
+    label per channel in the Prometheus text."""
+    srv = samba_factory(extra_global=[
+        "server multi channel support = yes",
+        'interfaces = "127.0.0.1;speed=10000000000,capability=RSS"'])
+    m = mount_factory(srv, options=["max_channels=3"])
+    assert len(ctl_json("stats", m.path)["channels"]) == 3
+    fams = parsed_families(prometheus_text(m.path))
+    assert {s.labels["channel"] for s in fams["smbrdma_channel_requests_total"].samples} == \
+        {"0", "1", "2"}
+    copy = copy_loop(m.path, tmp_path, "oflag=direct")
+    try:
+        r = run_ctl("top", m.path, "--interval", "1", "--count", "1")
+    finally:
+        end_copy(copy)
+    assert copy.returncode == 0, copy.stderr.read()
+    assert r.returncode == 0, r.stderr
+    rows = top_rows(r.stdout)
+    assert set(rows) == {"0", "1", "2", "ALL"}, r.stdout
+    for col in ("IOPS", "WR_MiB/s", "INLINE_MiB/s", "CREDITS", "INFLIGHT"):
+        parts = sum(float(rows[c][col]) for c in "012")
+        # each cell is rounded for display
+        assert abs(float(rows["ALL"][col]) - parts) <= 2, (col, r.stdout)
+    assert float(rows["ALL"]["WR_MiB/s"]) > 1, r.stdout
+    assert sum(float(rows[c]["WR_MiB/s"]) > 0 for c in "012") >= 2, r.stdout
