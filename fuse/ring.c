@@ -479,6 +479,20 @@ static int setup(struct fuse_ring *r, char *err, size_t errlen)
 	unsigned n = r->queues * r->depth;
 	struct io_uring_params p;
 	memset(&p, 0, sizeof(p));
+	/* No DEFER_TASKRUN, COOP_TASKRUN or SINGLE_ISSUER, measured
+	 * (issue 24, a serial getxattr loop the daemon answers itself, and
+	 * 4 of them in parallel; perf stat -e raw_syscalls:sys_enter on the
+	 * daemon).  As it is, the kernel hands a request to an entry in task
+	 * work that interrupts the loop thread (an epoll_wait ends with EINTR,
+	 * or the work runs as a commit's io_uring_enter returns, when the
+	 * next request is already there): 1.2-2.6 system calls per request,
+	 * about one fewer than /dev/fuse in every run (2.2-3.5: epoll_wait,
+	 * read, a read finding nothing, writev).  DEFER_TASKRUN runs that
+	 * work only in an enter with GETEVENTS, so it needs an eventfd, an
+	 * epoll wake-up and such an enter before each request: 3 per request.  COOP_TASKRUN (no IPI
+	 * while the thread runs) and SINGLE_ISSUER (the ring then made on the
+	 * loop thread) changed neither the count nor, beyond this machine's
+	 * noise, the time. */
 	p.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQSIZE;
 	p.cq_entries = 2 * n;
 	int rc = io_uring_queue_init_params(n, &r->ring, &p);
