@@ -354,7 +354,7 @@ static void top_frame(const char *mountpoint, double interval, const struct top_
 	for (int i = 0; i < b->nchannels; i++) {
 		const struct top_chan *n = &b->ch[i], *o = &a->ch[i];
 		struct top_row r = {0};
-		char chs[8];
+		char chs[12]; /* an int in decimal */
 		if (!n->seen)
 			continue;
 		if (!o->seen || strcmp(o->remote, n->remote) != 0)
