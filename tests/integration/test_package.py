@@ -6,7 +6,7 @@ One test runs the whole acceptance sequence:
    HEAD) with `dpkg-buildpackage -us -uc -b`, DEB_BUILD_OPTIONS=nocheck
    (meson's unit suite is run by tests/run-all already; debian/rules runs it
    in an ordinary package build).  The .debs are cached under
-   /var/cache/smbrdma-tests/debs/<hash of HEAD's tree but tests/>/, so a
+   /var/cache/smbrdma-tests/debs/<hash of HEAD's tree but tests/, README.md>/, so a
    rerun on the same sources does not build again (SMBRDMA_PKG_REBUILD=1
    forces it);
 2. lintian on the .changes: any E: or W: fails; an override in
@@ -15,7 +15,7 @@ One test runs the whole acceptance sequence:
    from deb.debian.org; the rootfs tarball is cached under
    /var/cache/smbrdma-tests/) is booted with systemd-nspawn -b (its own PID
    and mount namespaces, the host's network, so the private Samba on
-   127.0.0.1 is reachable; /dev/fuse bound in);
+   127.0.0.1 is reachable; /dev/fuse and /dev/autofs bound in);
 4. inside: `apt-get install ./smbrdma_*.deb ./libsmbrdma1_*.deb` (the real
    apt; bookworm-backports added for libngtcp2-16), an /etc/fstab line of
    type smbrdma with a credentials= file, `mount /mnt/share`, the daemon
@@ -79,12 +79,12 @@ def _machine_reason():
 # -- 1, 2: build and lintian --------------------------------------------------
 
 def _build_debs():
-    # The key: HEAD's tree without tests/ (nothing under tests/ is
-    # installed, and nocheck runs none of it), so committing a test does not
-    # cost a rebuild.
+    # The key: HEAD's tree without tests/ and README.md (neither is in a
+    # package, and nocheck runs no test), so committing a test or a README
+    # edit does not cost a rebuild.
     top = _run(["git", "-C", REPO, "ls-tree", "HEAD"], 30, "git ls-tree").stdout
     key = hashlib.sha256("".join(ln + "\n" for ln in top.splitlines()
-                                 if not ln.endswith("\ttests")).encode()).hexdigest()[:20]
+                                 if not ln.endswith(("\ttests", "\tREADME.md"))).encode()).hexdigest()[:20]
     out = os.path.join(CACHE, "debs", key)
     changes = os.path.join(out, "smbrdma_changes")
     if os.environ.get("SMBRDMA_PKG_REBUILD") != "1" and os.path.exists(changes):
@@ -167,6 +167,10 @@ class Container:
         self.root = root
         argv = ["systemd-nspawn", "-D", root, "--register=no", "--keep-unit", "-b",
                 "--console=passive", "--bind=/dev/fuse"]
+        # systemd supports .automount units only where /dev/autofs exists
+        # ("Operation on or unit type of ... not supported" without it)
+        if os.path.exists("/dev/autofs"):
+            argv.append("--bind=/dev/autofs")
         argv += [f"--bind-ro={src}:{dst}" for src, dst in binds]
         self.log = open(os.path.join(os.path.dirname(root), "nspawn.log"), "w+")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
