@@ -30,9 +30,8 @@ Three tests, in order, on one container (a module fixture does 1-3):
 6. `apt-get purge smbrdma libsmbrdma1`: no smbrdma process left in the
    container, the binaries gone.
 
-Cold (no cached rootfs nor .debs) this took about 15 minutes here on 2
-loaded cores (debootstrap ~5, build ~9 (about 3 with nocheck on an idle
-machine)); warm, about 2 minutes.
+Cold (no cached rootfs nor .debs) about 10-15 minutes here on 2 loaded
+cores (debootstrap 5.5 minutes, the build 2.5-7); warm (both cached) 1m40s.
 """
 
 import hashlib
