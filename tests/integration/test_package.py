@@ -255,7 +255,19 @@ def _wait(cond, timeout, step=0.2):
 
 
 def _numbers(text):
+    """The numbers of a capture, without dates and clock times (top's
+    header has one, which moves by itself)."""
+    text = re.sub(r"\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d", " ", text)
     return re.findall(r"\d+(?:\.\d+)?", text)
+
+
+def _top_all_iops(text):
+    """top's IOPS of the ALL row (the first number on it), None without one."""
+    for ln in text.splitlines():
+        if ln.startswith("ALL"):
+            nums = _numbers(ln)
+            return float(nums[0]) if nums else None
+    return None
 
 
 # -- the tests: one container, three steps in order -----------------------------
@@ -377,6 +389,10 @@ def test_package_1_install_fstab_mount_top(stage):
     assert len({tuple(_numbers(c)) for c in caps}) > 1, \
         f"the numbers did not move during the copy:\n{shown}"
     assert any(float(x) > 0 for c in caps for x in _numbers(c)), f"all zero:\n{shown}"
+    if have_top:
+        busy = [_top_all_iops(c) for c in caps]
+        assert sum(1 for b in busy if b) >= 2, \
+            f"top showed IOPS {busy} in the ALL row during the copy, not twice nonzero:\n{shown}"
     ct.run(["sync", f"{MNT}/big.bin"], timeout=60 * scale)
     server_file = os.path.join(samba.share_path, "big.bin")
     assert os.path.getsize(server_file) == COPY_MIB << 20
