@@ -1105,8 +1105,10 @@ static int run(struct mount_args *a)
 	ctl = start_ctl(&fs, privs, a, &copts);
 	smb_log(LOG_NOTICE, "mounted %s on %s", a->source, a->mountpoint);
 	report("ok");
-	if (!a->foreground)
+	if (!a->foreground) {
 		detach_stdio();
+		setsid(); /* mounted: leave the mount helper's session (see main()) */
+	}
 	/* Signals stay blocked: fuse_pump_wait() takes them synchronously. */
 
 	rc = fuse_pump_start(&pump, se, fs.reqbufs, smb_client_loop(fs.client));
@@ -1206,7 +1208,14 @@ int main(int argc, char **argv)
 		}
 		close(pipefd[0]);
 		report_fd = pipefd[1];
-		setsid();
+		/* No setsid() yet: until the mount is made the daemon (and the
+		 * privileged helper it forks, which mounts) stays in the process
+		 * group of the mount helper that started it.  Under a systemd or
+		 * autofs automount that group is the one the automounter waits
+		 * for; any other process that looks up the mount point while
+		 * the automount is pending (libfuse's stat() of it, mount(2)
+		 * itself) waits for the mount it is making: a deadlock until
+		 * the automount's timeout.  run() calls setsid() once mounted. */
 		if (chdir("/") < 0) {
 			/* cannot happen; the mount point is absolute anyway */
 		}

@@ -399,6 +399,13 @@ static void monitor_serve(struct monitor *mo, char op, struct privs_reply *r, in
 			mo->have_id =
 			    mountinfo_id(mo->mountpoint, &mo->mnt_id, &mo->id_unique) == 0;
 		mo->mounted = res >= 0;
+		/* Made or failed, the mount point's lookups are done: leave
+		 * the mount helper's session, as the daemon does once it has
+		 * answered (fuse/main.c main(): an automounter waits for that
+		 * process group, and a terminal's hangup would reach it).  Not
+		 * in the foreground, where the daemon keeps its session too. */
+		if (!mo->o->foreground)
+			setsid();
 		break;
 	case PRIVS_READAHEAD:
 		if (!first_after_mount(mo, &mo->ra_done, r))
