@@ -1210,12 +1210,13 @@ int main(int argc, char **argv)
 		report_fd = pipefd[1];
 		/* No setsid() yet: until the mount is made the daemon (and the
 		 * privileged helper it forks, which mounts) stays in the process
-		 * group of the mount helper that started it.  Under a systemd or
-		 * autofs automount that group is the one the automounter waits
-		 * for; any other process that looks up the mount point while
-		 * the automount is pending (libfuse's stat() of it, mount(2)
-		 * itself) waits for the mount it is making: a deadlock until
-		 * the automount's timeout.  run() calls setsid() once mounted. */
+		 * group of the mount helper that started it.  Under a systemd
+		 * automount a lookup of the mount point from a new session
+		 * waits for the pending automount, the one being made here
+		 * (libfuse's stat() of it did: a deadlock until the automount's
+		 * 60 s timeout, tests/integration/test_package.py); from the
+		 * mount helper's group it does not.  run() calls setsid() once
+		 * mounted. */
 		if (chdir("/") < 0) {
 			/* cannot happen; the mount point is absolute anyway */
 		}

@@ -25,8 +25,7 @@ Three tests, in order, on one container (a module fixture does 1-3):
    on the Samba share's directory; `umount`;
 5. systemd: the README's fstab line with noauto,x-systemd.automount: the
    automount unit is started, the first access mounts, a file goes through,
-   stopping the units unmounts and the daemon exits.  This does not work
-   yet (xfail, strict; see the test);
+   stopping the units unmounts and the daemon exits;
 6. `apt-get purge smbrdma libsmbrdma1`: no smbrdma process left in the
    container, the binaries gone.
 
@@ -402,22 +401,16 @@ def test_package_1_install_fstab_mount_top(stage):
     assert _wait(lambda: not _daemon_pids(ct), 15 * scale), "daemon left after umount"
 
 
-# What happens today: systemd starts mnt-share.mount on the first access; the
-# daemon connects, then its root monitor (fuse/privs.c) calls
-# fuse_session_mount(), whose stat() of the mount point (by what the journal
-# shows) waits on the autofs trigger that is itself waiting for this mount: after 60 s the daemon
-# reports "the privileged helper (pid N) did not answer", libfuse "failed to
-# access mountpoint /mnt/share: No such device", and the access fails.
-# strict: when the daemon is fixed this XPASSes and fails, so the mark goes.
+# Under an automount the daemon and its root monitor must stay in the mount
+# helper's process group until the mount is made (fuse/main.c main()): when
+# they setsid() at once, the monitor's fuse_session_mount() stat()s the
+# mount point from a new session and waits on the pending automount it is
+# making; after 60 s the daemon reported "the privileged helper (pid N) did
+# not answer", libfuse "failed to access mountpoint /mnt/share: No such
+# device", and the access failed (seen here before that fix).
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_package_2_systemd_automount(stage, request):
-    # marked here, after the fixture: a failing build or boot is an error,
-    # not this expected failure
-    request.applymarker(pytest.mark.xfail(
-        strict=True, raises=AssertionError,
-        reason="x-systemd.automount deadlocks: the monitor's fuse_session_mount() "
-               "stat()s the autofs trigger it is mounting"))
+def test_package_2_systemd_automount(stage):
     ct, samba, scale = stage.ct, stage.samba, stage.scale
     assert getattr(stage, "line", None), "test_package_1 did not get to the fstab line"
     with open(ct.path("/etc/fstab"), "w") as f:
