@@ -257,8 +257,8 @@ def parsed_families(text):
     try:
         from prometheus_client.parser import text_string_to_metric_families
     except ImportError:
-        import pytest
-        pytest.skip("python3-prometheus-client is not installed (tools/install-deps)")
+        # tools/install-deps installs it: its absence is a setup error
+        raise AssertionError("python3-prometheus-client is not installed (tools/install-deps)")
     fams = {}
     for f in text_string_to_metric_families(text):
         # the parser names a counter's family without its _total
@@ -407,9 +407,8 @@ def end_copy(p):
 def test_top_moves_during_a_copy(samba, mount_factory, tmp_path):
     import shutil
     import time
-    import pytest
-    if not shutil.which("tmux"):
-        pytest.skip("tmux is not installed (tools/install-deps)")
+    # tools/install-deps installs it: its absence is a setup error
+    assert shutil.which("tmux"), "tmux is not installed (tools/install-deps)"
     m = mount_factory(samba)
     os.listdir(m.path)
     sess = f"smbrdmactl-top-{os.getpid()}"
