@@ -344,6 +344,27 @@ static void us_to_s(char *out, size_t cap, uint64_t us)
 	snprintf(out, cap, "%" PRIu64 ".%06" PRIu64, us / 1000000u, us % 1000000u);
 }
 
+/* The mount's value of a plain (counter or gauge) mount metric. */
+static uint64_t mount_value(enum prom_id id, const struct smb_client_stats *st)
+{
+	switch (id) {
+	case M_PAYLOAD_COPIED:
+		return st->payload_bytes_copied;
+	case M_LEASES_GRANTED:
+		return st->leases_granted;
+	case M_LEASE_BREAKS:
+		return st->lease_breaks;
+	case M_LEASE_BREAK_ACKS:
+		return st->lease_break_acks;
+	case M_WITNESS_EVENTS:
+		return st->witness.events;
+	case M_WITNESS_MOVES:
+		return st->witness.moves;
+	default:
+		return 0;
+	}
+}
+
 /* A channel's value of a plain (counter or gauge) channel metric. */
 static uint64_t chan_value(enum prom_id id, const struct smb_channel_stats *c)
 {
@@ -405,22 +426,13 @@ static void render_prometheus(struct outbuf *o, const struct smb_ctl *ctl,
 			break;
 		}
 		case M_PAYLOAD_COPIED:
-			prom_u64(o, ctl, M_PAYLOAD_COPIED, -1, NULL, st->payload_bytes_copied);
-			break;
 		case M_LEASES_GRANTED:
-			prom_u64(o, ctl, M_LEASES_GRANTED, -1, NULL, st->leases_granted);
-			break;
 		case M_LEASE_BREAKS:
-			prom_u64(o, ctl, M_LEASE_BREAKS, -1, NULL, st->lease_breaks);
-			break;
 		case M_LEASE_BREAK_ACKS:
-			prom_u64(o, ctl, M_LEASE_BREAK_ACKS, -1, NULL, st->lease_break_acks);
-			break;
 		case M_WITNESS_EVENTS:
-			prom_u64(o, ctl, M_WITNESS_EVENTS, -1, NULL, st->witness.events);
-			break;
 		case M_WITNESS_MOVES:
-			prom_u64(o, ctl, M_WITNESS_MOVES, -1, NULL, st->witness.moves);
+			prom_u64(o, ctl, (enum prom_id)id, -1, NULL,
+			         mount_value((enum prom_id)id, st));
 			break;
 		case M_CH_INFO:
 			for (int i = 0; i < st->nchannels; i++) {

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,21 @@ static bool label(const char *labels, const char *key, char *out, size_t cap)
 	return false;
 }
 
+/* The plain channel metrics top reads (after "smbrdma_channel_") and where. */
+static const struct {
+	const char *name;
+	size_t off;
+} top_fields[] = {
+    {"requests_total", offsetof(struct top_chan, requests)},
+    {"sent_bytes_total", offsetof(struct top_chan, sent)},
+    {"received_bytes_total", offsetof(struct top_chan, received)},
+    {"rdma_read_bytes_total", offsetof(struct top_chan, rdma_read)},
+    {"rdma_write_bytes_total", offsetof(struct top_chan, rdma_write)},
+    {"credits", offsetof(struct top_chan, credits)},
+    {"in_flight", offsetof(struct top_chan, in_flight)},
+    {"failovers_total", offsetof(struct top_chan, failovers)},
+};
+
 /* Parse the daemon's Prometheus text into snap (only what top shows). */
 static void top_parse(char *text, struct top_snap *snap)
 {
@@ -257,26 +273,16 @@ static void top_parse(char *text, struct top_snap *snap)
 		if (strcmp(name, "info") == 0) {
 			label(labels, "remote", c->remote, sizeof(c->remote));
 			label(labels, "state", c->state, sizeof(c->state));
-		} else if (strcmp(name, "requests_total") == 0) {
-			c->requests = v;
-		} else if (strcmp(name, "sent_bytes_total") == 0) {
-			c->sent = v;
-		} else if (strcmp(name, "received_bytes_total") == 0) {
-			c->received = v;
-		} else if (strcmp(name, "rdma_read_bytes_total") == 0) {
-			c->rdma_read = v;
-		} else if (strcmp(name, "rdma_write_bytes_total") == 0) {
-			c->rdma_write = v;
-		} else if (strcmp(name, "credits") == 0) {
-			c->credits = v;
-		} else if (strcmp(name, "in_flight") == 0) {
-			c->in_flight = v;
-		} else if (strcmp(name, "failovers_total") == 0) {
-			c->failovers = v;
-		} else if (strcmp(name, "request_latency_seconds_bucket") == 0 &&
-		           label(labels, "le", le, sizeof(le)) && c->nbuckets < TOP_MAX_BUCKETS) {
-			c->le[c->nbuckets] = strcmp(le, "+Inf") == 0 ? INFINITY : strtod(le, NULL);
-			c->cum[c->nbuckets++] = v;
+		} else if (strcmp(name, "request_latency_seconds_bucket") == 0) {
+			if (label(labels, "le", le, sizeof(le)) && c->nbuckets < TOP_MAX_BUCKETS) {
+				c->le[c->nbuckets] =
+				    strcmp(le, "+Inf") == 0 ? INFINITY : strtod(le, NULL);
+				c->cum[c->nbuckets++] = v;
+			}
+		} else {
+			for (size_t k = 0; k < sizeof(top_fields) / sizeof(top_fields[0]); k++)
+				if (strcmp(name, top_fields[k].name) == 0)
+					*(double *)((char *)c + top_fields[k].off) = v;
 		}
 	}
 }
