@@ -401,9 +401,10 @@ static void monitor_serve(struct monitor *mo, char op, struct privs_reply *r, in
 		mo->mounted = res >= 0;
 		/* Made or failed, the mount point's lookups are done: leave
 		 * the mount helper's session, as the daemon does once it has
-		 * answered (fuse/main.c main(): an automounter waits for that
-		 * process group, and a terminal's hangup would reach it).  Not
-		 * in the foreground, where the daemon keeps its session too. */
+		 * answered (fuse/main.c main(): under a systemd automount a
+		 * lookup from a new session would have waited for this very
+		 * mount; from now on a terminal's hangup must not reach us).
+		 * Not in the foreground, where the daemon keeps its session. */
 		if (!mo->o->foreground)
 			setsid();
 		break;
