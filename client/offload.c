@@ -17,9 +17,10 @@
  * Never hand back bytes an I/O did not receive: a server announces how much
  * it RDMA-Wrote (DataRemaining) but may have written less.  More than was
  * granted is refused (-EIO); for the rest, the memory it was granted held
- * zeros: pool buffers are cleared after each use (after the callback, off
- * the reply's path; the clear of a 1 MiB buffer costs what a memset of
- * 1 MiB costs, see bench/results), a caller's lent buffer before the grant.
+ * zeros: pool buffers are cleared after each use by the pool's cleaner
+ * thread (offload.h; a 1 MiB memset per I/O kept off the loop thread, which
+ * would otherwise spend it between one reply and the next request), a
+ * caller's lent buffer before the grant.
  *
  * No token (the transport could neither bind a window nor register the
  * buffer for this I/O): the I/O goes inline, the channel counts it
@@ -43,6 +44,8 @@
 #include <talloc.h>
 
 #define POOL_BUFS 32
+
+static void *pool_cleaner(void *arg);
 
 int smb_offload_setup(struct smb_chan *ch, size_t bufsize)
 {
@@ -73,36 +76,124 @@ int smb_offload_setup(struct smb_chan *ch, size_t bufsize)
 	p->bufsize = bufsize;
 	p->nbuf = nbuf;
 	p->nfree = nbuf;
+	p->ndirty = p->clearing = 0;
+	p->stop = p->paused = false;
 	for (int i = 0; i < nbuf; i++)
 		p->free_stack[i] = i;
 	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	pthread_cond_init(&p->idle, NULL);
+	p->cleaner_up = pthread_create(&p->cleaner, NULL, pool_cleaner, p) == 0;
+	if (!p->cleaner_up)
+		smb_warn("%s: no thread to clear RDMA buffers; they are cleared on the I/O path",
+		         ch->c->host);
 	return 0;
 }
 
 void smb_offload_teardown(struct smb_chan *ch)
 {
+	struct smb_offload_pool *p = &ch->pool;
 	/* The transport deregisters its regions when it is destroyed. */
-	if (ch->pool.mem) {
-		pthread_mutex_destroy(&ch->pool.lock);
-		free(ch->pool.mem);
-		ch->pool.mem = NULL;
+	if (p->mem) {
+		if (p->cleaner_up) {
+			pthread_mutex_lock(&p->lock);
+			p->stop = true;
+			pthread_cond_broadcast(&p->cond);
+			pthread_mutex_unlock(&p->lock);
+			pthread_join(p->cleaner, NULL);
+			p->cleaner_up = false;
+		}
+		pthread_cond_destroy(&p->cond);
+		pthread_cond_destroy(&p->idle);
+		pthread_mutex_destroy(&p->lock);
+		free(p->mem);
+		p->mem = NULL;
 	}
 }
 
+/* Takes a buffer: the top of the free stack, or, when that is empty, a
+ * dirty one, cleared here (the I/O pays for one clear rather than going
+ * inline).  NULL when every buffer is out with an I/O. */
 static uint8_t *pool_get(struct smb_offload_pool *p)
 {
 	uint8_t *b = NULL;
+	size_t len = 0;
 	pthread_mutex_lock(&p->lock);
-	if (p->nfree)
+	if (p->nfree) {
 		b = p->mem + (size_t)p->free_stack[--p->nfree] * p->bufsize;
+	} else if (p->ndirty) {
+		p->ndirty--;
+		b = p->mem + (size_t)p->dirty[p->ndirty] * p->bufsize;
+		len = p->dirty_len[p->ndirty];
+		if (!p->ndirty && !p->clearing)
+			pthread_cond_broadcast(&p->idle);
+	}
 	pthread_mutex_unlock(&p->lock);
+	if (len)
+		memset(b, 0, len);
 	return b;
+}
+
+/* A buffer that is all zeros back on the free stack (under p->lock). */
+static void free_push_locked(struct smb_offload_pool *p, uint8_t *b)
+{
+	p->free_stack[p->nfree++] = (int)((b - p->mem) / p->bufsize);
 }
 
 static void pool_put(struct smb_offload_pool *p, uint8_t *b)
 {
 	pthread_mutex_lock(&p->lock);
-	p->free_stack[p->nfree++] = (int)((b - p->mem) / p->bufsize);
+	free_push_locked(p, b);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* The cleaner: clears dirty buffers one at a time, lock dropped while it
+ * clears, until smb_offload_teardown() stops it. */
+static void *pool_cleaner(void *arg)
+{
+	struct smb_offload_pool *p = arg;
+	pthread_setname_np(pthread_self(), "smb-rdma-clear");
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while ((!p->ndirty || p->paused) && !p->stop)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (p->stop)
+			break;
+		p->ndirty--;
+		uint8_t *b = p->mem + (size_t)p->dirty[p->ndirty] * p->bufsize;
+		size_t len = p->dirty_len[p->ndirty];
+		p->clearing++;
+		pthread_mutex_unlock(&p->lock);
+		memset(b, 0, len);
+		pthread_mutex_lock(&p->lock);
+		p->clearing--;
+		free_push_locked(p, b);
+		if (!p->ndirty && !p->clearing)
+			pthread_cond_broadcast(&p->idle);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+void smb_offload_pause_cleaner(struct smb_chan *ch, bool paused)
+{
+	struct smb_offload_pool *p = &ch->pool;
+	if (!p->mem)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->paused = paused;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void smb_offload_wait_clean(struct smb_chan *ch)
+{
+	struct smb_offload_pool *p = &ch->pool;
+	if (!p->mem)
+		return;
+	pthread_mutex_lock(&p->lock);
+	while (p->cleaner_up && !p->paused && (p->ndirty || p->clearing))
+		pthread_cond_wait(&p->idle, &p->lock);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -111,10 +202,21 @@ void smb_offload_stats(struct smb_chan *ch, struct smb_channel_stats *out)
 	out->offload_fallback_inline = __atomic_load_n(&ch->pool.fallback_inline, __ATOMIC_RELAXED);
 }
 
-/* A pool buffer after its I/O: clear what the server or our copy may have
- * written (the buffer's first len bytes), then free it. */
+/* A pool buffer after its I/O: what the server or our copy may have written
+ * (the buffer's first len bytes) is cleared before it is free again, by the
+ * cleaner (offload.h), or here when there is none. */
 static void pool_put_clean(struct smb_offload_pool *p, uint8_t *b, size_t len)
 {
+	pthread_mutex_lock(&p->lock);
+	if (p->cleaner_up) {
+		p->dirty[p->ndirty] = (int)((b - p->mem) / p->bufsize);
+		p->dirty_len[p->ndirty] = len;
+		p->ndirty++;
+		pthread_cond_signal(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	pthread_mutex_unlock(&p->lock);
 	memset(b, 0, len);
 	pool_put(p, b);
 }

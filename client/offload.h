@@ -12,10 +12,19 @@
 
 #define SMB_OFFLOAD_MAX_BUFS 64
 
-/* Buffers registered once with the transport; lock guards the free stack.
- * A free buffer is all zeros: each is cleared after its I/O, so a server
- * that RDMA-Writes less than it announces leaves zeros, never the bytes of
- * an earlier I/O. */
+/* Buffers registered once with the transport; lock guards the free stack
+ * and the dirty list.  A free buffer is all zeros: each is cleared after its
+ * I/O, so a server that RDMA-Writes less than it announces leaves zeros,
+ * never the bytes of an earlier I/O.
+ *
+ * The clearing is off the loop thread: a buffer back from its I/O goes on
+ * the dirty list, and the pool's cleaner thread (started by
+ * smb_offload_setup(), joined by smb_offload_teardown(); one per pool, it
+ * only ever clears dirty buffers and pushes them on the free stack) clears
+ * it.  When the free stack is empty, the thread taking a buffer clears a
+ * dirty one itself, so a buffer is never handed out uncleared and an I/O
+ * never waits for the cleaner.  Without a cleaner (pthread_create failed)
+ * buffers are cleared where they come back, as before. */
 struct smb_offload_pool {
 	uint8_t *mem; /* NULL: no offload on this mount */
 	size_t bufsize;
@@ -23,6 +32,16 @@ struct smb_offload_pool {
 	pthread_mutex_t lock;
 	int nfree;
 	int free_stack[SMB_OFFLOAD_MAX_BUFS];
+	/* Back from their I/O, not yet cleared: index and bytes to clear. */
+	int ndirty;
+	int dirty[SMB_OFFLOAD_MAX_BUFS];
+	size_t dirty_len[SMB_OFFLOAD_MAX_BUFS];
+	int clearing;        /* taken off the dirty list, being cleared */
+	pthread_cond_t cond; /* the cleaner's: the dirty list grew, or stop */
+	pthread_cond_t idle; /* nothing dirty and nothing being cleared */
+	pthread_t cleaner;
+	bool cleaner_up, stop;
+	bool paused; /* tests: smb_offload_pause_cleaner() */
 	/* Atomic.  READ/WRITEs meant for offload that went inline because the
 	 * transport could give no per-I/O token; the first is logged. */
 	uint64_t fallback_inline;
@@ -69,6 +88,12 @@ int smb_offload_write_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t
  * less than it announces leaves behind). */
 int smb_offload_read_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, void *buf,
                           size_t len, smb_read_cb cb, void *arg);
+/* Until every buffer back from an I/O has been cleared and is free (tests:
+ * which buffer the next I/O gets is then the top of the free stack). */
+void smb_offload_wait_clean(struct smb_chan *ch);
+/* Tests: hold the cleaner (buffers back stay dirty, so the next I/O that
+ * finds the free stack empty clears one itself), or let it go on. */
+void smb_offload_pause_cleaner(struct smb_chan *ch, bool paused);
 /* Register with ch's transport every caller region it does not have yet
  * (called under c->chans_lock). */
 int smb_offload_regions_sync(struct smb_chan *ch);

@@ -15,7 +15,9 @@
  *  - rdma_threshold: I/O of at most it, or larger than a pool buffer, goes
  *    inline (Channel none);
  *  - a server that RDMA-Writes less than it announces leaves zeros, not the
- *    bytes of the I/O the pool buffer served before; DataRemaining or
+ *    bytes of the I/O the pool buffer served before, also when the buffer
+ *    has just come back and the cleaner thread has not cleared it yet (the
+ *    next I/O then clears it itself); DataRemaining or
  *    DataLength above the length asked is -EIO; an inline answer to an
  *    offloaded READ is copied and counted;
  *  - every pool buffer busy (the transport holds their tokens): the next
@@ -38,7 +40,9 @@
  *    is back, and succeeds;
  *  - smb_client_destroy() with an offloaded READ unanswered: its callback
  *    runs (with an error) before destroy returns. */
+#include "client/chan.h"
 #include "client/client.h"
+#include "client/client_int.h"
 #include "common/log.h"
 #include "tests/unit/check.h"
 #include "tests/unit/client/engine.h"
@@ -201,13 +205,21 @@ static void read_ok(struct fx *x, uint64_t off, size_t len, size_t want)
 
 /* Every callback queued on the loop before has run, and what ran after it
  * (a pool buffer goes back after its I/O's callback): a small inline READ
- * answered there. */
-static void settle(struct fx *x)
+ * answered there; then every buffer back is cleared (offload.h's cleaner). */
+static void loop_passed(struct fx *x)
 {
 	struct wait w;
 	w_init(&w);
 	CHECK_EQ(smb_read(x->e.c, x->fa, 0, 16, read_cb, &w), 0);
 	CHECK(w_wait(&w));
+}
+
+static void settle(struct fx *x)
+{
+	loop_passed(x);
+	/* and the pools' cleaners have cleared what came back */
+	for (int i = 0; i < __atomic_load_n(&x->e.c->nchans, __ATOMIC_ACQUIRE); i++)
+		smb_offload_wait_clean(x->e.c->chans[i]);
 }
 
 /* A write of len bytes from data to w.bin at off (lent: smb_write_lent);
@@ -475,6 +487,59 @@ static bool reads_done(void *arg)
 	struct peer_stats st;
 	peer_get_stats(r->p, &st);
 	return st.reads >= r->n;
+}
+
+/* Buffers just back from their I/O, not yet cleared by the cleaner or
+ * taken and cleared by the next I/O (the free stack empty: every buffer of a
+ * 4-buffer pool was out): whichever way, a READ the server writes short
+ * never shows the bytes of the I/O before.  Even rounds hold the cleaner,
+ * so the next I/O must clear a dirty buffer itself; odd ones race it. */
+static void test_dirty_buffers_cleared_before_reuse(void)
+{
+	struct peer *p = new_peer();
+	peer_set_limits(p, &(struct peer_limits){.rdma_max_region = 4 * BUF});
+	uint8_t *aa = malloc(IO);
+	memset(aa, 0xAA, IO);
+	peer_add_file(p, "aa.bin", aa, IO);
+	free(aa);
+	struct fx x;
+	if (!fx_up(&x, p, NULL))
+		return;
+	struct smb2_fileid faa = open_file(&x.e, "aa.bin");
+	for (int round = 0; round < 12; round++) { /* the peer keeps 16 hooks */
+		/* all four buffers out at once with 0xAA, then back together */
+		struct rd *held[4];
+		bool paused = round % 2 == 0;
+		for (int i = 0; i < x.e.c->nchans; i++)
+			smb_offload_pause_cleaner(x.e.c->chans[i], paused);
+		peer_rdma_hold(x.e.p, true);
+		for (int i = 0; i < 4; i++) {
+			held[i] = rd_new();
+			CHECK_EQ(smb_read(x.e.c, faa, 0, IO, rd_cb, held[i]), 0);
+		}
+		CHECK(poll_for(reads_done, &(struct reads){x.e.p, 4 * (round + 1)}));
+		peer_rdma_hold(x.e.p, false);
+		for (int i = 0; i < 4; i++) {
+			CHECK(w_wait(&held[i]->w));
+			CHECK_EQ(held[i]->n, IO);
+			free(held[i]);
+		}
+		/* back in the pool (their I/Os' ends have run), but not waiting
+		 * for the cleaner: a buffer dirty or just cleared */
+		loop_passed(&x);
+		int h = hook(&x, SMB2_READ, PEER_RDMA_SHORT, 1000);
+		do_read(&x, x.fa, 0, IO);
+		CHECK_EQ(peer_hook_fired(x.e.p, h), 1);
+		CHECK_EQ(x.r->w.err, 0);
+		CHECK_EQ(x.r->n, IO);
+		CHECK_MEM(x.r->data, a_data, 1000);
+		CHECK(all_of(x.r->data + 1000, 0, IO - 1000));
+		for (int i = 0; i < x.e.c->nchans; i++)
+			smb_offload_pause_cleaner(x.e.c->chans[i], false);
+		settle(&x);
+	}
+	env_close(&x.e, faa);
+	fx_down(&x);
 }
 
 static void test_pool_busy_goes_inline(void)
@@ -796,6 +861,7 @@ int main(void)
 	RUN(test_write_offloaded);
 	RUN(test_threshold);
 	RUN(test_short_rdma_write_leaves_zeros);
+	RUN(test_dirty_buffers_cleared_before_reuse);
 	RUN(test_overclaim_is_eio);
 	RUN(test_pool_busy_goes_inline);
 	RUN(test_no_token_falls_back_inline);
