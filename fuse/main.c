@@ -79,7 +79,7 @@ static void usage(FILE *out)
 	    "  -o OPTIONS  comma-separated: username=, password=, domain=, credentials=,\n"
 	    "              sec=, keytab=, guest, sign, seal, port=, ip=, vers=, uid=, gid=,\n"
 	    "              file_mode=, dir_mode=, noperm, ro, rw, actimeo=, cache=,\n"
-	    "              rsize=, wsize=, soft, hard, timeout=, echo_interval=, rdma,\n"
+	    "              rsize=, wsize=, rasize=, soft, hard, timeout=, echo_interval=, rdma,\n"
 	    "              rdma_threshold=, rdma_channels=, multichannel, max_channels=,\n"
 	    "              interfaces=, nolease, nodfs, witness, nohandlecache, max_cached_dirs=,\n"
 	    "              daemon_user=, nosubtype, debug\n"
@@ -437,6 +437,12 @@ static void opt_escape(char *out, size_t cap, const char *in)
 		out[n++] = *in;
 	}
 	out[n] = '\0';
+}
+
+/* rasize= in KiB, or the default (fuse/options.h). */
+static unsigned readahead_kb(const struct smb_mount_opts *o)
+{
+	return (o->rasize ? o->rasize : SMB_RASIZE_DEFAULT) / 1024;
 }
 
 /* The bdi of our mount, "/sys/class/bdi/MAJ:MIN/read_ahead_kb", found
@@ -1043,7 +1049,7 @@ static int run(struct mount_args *a)
 	    .files = {&copts.cafile, &copts.certfile, &copts.keyfile},
 	    .mount = mount_in_monitor,
 	    .mount_arg = &mreq,
-	    .readahead_kb = SMBFS_MAX_IO / 1024,
+	    .readahead_kb = readahead_kb(&a->opts),
 	    .foreground = a->foreground,
 	    .argv = a->argv,
 	    .argc = a->argc,
@@ -1090,8 +1096,10 @@ static int run(struct mount_args *a)
 		goto unmount;
 	/* Read-ahead is raised after INIT (smbfs_post_init() here as root,
 	 * else the monitor). */
-	if (geteuid() == 0)
+	if (geteuid() == 0) {
 		find_readahead_knob(a->mountpoint, fs.readahead_knob, sizeof(fs.readahead_knob));
+		fs.readahead_kb = readahead_kb(&a->opts);
+	}
 	rc = serve_init(se, &fs);
 	if (rc < 0) {
 		report("could not mount %s on %s: FUSE INIT: %s", a->source, a->mountpoint,

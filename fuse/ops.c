@@ -40,7 +40,7 @@ void smbfs_post_init(struct smbfs *fs)
 		return;
 	if (!fs->readahead_knob[0])
 		return;
-	n = snprintf(kb, sizeof(kb), "%u", SMBFS_MAX_IO / 1024);
+	n = snprintf(kb, sizeof(kb), "%u", fs->readahead_kb);
 	fd = open(fs->readahead_knob, O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || write(fd, kb, (size_t)n) != n)
 		smb_debug("%s: cannot raise read-ahead in %s: %s", fs->source, fs->readahead_knob,

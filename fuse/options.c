@@ -533,7 +533,7 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 	static const char *const valued[] = {
 	    "credentials", "cred",   "sec",      "keytab",  "vers",       "uid",         "gid",
 	    "cache",       "rsize",  "wsize",    "ip",      "addr",       "file_mode",   "dir_mode",
-	    "transport",   "cafile", "certfile", "keyfile", "interfaces", "daemon_user",
+	    "transport",   "cafile", "certfile", "keyfile", "interfaces", "daemon_user", "rasize",
 	};
 	if (!in_list(key, valued, ARRAY_LEN(valued)))
 		return apply_foreign(o, key, value, sloppy, err, errlen);
@@ -581,6 +581,12 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 		return apply_cache(o, value, err, errlen);
 	} else if (strcmp(key, "rsize") == 0 || strcmp(key, "wsize") == 0) {
 		bad = parse_io_size(value, key[0] == 'r' ? &o->rsize : &o->wsize) < 0;
+	} else if (strcmp(key, "rasize") == 0) {
+		bad = parse_unsigned(value, 10, UINT32_MAX, &v) < 0 || v == 0;
+		if (!bad)
+			o->rasize = v < 4096             ? 4096u
+			            : v > SMB_RASIZE_MAX ? SMB_RASIZE_MAX
+			                                 : (unsigned)(v - v % 4096);
 	} else if (strcmp(key, "ip") == 0 || strcmp(key, "addr") == 0) {
 		return apply_ip(o, key, value, err, errlen);
 	} else if (strcmp(key, "transport") == 0) {

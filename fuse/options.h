@@ -9,7 +9,7 @@
  *   port=  vers=  uid=  gid=  file_mode=  dir_mode=  actimeo=  ro rw  debug
  *   rdma  rdma_threshold=  rdma_channels=  multichannel nomultichannel  max_channels=
  *   transport=  quic_port=  cafile=  certfile=  keyfile=
- *   interfaces=  echo_interval=  timeout=  soft hard  cache=  rsize= wsize=
+ *   interfaces=  echo_interval=  timeout=  soft hard  cache=  rsize= wsize= rasize=
  *   ip= addr=  noperm perm  forceuid noforceuid forcegid noforcegid
  *   nosharesock  mfsymlinks nomfsymlinks  nosubtype  posix noposix (unix nounix)  brl nobrl
  *   nolease  nodfs  witness  daemon_user=
@@ -42,6 +42,14 @@
  * SMB_IO_SIZE_MAX, the most the engine puts in one READ/WRITE. */
 #define SMB_IO_SIZE_MIN 4096u
 #define SMB_IO_SIZE_MAX (8u << 20)
+
+/* rasize=: the mount's read-ahead (the kernel's bdi read_ahead_kb), in
+ * bytes, rounded down to a multiple of 4096 (below it: 4096), at most
+ * SMB_RASIZE_MAX.  The default keeps two of FUSE's largest READs (1 MiB)
+ * in flight for a file read in order, as cifs.ko reads ahead more than one
+ * rsize (bench/results/20261129-060649-0648fc2-readahead.txt). */
+#define SMB_RASIZE_DEFAULT (2u << 20)
+#define SMB_RASIZE_MAX     (64u << 20)
 
 /* Longest password read from a file, a descriptor or the terminal. */
 #define SMB_PASSWORD_MAX 1024
@@ -110,6 +118,7 @@ struct smb_mount_opts {
 	enum smb_mount_cache cache;
 	unsigned rsize, wsize;   /* bytes per READ/WRITE; 0: as negotiated; else a multiple
 	                            of SMB_IO_SIZE_MIN up to SMB_IO_SIZE_MAX */
+	unsigned rasize;         /* rasize=: read-ahead bytes; 0: SMB_RASIZE_DEFAULT */
 	char *ip;                /* ip=/addr=: a numeric address to connect to instead of
 	                            resolving the source's host name; NULL: resolve */
 	bool hard;               /* requests wait for the server however long it takes */

@@ -57,7 +57,8 @@ struct smbfs {
 	/* sysfs file of our bdi's read-ahead, set before the loop starts;
 	 * written once, by the first op after INIT (smbfs_post_init()). */
 	char readahead_knob[128];
-	bool post_init_done; /* atomic */
+	unsigned readahead_kb; /* what is written there: rasize= in KiB */
+	bool post_init_done;   /* atomic */
 	/* Every open handle, so that those the kernel never released (the
 	 * session ended first) are freed at teardown. */
 	pthread_mutex_t handles_lock;
@@ -205,7 +206,7 @@ uint64_t smbfs_wall_ns(void);
 
 /* Work that must wait until the kernel has processed our INIT reply: the
  * kernel's bdi read-ahead starts at 128 KiB and INIT can only lower it, so
- * it is raised to SMBFS_MAX_IO through sysfs afterwards.  Cheap after the
+ * it is raised to rasize= (fs->readahead_kb) through sysfs afterwards.  Cheap after the
  * first call; the ops a kernel sends first (lookup, getattr, statfs,
  * opendir) call it. */
 void smbfs_post_init(struct smbfs *fs);

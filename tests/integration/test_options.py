@@ -100,6 +100,7 @@ COVERAGE = {
     "cache": f"{THIS}::test_cache",
     "rsize": f"{THIS}::test_rsize_wsize",
     "wsize": f"{THIS}::test_rsize_wsize",
+    "rasize": f"{THIS}::test_rasize",
     # the RDMA paths themselves run in the QEMU guest (tests/vm/guest/)
     "rdma": f"{THIS}::test_rdma_and_rdma_threshold",
     "rdma_threshold": f"{THIS}::test_rdma_and_rdma_threshold",
@@ -147,7 +148,7 @@ SAMPLE = {"username": "u", "user": "u", "password": "p", "pass": "p", "domain": 
           "wsize": "65536", "rdma_threshold": "8192", "rdma_channels": "2", "timeout": "30",
           "echo_interval": "10", "max_channels": "2", "max_cached_dirs": "16", "io_uring_depth": "4", "interfaces": "lo", "comment": "x", "transport": "quic",
           "quic_port": "4433", "cafile": "/etc/hostname", "certfile": "/etc/hostname",
-          "keyfile": "/etc/hostname", "daemon_user": "nobody"}
+          "keyfile": "/etc/hostname", "daemon_user": "nobody", "rasize": "4194304"}
 
 
 def _macro_bold(line):
@@ -360,6 +361,29 @@ def test_rsize_wsize(samba, mount_factory, tmp_path):
     assert writes - pwrites >= MIB // 131072 - 1 and reads - preads >= MIB // 69632 - 1
     for bad in ("rsize=0", "wsize=0", "rsize=64k", "wsize=-1", "rsize=4294967296"):
         _bad_value(tmp_path, [bad], f"mount option '{bad.split('=')[0]}'")
+
+
+def _read_ahead_kb(m):
+    """The mount's bdi read-ahead, read from sysfs after a first request
+    (a daemon that kept root raises it at the first op after INIT)."""
+    os.listdir(m.path)
+    st = os.stat(m.path)
+    with open(f"/sys/class/bdi/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/read_ahead_kb") as f:
+        return int(f.read())
+
+
+def test_rasize(samba, mount_factory, tmp_path):
+    """rasize= sets the mount's read-ahead (read_ahead_kb of its bdi), 2 MiB
+    by default; raised by the root monitor for a daemon that gave up root,
+    and by the daemon itself when it kept root (daemon_user=root); rounded
+    down to 4 KiB; a bad value is refused."""
+    assert _read_ahead_kb(mount_factory(samba)) == 2048
+    assert _read_ahead_kb(mount_factory(samba, options=["rasize=4194304"])) == 4096
+    assert _read_ahead_kb(mount_factory(samba, options=["rasize=70000"])) == 68
+    assert _read_ahead_kb(mount_factory(samba, options=["rasize=8388608",
+                                                         "daemon_user=root"])) == 8192
+    for bad in ("rasize=0", "rasize=2M", "rasize=-1", "rasize=4294967296"):
+        _bad_value(tmp_path, [bad], "mount option 'rasize'")
 
 
 @pytest.mark.parametrize("flag", ["posix", "noposix", "unix", "nounix", None])

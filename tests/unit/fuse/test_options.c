@@ -889,6 +889,37 @@ static void test_rsize_wsize(void)
 	smb_mount_opts_free(&o);
 }
 
+/* rasize=: bytes of read-ahead, as mount.cifs's. */
+static void test_rasize(void)
+{
+	static const struct {
+		const char *opts;
+		unsigned rasize;
+	} cases[] = {
+	    {"", 0},                          /* the default, SMB_RASIZE_DEFAULT */
+	    {"rasize=4194304", 4u << 20},     /* as given */
+	    {"rasize=1", 4096},               /* below 4096: 4096 */
+	    {"rasize=1050000", 1048576},      /* rounded down to 4 KiB */
+	    {"rasize=4294967295", 64u << 20}, /* at most 64 MiB */
+	};
+	static const char *const bad[] = {"rasize=0", "rasize=", "rasize=2M", "rasize=-1",
+	                                  "rasize=4294967296"};
+	struct smb_mount_opts o;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CHECK_EQ(parse(&o, cases[i].opts, false, err, sizeof(err)), 0);
+		CHECK_EQ(o.rasize, cases[i].rasize);
+		smb_mount_opts_free(&o);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		CHECK_EQ(parse(&o, bad[i], false, err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, "'rasize'") != NULL);
+		smb_mount_opts_free(&o);
+	}
+}
+
 static void test_ip(void)
 {
 	static const struct {
@@ -1000,6 +1031,7 @@ int main(void)
 	RUN(test_handlecache);
 	RUN(test_io_uring);
 	RUN(test_rsize_wsize);
+	RUN(test_rasize);
 	RUN(test_ip);
 	RUN(test_cifs_flags);
 
