@@ -14,6 +14,11 @@
 #   $VM_CACHE/kdev/<kver>/          linux-headers + linux-kbuild of that kernel, unpacked
 #   $VM_CACHE/build/<kver>/         linux-source subset used to rebuild ksmbd, cifs and siw
 #   $VM_CACHE/debs/                 the downloaded packages
+#   $VM_CACHE/apt-trixie-backports/ a private apt configuration and state (sources, lists, cache)
+#                                   through which setup fetches trixie-backports' 7.x kernel packages;
+#                                   the host's own apt sources never name trixie
+#   $VM_CACHE/trixie-root/          a minimal Debian 13 (trixie) tree made by debootstrap, the build
+#                                   root of a 7.x kernel's modules (its own gcc-14 and glibc)
 #   $VM_CACHE/runs/<name>/          one directory per VM run: console.log, rc, dmesg, ...
 # A cache made before kernels had their own files has initrd.img and ksmbd-tools/ at its top
 # (for the kernel .initrd-stamp names); run still boots it.
@@ -44,11 +49,14 @@ vm_kver() {
 	fi
 }
 
-# The series of a Debian ABI name: 6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12.
+# The series of a Debian ABI name: 6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12,
+# trixie-backports' 7.3.4+deb13-amd64 -> 7.3.
 vm_kseries() {
+	local v
 	case $1 in
 	6.1.0-*-amd64) echo 6.1 ;;
 	6.12.*+deb12*-amd64) echo 6.12 ;;
+	7.*.*+deb13*-amd64) v=${1%%+*} && echo "${v%.*}" ;;
 	*) return 1 ;;
 	esac
 }
