@@ -47,6 +47,7 @@ class Lab:
     user: str
     password: str
     smbdirect_port: int  # ksmbd's SMB Direct listener (5445 when an iWARP device exists)
+    rxe_smbdirect_port: int  # the same on rxe: smbdirect_port on 6.x, 445 on 7.x (per device kind)
     out: str           # output directory shared with the host (artifacts survive the VM)
     errors: str        # problems the guest init met while building the lab ('' if none)
     ksmbd_leases: str  # ksmbd's "smb2 leases": yes or no (SMBRDMA_VM_KSMBD_LEASES)
@@ -72,6 +73,8 @@ def lab():
         user=env["SMBRDMA_VM_SMB_USER"],
         password=env["SMBRDMA_VM_SMB_PASS"],
         smbdirect_port=int(env.get("SMBRDMA_VM_SMBDIRECT_PORT", "445")),
+        rxe_smbdirect_port=int(env.get("SMBRDMA_VM_RXE_SMBDIRECT_PORT",
+                                       env.get("SMBRDMA_VM_SMBDIRECT_PORT", "445"))),
         out=env.get("SMBRDMA_VM_OUT", "/tmp"),
         errors=env.get("SMBRDMA_VM_LAB_ERRORS", ""),
         ksmbd_leases=env.get("SMBRDMA_VM_KSMBD_LEASES", "yes"),

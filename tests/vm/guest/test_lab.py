@@ -57,17 +57,29 @@ def test_ksmbd_listens_on_tcp_445(lab):
 
 
 def test_ksmbd_listens_for_smb_direct(lab):
-    # With an iWARP device present, ksmbd's one rdma_cm listener is on 5445 (cifs.ko and our
-    # client try 5445 first, then 445); it covers both devices.
+    # 6.x: with an iWARP device present, ksmbd's one rdma_cm listener is on 5445 (cifs.ko and
+    # our client try 5445 first, then 445); it covers both devices.  7.x: ksmbd listens through
+    # smbdirect.ko (whose threads own the cm_ids), by device kind as Windows does: InfiniBand
+    # and RoCE (rxe) on 445 only, iWARP (siw) on 5445 only.
     assert lab.smbdirect_port == 5445
+    if int(os.uname().release.split(".")[0]) >= 7:
+        comm, want = "smbdirect", {lab.rxe_dev: 445, lab.siw_dev: 5445}
+    else:
+        comm, want = "ksmbd", {lab.rxe_dev: 5445, lab.siw_dev: 5445}
+    assert lab.rxe_smbdirect_port == want[lab.rxe_dev]
     out = run(["rdma", "resource", "show", "cm_id"]).stdout
-    for dev in (lab.rxe_dev, lab.siw_dev):
-        assert re.search(rf"^link {dev}/\S* .*state LISTEN .*comm \[ksmbd\] "
-                         rf"src-addr 0\.0\.0\.0:{lab.smbdirect_port}\b", out, re.M), out
+    for dev, port in want.items():
+        assert re.search(rf"^link {dev}/\S* .*state LISTEN .*comm \[{comm}\] "
+                         rf"src-addr 0\.0\.0\.0:{port}\b", out, re.M), out
 
 
 def test_rebuilt_modules_are_loaded(lab):
-    for mod in ("ksmbd", "cifs", "siw"):
+    mods = ["ksmbd", "cifs", "siw"]
+    # from 7.x on SMB Direct is a module of its own (fs/smb/smbdirect), which setup rebuilds
+    # too; Debian's 6.x have no such module
+    if int(os.uname().release.split(".")[0]) >= 7:
+        mods.append("smbdirect")
+    for mod in mods:
         path = run(["modinfo", "-F", "filename", mod]).stdout.strip()
         assert "/updates/smbrdma/" in path, f"{mod}: {path}"
         assert os.path.isdir(f"/sys/module/{mod}"), f"{mod} not loaded"
@@ -85,3 +97,15 @@ def test_dev_fuse(lab):
 def test_share_is_tmpfs(lab):
     out = run(["findmnt", "-n", "-o", "FSTYPE", lab.share_path]).stdout.strip()
     assert out == "tmpfs"
+
+
+def test_fuse_over_io_uring_enabled_where_the_kernel_has_it(lab):
+    # guest-init sets the fuse module's enable_uring where it exists (7.x, CONFIG_FUSE_IO_URING),
+    # so mount.smbrdma takes its default path, the ring; 6.1 and 6.12 have no such parameter
+    p = "/sys/module/fuse/parameters/enable_uring"
+    if not os.path.exists(p):
+        assert os.environ.get("SMBRDMA_VM_FUSE_URING", "") == ""
+        return
+    with open(p) as f:
+        assert f.read().strip() == "Y"
+    assert os.environ["SMBRDMA_VM_FUSE_URING"] == "Y"
