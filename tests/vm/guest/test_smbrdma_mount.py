@@ -10,13 +10,14 @@ daemon on both mounts and, on rxe, the memory windows invalidated by the server.
 daemon is the one built on the host (SMBRDMA_BUILD, default build/).
 """
 
+import json
 import os
 import subprocess
 
 import pytest
 
-from vmlab import (KERNEL_61, daemon, mount_smbrdma, rdma_totals, run, sha256_file, stats,
-                   umount, write_random_file)
+from vmlab import (KERNEL_61, daemon, mount_smbrdma, rdma_totals, run, sha256_file,
+                   smbrdmactl, stats, umount, write_random_file)
 
 MiB = 1 << 20
 # 256 MiB over both RDMA devices (the issue's acceptance).  TCP gets 64 MiB: a 256 MiB round
@@ -25,12 +26,19 @@ MiB = 1 << 20
 SIZE = {"rxe": 256 * MiB, "siw": 256 * MiB, "tcp": 64 * MiB}
 
 
-def _check_offload(st, kind, direction, size):
+def _fuse_transport(mnt):
+    """Which path the mount's FUSE requests take: "io_uring" or "/dev/fuse"."""
+    r = run([smbrdmactl(), "debug", str(mnt), "--json"], check=False, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["fuse_transport"]
+
+
+def _check_offload(st, kind, direction, size, copied_max=0):
     """Over RDMA the payload moves by RDMA, not inline: >= 95% of the bytes, and the daemon
     copies none of it (reads land in registered buffers and go to FUSE from there; writes
-    go from registered FUSE request buffers).  On rxe (memory windows) the server
-    invalidates the tokens remotely (Send-with-Invalidate).  Counted over the mount's SMB
-    Direct channels: two, the default rdma_channels=2."""
+    go from registered FUSE request buffers), or at most copied_max bytes.  On rxe (memory
+    windows) the server invalidates the tokens remotely (Send-with-Invalidate).  Counted
+    over the mount's SMB Direct channels: two, the default rdma_channels=2."""
     ch = rdma_totals(st)
     # the default: two SMB Direct channels (queue pairs) to the one address
     assert ch["up"] == 2 and ch["rdma"] == len(st["channels"]), st
@@ -38,7 +46,7 @@ def _check_offload(st, kind, direction, size):
     inline = ch["bytes_sent"] if direction == "write" else ch["bytes_received"]
     assert moved >= size, f"only {moved} of {size} payload bytes moved by RDMA: {st}"
     assert moved / (moved + inline) >= 0.95, st
-    assert st["payload_bytes_copied"] == 0, st
+    assert st["payload_bytes_copied"] <= copied_max, st
     if kind == "rxe":
         assert ch["mw_bound"] > 0 and ch["mw_invalidated_remote"] >= 0.95 * ch["mw_bound"], st
 
@@ -63,7 +71,12 @@ def test_roundtrip(lab, kind, tmp_path):
             if rdma:
                 st = stats(mnt)
                 print(f"{kind} write mount: {st}")
-                _check_offload(st, kind, "write", size)
+                # On FUSE over io_uring (a 7.x guest) a buffered write answered before its
+                # WRITE is done (write-behind) gives its ring entry back with the answer
+                # (COMMIT_AND_FETCH answers and re-arms in one command), so its payload is
+                # copied once; on /dev/fuse the request buffer stays lent: no copy.
+                ring = _fuse_transport(mnt) == "io_uring"
+                _check_offload(st, kind, "write", size, copied_max=size if ring else 0)
             (mnt / "d1").mkdir()
             os.rename(mnt / "d1", mnt / "d2")
             # Names are checked with stat, and by a listing where it works: ksmbd
