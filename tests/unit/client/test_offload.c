@@ -416,13 +416,19 @@ static bool all_of(const uint8_t *b, int v, size_t n)
 	return true;
 }
 
-static void test_short_rdma_write_leaves_zeros(void)
+/* aa.bin on the peer: IO bytes of 0xAA, what a stale pool buffer would show. */
+static void add_aa_file(struct peer *p)
 {
-	struct peer *p = new_peer();
 	uint8_t *aa = malloc(IO);
 	memset(aa, 0xAA, IO);
 	peer_add_file(p, "aa.bin", aa, IO);
 	free(aa);
+}
+
+static void test_short_rdma_write_leaves_zeros(void)
+{
+	struct peer *p = new_peer();
+	add_aa_file(p);
 	struct fx x;
 	if (!fx_up(&x, p, NULL))
 		return;
@@ -498,10 +504,7 @@ static void test_dirty_buffers_cleared_before_reuse(void)
 {
 	struct peer *p = new_peer();
 	peer_set_limits(p, &(struct peer_limits){.rdma_max_region = 4 * BUF});
-	uint8_t *aa = malloc(IO);
-	memset(aa, 0xAA, IO);
-	peer_add_file(p, "aa.bin", aa, IO);
-	free(aa);
+	add_aa_file(p);
 	struct fx x;
 	if (!fx_up(&x, p, NULL))
 		return;
