@@ -171,8 +171,10 @@ static int parse_gid(const char *s, gid_t *gid)
 	return 0;
 }
 
-/* rsize=/wsize=: bytes, 1..UINT32_MAX, settled as SMB_IO_SIZE_MIN/MAX say. */
-static int parse_io_size(const char *s, unsigned *out)
+/* rsize=/wsize= (max SMB_IO_SIZE_MAX), rasize= (max SMB_RASIZE_MAX): bytes,
+ * 1..UINT32_MAX, rounded down to a multiple of SMB_IO_SIZE_MIN (a value
+ * below it becomes it) and lowered to max. */
+static int parse_size(const char *s, unsigned max, unsigned *out)
 {
 	unsigned long v;
 
@@ -181,8 +183,8 @@ static int parse_io_size(const char *s, unsigned *out)
 	v -= v % SMB_IO_SIZE_MIN;
 	if (v < SMB_IO_SIZE_MIN)
 		v = SMB_IO_SIZE_MIN;
-	if (v > SMB_IO_SIZE_MAX)
-		v = SMB_IO_SIZE_MAX;
+	if (v > max)
+		v = max;
 	*out = (unsigned)v;
 	return 0;
 }
@@ -580,13 +582,9 @@ static int apply_option(struct smb_mount_opts *o, const char *key, const char *v
 	} else if (strcmp(key, "cache") == 0) {
 		return apply_cache(o, value, err, errlen);
 	} else if (strcmp(key, "rsize") == 0 || strcmp(key, "wsize") == 0) {
-		bad = parse_io_size(value, key[0] == 'r' ? &o->rsize : &o->wsize) < 0;
+		bad = parse_size(value, SMB_IO_SIZE_MAX, key[0] == 'r' ? &o->rsize : &o->wsize) < 0;
 	} else if (strcmp(key, "rasize") == 0) {
-		bad = parse_unsigned(value, 10, UINT32_MAX, &v) < 0 || v == 0;
-		if (!bad)
-			o->rasize = v < 4096             ? 4096u
-			            : v > SMB_RASIZE_MAX ? SMB_RASIZE_MAX
-			                                 : (unsigned)(v - v % 4096);
+		bad = parse_size(value, SMB_RASIZE_MAX, &o->rasize) < 0;
 	} else if (strcmp(key, "ip") == 0 || strcmp(key, "addr") == 0) {
 		return apply_ip(o, key, value, err, errlen);
 	} else if (strcmp(key, "transport") == 0) {
