@@ -111,6 +111,30 @@ void smb_offload_teardown(struct smb_chan *ch)
 	}
 }
 
+/* Buffer i of the pool, and the index of buffer b. */
+static uint8_t *buf_at(const struct smb_offload_pool *p, int i)
+{
+	return p->mem + (size_t)i * p->bufsize;
+}
+
+static int buf_index(const struct smb_offload_pool *p, const uint8_t *b)
+{
+	return (int)((size_t)(b - p->mem) / p->bufsize);
+}
+
+/* Under p->lock: take the last dirty buffer off the list (*len: its bytes
+ * to clear); when none is left and none is being cleared, wake
+ * smb_offload_wait_clean() (the cleaner counts its buffer in clearing
+ * first; an I/O that takes one keeps it, it is no longer the pool's). */
+static uint8_t *dirty_pop_locked(struct smb_offload_pool *p, size_t *len)
+{
+	p->ndirty--;
+	*len = p->dirty_len[p->ndirty];
+	if (!p->ndirty && !p->clearing)
+		pthread_cond_broadcast(&p->idle);
+	return buf_at(p, p->dirty[p->ndirty]);
+}
+
 /* Takes a buffer: the top of the free stack, or, when that is empty, a
  * dirty one, cleared here (the I/O pays for one clear rather than going
  * inline).  NULL when every buffer is out with an I/O. */
@@ -119,15 +143,10 @@ static uint8_t *pool_get(struct smb_offload_pool *p)
 	uint8_t *b = NULL;
 	size_t len = 0;
 	pthread_mutex_lock(&p->lock);
-	if (p->nfree) {
-		b = p->mem + (size_t)p->free_stack[--p->nfree] * p->bufsize;
-	} else if (p->ndirty) {
-		p->ndirty--;
-		b = p->mem + (size_t)p->dirty[p->ndirty] * p->bufsize;
-		len = p->dirty_len[p->ndirty];
-		if (!p->ndirty && !p->clearing)
-			pthread_cond_broadcast(&p->idle);
-	}
+	if (p->nfree)
+		b = buf_at(p, p->free_stack[--p->nfree]);
+	else if (p->ndirty)
+		b = dirty_pop_locked(p, &len);
 	pthread_mutex_unlock(&p->lock);
 	if (len)
 		memset(b, 0, len);
@@ -137,7 +156,7 @@ static uint8_t *pool_get(struct smb_offload_pool *p)
 /* A buffer that is all zeros back on the free stack (under p->lock). */
 static void free_push_locked(struct smb_offload_pool *p, uint8_t *b)
 {
-	p->free_stack[p->nfree++] = (int)((b - p->mem) / p->bufsize);
+	p->free_stack[p->nfree++] = buf_index(p, b);
 }
 
 static void pool_put(struct smb_offload_pool *p, uint8_t *b)
@@ -159,10 +178,9 @@ static void *pool_cleaner(void *arg)
 			pthread_cond_wait(&p->cond, &p->lock);
 		if (p->stop)
 			break;
-		p->ndirty--;
-		uint8_t *b = p->mem + (size_t)p->dirty[p->ndirty] * p->bufsize;
-		size_t len = p->dirty_len[p->ndirty];
-		p->clearing++;
+		p->clearing++; /* before the pop: wait_clean() must not see idle */
+		size_t len;
+		uint8_t *b = dirty_pop_locked(p, &len);
 		pthread_mutex_unlock(&p->lock);
 		memset(b, 0, len);
 		pthread_mutex_lock(&p->lock);
@@ -209,7 +227,7 @@ static void pool_put_clean(struct smb_offload_pool *p, uint8_t *b, size_t len)
 {
 	pthread_mutex_lock(&p->lock);
 	if (p->cleaner_up) {
-		p->dirty[p->ndirty] = (int)((b - p->mem) / p->bufsize);
+		p->dirty[p->ndirty] = buf_index(p, b);
 		p->dirty_len[p->ndirty] = len;
 		p->ndirty++;
 		pthread_cond_signal(&p->cond);
