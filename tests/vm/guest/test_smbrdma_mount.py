@@ -10,27 +10,19 @@ daemon on both mounts and, on rxe, the memory windows invalidated by the server.
 daemon is the one built on the host (SMBRDMA_BUILD, default build/).
 """
 
-import json
 import os
 import subprocess
 
 import pytest
 
-from vmlab import (KERNEL_61, daemon, mount_smbrdma, rdma_totals, run, sha256_file,
-                   smbrdmactl, stats, umount, write_random_file)
+from vmlab import (KERNEL_61, ctl_json, daemon, mount_smbrdma, rdma_totals, run, sha256_file,
+                   stats, umount, write_random_file)
 
 MiB = 1 << 20
 # 256 MiB over both RDMA devices (the issue's acceptance).  TCP gets 64 MiB: a 256 MiB round
 # trip over TCP takes ~55 s under TCG (as long as over RDMA) and TCP is not what this suite
 # is about; the integration suite already moves 256 MiB over TCP against Samba.
 SIZE = {"rxe": 256 * MiB, "siw": 256 * MiB, "tcp": 64 * MiB}
-
-
-def _fuse_transport(mnt):
-    """Which path the mount's FUSE requests take: "io_uring" or "/dev/fuse"."""
-    r = run([smbrdmactl(), "debug", str(mnt), "--json"], check=False, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)["fuse_transport"]
 
 
 def _check_offload(st, kind, direction, size, copied_max=0):
@@ -75,7 +67,7 @@ def test_roundtrip(lab, kind, tmp_path):
                 # WRITE is done (write-behind) gives its ring entry back with the answer
                 # (COMMIT_AND_FETCH answers and re-arms in one command), so its payload is
                 # copied once; on /dev/fuse the request buffer stays lent: no copy.
-                ring = _fuse_transport(mnt) == "io_uring"
+                ring = ctl_json("debug", mnt)["fuse_transport"] == "io_uring"
                 _check_offload(st, kind, "write", size, copied_max=size if ring else 0)
             (mnt / "d1").mkdir()
             os.rename(mnt / "d1", mnt / "d2")

@@ -71,11 +71,16 @@ def mount_smbrdma(lab, addr, mnt, rdma, log, extra="", timeout=180):
         open(log).read()[-2000:]
 
 
-def stats(mnt, timeout=60):
-    """smbrdmactl stats MNT --json of a live mount, parsed."""
-    r = run([smbrdmactl(), "stats", str(mnt), "--json"], check=False, timeout=timeout)
+def ctl_json(command, mnt, timeout=60):
+    """smbrdmactl COMMAND MNT --json of a live mount, parsed."""
+    r = run([smbrdmactl(), command, str(mnt), "--json"], check=False, timeout=timeout)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
+
+
+def stats(mnt, timeout=60):
+    """smbrdmactl stats MNT --json of a live mount, parsed."""
+    return ctl_json("stats", mnt, timeout)
 
 
 def rdma_totals(st):
