@@ -49,21 +49,28 @@ def pytest_report_header(config):
                                   "dev": "/dev/fuse (noio_uring)"}.get(t, "the default")]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _fuse_transport():
+def pytest_configure(config):
     """SMBRDMA_FUSE_TRANSPORT=io_uring: the fuse module's enable_uring is
-    set for the run (and put back after); a kernel without it ends the run
-    with the reason, for every mount would fail. =dev: it is cleared, so the
-    mounts that take the default (mount(8), fstab) use /dev/fuse too."""
+    set for the run (and put back after, in pytest_unconfigure); a kernel
+    without it ends the run with the reason, for every mount would fail.
+    =dev: it is cleared, so the mounts that take the default (mount(8),
+    fstab) use /dev/fuse too.  Done once, by the process that runs the
+    session: with pytest-xdist (tests/run-all's -n 2) the controller, not
+    each worker, which would put the old value back while the other worker
+    still mounts."""
+    if hasattr(config, "workerinput"):
+        return
     t = fuse_transport()
     if not t or os.geteuid() != 0:
-        yield
         return
     why = ring_unavailable_reason()
     if t == "io_uring" and why:
         pytest.exit(f"SMBRDMA_FUSE_TRANSPORT=io_uring: {why}", returncode=4)
-    old = set_enable_uring(t == "io_uring")
-    yield
+    config.smbrdma_enable_uring_was = set_enable_uring(t == "io_uring")
+
+
+def pytest_unconfigure(config):
+    old = getattr(config, "smbrdma_enable_uring_was", None)
     if old is not None:
         set_enable_uring(old)
 

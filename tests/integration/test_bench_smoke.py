@@ -14,8 +14,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from lib.mount import REPO, ring_unavailable_reason
 from test_bench_plot import need_tools, render_check
+
+# alone (tests/pytest.ini): the benchmarks set enable_uring and drop caches
+pytestmark = pytest.mark.alone
 
 # the figure of each job, and the peers that run it (see bench/run-bench)
 JOBS = {"seq_write": "mib_s", "seq_read": "mib_s", "seq_write_qd8": "mib_s",

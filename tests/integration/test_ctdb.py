@@ -40,6 +40,9 @@ import pytest
 
 import lib.ctdb
 
+# alone (tests/pytest.ini): the CTDB cluster's subnet and /etc/ctdb, and timed takeovers
+pytestmark = pytest.mark.alone
+
 # One cluster for the module (lib.ctdb.SharedCluster): a test gets it
 # restored (a disabled node enabled, every node OK, the share empty: 3 s
 # instead of a new cluster's 15), or a new one after a test killed a node.

@@ -27,8 +27,13 @@ import os
 import subprocess
 import time
 
+import pytest
+
 import lib.ctdb
 from test_ctdb import _reopen_counts
+
+# alone (tests/pytest.ini): the CTDB cluster's subnet and /etc/ctdb, and timed takeovers
+pytestmark = pytest.mark.alone
 
 ctdb_factory = lib.ctdb.ctdb_factory
 

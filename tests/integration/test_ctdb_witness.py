@@ -27,7 +27,12 @@ import select
 import subprocess
 import time
 
+import pytest
+
 import lib.ctdb
+
+# alone (tests/pytest.ini): the CTDB cluster's subnet and /etc/ctdb, and timed takeovers
+pytestmark = pytest.mark.alone
 
 ctdb_factory = lib.ctdb.ctdb_factory
 

@@ -20,6 +20,9 @@ import pytest
 from lib.mount import MountFailed, is_mounted, ring_unavailable_reason, set_enable_uring
 from lib.sessioninfo import client_report
 
+# alone (tests/pytest.ini): turns the fuse module's enable_uring off and on
+pytestmark = pytest.mark.alone
+
 
 @pytest.fixture
 def ring_kernel(root_required):

@@ -52,6 +52,9 @@ from lib.hostile_server import (
 from lib.mount import (clean_leftovers, daemon_binary, fuse_unavailable_reason, is_mounted,
                        pids_for_mountpoint, run_mount_command, timeout_scale)
 
+# alone (tests/pytest.ini): drop_caches (forget_names), which makes every mount look its names up again
+pytestmark = pytest.mark.alone
+
 # timeout=: seconds a request may wait.  3 (it was 5): this server answers
 # in milliseconds, under ASan too, and the scenarios that wait a request out
 # (a dozen and more, each T plus the 1 s tick) wait no longer than needed.

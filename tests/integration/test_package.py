@@ -47,6 +47,9 @@ import pytest
 from lib.mount import timeout_scale
 from lib.samba import SambaServer
 
+# alone (tests/pytest.ini): boots a container and installs packages (minutes of CPU)
+pytestmark = pytest.mark.alone
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CACHE = os.environ.get("SMBRDMA_PKG_CACHE", "/var/cache/smbrdma-tests")
 MIRROR = "http://deb.debian.org/debian"

@@ -15,6 +15,9 @@ import time
 
 import pytest
 
+# alone (tests/pytest.ini): drop_caches (drop_dentries), which makes every mount look its names up again
+pytestmark = pytest.mark.alone
+
 
 @pytest.fixture
 def m(samba, mount_factory):

@@ -210,6 +210,7 @@ def shadow_tool(argv):
     assert r.returncode == 0, f"{' '.join(argv)}: {r.returncode} {r.stderr}"
 
 
+@pytest.mark.alone  # adds the user smbrdma, whom every other daemon would then run as
 def test_dedicated_user_is_preferred(samba, mount_factory):
     """With a system user smbrdma the daemon runs as that user, not nobody."""
     made = False

@@ -34,9 +34,14 @@ import os
 import re
 import time
 
+import pytest
+
 import lib.ctdb
 from lib.fileops import ctl_stats
 from test_ctdb import Writer, _bad_blocks, _mount, _reopen_counts, _stall
+
+# alone (tests/pytest.ini): the CTDB cluster's subnet and /etc/ctdb, and timed takeovers
+pytestmark = pytest.mark.alone
 
 ctdb_factory = lib.ctdb.ctdb_factory
 

@@ -90,8 +90,18 @@ def ensure_user(user, password=None):
         return
     except KeyError:
         pass
-    subprocess.run(["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", user],
-                   check=True, capture_output=True, text=True)
+    for _ in range(50):
+        r = subprocess.run(["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", user],
+                           capture_output=True, text=True)
+        try:
+            pwd.getpwnam(user)  # made, here or by a test running beside this one
+            return
+        except KeyError:
+            pass
+        if r.returncode != 10:  # 10: another process holds /etc/passwd's lock
+            break
+        time.sleep(0.2)
+    raise SambaError(f"useradd {user} failed ({r.returncode}): {r.stderr}")
 
 
 def ensure_group(group, members=()):
@@ -108,9 +118,15 @@ def ensure_group(group, members=()):
             except KeyError:
                 raise SambaError(f"groupadd {group} failed: {r.stderr}") from None
     for user in members:
-        if user not in grp.getgrnam(group).gr_mem:
-            subprocess.run(["usermod", "-aG", group, user], check=True, capture_output=True,
-                           text=True)
+        for _ in range(50):
+            if user in grp.getgrnam(group).gr_mem:
+                break
+            r = subprocess.run(["usermod", "-aG", group, user], capture_output=True, text=True)
+            if r.returncode not in (0, 10):  # 10: /etc/group's lock is held elsewhere
+                raise SambaError(f"usermod -aG {group} {user} failed: {r.stderr}")
+            time.sleep(0 if r.returncode == 0 else 0.2)
+        else:
+            raise SambaError(f"usermod -aG {group} {user}: /etc/group stayed locked")
     return grp.getgrnam(group).gr_gid
 
 
