@@ -25,6 +25,7 @@ import time
 import pytest
 
 from lib.mount import SmbrdmaMount, fuse_abort, is_mounted, mount_entry, timeout_scale, unmount
+from lib.samba import run_shadow
 from test_credentials import daemon_pid
 from test_quic import certs, mount_quic, relay_factory  # noqa: F401 (fixtures)
 from test_reconnect import DURABLE, _reconnects
@@ -200,13 +201,9 @@ def srv_unc(srv):
 
 
 def shadow_tool(argv):
-    """useradd/userdel, retried while another process holds /etc/passwd's
-    lock (exit status 10: tests elsewhere on the machine add users too)."""
-    for _ in range(50):
-        r = subprocess.run(argv, capture_output=True, text=True)
-        if r.returncode != 10:
-            break
-        time.sleep(0.2)
+    """useradd/userdel (lib.samba.run_shadow: retried while another process
+    holds /etc/passwd's lock), which must succeed."""
+    r = run_shadow(argv)
     assert r.returncode == 0, f"{' '.join(argv)}: {r.returncode} {r.stderr}"
 
 

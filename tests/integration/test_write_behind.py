@@ -20,7 +20,7 @@ import time
 import pytest
 
 from test_reconnect import DURABLE, _reconnects, _serving_pids
-from lib.fileops import ctl_stats
+from lib.fileops import request_counts
 from test_smbrdmactl import ctl_json
 
 MIB = 1 << 20
@@ -279,22 +279,12 @@ def test_gathered_writes_outlive_a_killed_connection(samba_factory, mount_factor
     assert _answered_early(m) > 0
 
 
-def _counts(m):
-    """(SMB2 messages, {command: count}) mount m has sent, all channels."""
-    chans = ctl_stats(m)["channels"]
-    cmds = {}
-    for ch in chans:
-        for k, v in ch.get("commands", {}).items():
-            cmds[k] = cmds.get(k, 0) + v
-    return sum(ch["requests"] for ch in chans), cmds
-
-
 def _settled_counts(m):
-    """_counts() once they stand still (a CLOSE follows close(2))."""
-    last = _counts(m)
+    """request_counts() once they stand still (a CLOSE follows close(2))."""
+    last = request_counts(m)
     for _ in range(50):
         time.sleep(0.1)
-        now = _counts(m)
+        now = request_counts(m)
         if now == last:
             break
         last = now

@@ -71,6 +71,17 @@ def ctl_stats(m):
     return json.loads(r.stdout)
 
 
+def request_counts(m):
+    """(SMB2 messages, {command: count}) mount m has sent, all channels (a
+    compound is one message and one count per command in it)."""
+    chans = ctl_stats(m)["channels"]
+    cmds = {}
+    for ch in chans:
+        for k, v in ch.get("commands", {}).items():
+            cmds[k] = cmds.get(k, 0) + v
+    return sum(ch["requests"] for ch in chans), cmds
+
+
 def lease_stats(m):
     """The lease counters of mount m (smbrdmactl stats --json)."""
     s = ctl_stats(m)

@@ -82,6 +82,18 @@ def port_accepts(port, host=HOST, timeout=0.5):
         return False
 
 
+def run_shadow(argv):
+    """useradd/usermod/groupadd/userdel, retried while another process holds
+    the lock of /etc/passwd or /etc/group (exit status 10: tests running
+    beside this one add users too); the last try's CompletedProcess."""
+    for _ in range(50):
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode != 10:
+            break
+        time.sleep(0.2)
+    return r
+
+
 def ensure_user(user, password=None):
     """Create the unix account Samba maps the SMB user to (no home, no
     login shell), if it does not exist yet."""
@@ -90,18 +102,11 @@ def ensure_user(user, password=None):
         return
     except KeyError:
         pass
-    for _ in range(50):
-        r = subprocess.run(["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", user],
-                           capture_output=True, text=True)
-        try:
-            pwd.getpwnam(user)  # made, here or by a test running beside this one
-            return
-        except KeyError:
-            pass
-        if r.returncode != 10:  # 10: another process holds /etc/passwd's lock
-            break
-        time.sleep(0.2)
-    raise SambaError(f"useradd {user} failed ({r.returncode}): {r.stderr}")
+    r = run_shadow(["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", user])
+    try:
+        pwd.getpwnam(user)  # made, here or by a test running beside this one
+    except KeyError:
+        raise SambaError(f"useradd {user} failed ({r.returncode}): {r.stderr}") from None
 
 
 def ensure_group(group, members=()):
@@ -111,22 +116,18 @@ def ensure_group(group, members=()):
     try:
         grp.getgrnam(group)
     except KeyError:
-        r = subprocess.run(["groupadd", group], capture_output=True, text=True)
+        r = run_shadow(["groupadd", group])
         if r.returncode != 0:  # another test run may have made it meanwhile
             try:
                 grp.getgrnam(group)
             except KeyError:
                 raise SambaError(f"groupadd {group} failed: {r.stderr}") from None
     for user in members:
-        for _ in range(50):
-            if user in grp.getgrnam(group).gr_mem:
-                break
-            r = subprocess.run(["usermod", "-aG", group, user], capture_output=True, text=True)
-            if r.returncode not in (0, 10):  # 10: /etc/group's lock is held elsewhere
-                raise SambaError(f"usermod -aG {group} {user} failed: {r.stderr}")
-            time.sleep(0 if r.returncode == 0 else 0.2)
-        else:
-            raise SambaError(f"usermod -aG {group} {user}: /etc/group stayed locked")
+        if user not in grp.getgrnam(group).gr_mem:
+            r = run_shadow(["usermod", "-aG", group, user])
+            if r.returncode != 0:
+                raise SambaError(f"usermod -aG {group} {user} failed ({r.returncode}): "
+                                 f"{r.stderr}")
     return grp.getgrnam(group).gr_gid
 
 
