@@ -261,6 +261,8 @@ struct smb_channel_stats {
 	uint64_t replays;                 /* requests replayed on this channel */
 	uint64_t offload_fallback_inline; /* READ/WRITEs meant for RDMA sent inline: the
 	                                     transport gave no per-I/O token */
+	uint64_t offload_reused;          /* offloaded READ/WRITEs whose pool buffer came uncleared
+	                                     from the same open's I/O before (client/offload.h) */
 	/* SMB2 messages sent and unanswered, and requests waiting for credits */
 	uint32_t in_flight;
 	/* requests answered (not failed locally), by latency (SMB_LAT_BUCKETS),

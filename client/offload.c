@@ -11,16 +11,17 @@
  *
  * Pool: pool->lock guards the free stack; taken briefly from any thread.
  * Completion order for one I/O: response (loop thread) -> io_token_put ->
- * token done (loop thread) -> caller's callback -> buffer cleared -> back to
- * the pool.
+ * token done (loop thread) -> caller's callback -> buffer dirty, tagged with
+ * its open -> taken by that open's next I/O, or cleared -> back to the pool.
  *
- * Never hand back bytes an I/O did not receive: a server announces how much
+ * Never hand back bytes of another open's I/O: a server announces how much
  * it RDMA-Wrote (DataRemaining) but may have written less.  More than was
  * granted is refused (-EIO); for the rest, the memory it was granted held
- * zeros: pool buffers are cleared after each use by the pool's cleaner
- * thread (offload.h; a 1 MiB memset per I/O kept off the loop thread, which
- * would otherwise spend it between one reply and the next request), a
- * caller's lent buffer before the grant.
+ * zeros or what the same open's earlier I/O left there (offload.h): pool
+ * buffers going to another open are cleared by the pool's cleaner thread
+ * (a 1 MiB memset kept off the loop thread, which would otherwise spend it
+ * between one reply and the next request), a caller's lent buffer before
+ * the grant.
  *
  * No token (the transport could neither bind a window nor register the
  * buffer for this I/O): the I/O goes inline, the channel counts it
@@ -122,31 +123,57 @@ static int buf_index(const struct smb_offload_pool *p, const uint8_t *b)
 	return (int)((size_t)(b - p->mem) / p->bufsize);
 }
 
-/* Under p->lock: take the last dirty buffer off the list (*len: its bytes
- * to clear); when none is left and none is being cleared, wake
+/* Under p->lock: take dirty buffer k (0: the oldest) off the list (*len:
+ * its bytes not cleared); when none is left and none is being cleared, wake
  * smb_offload_wait_clean() (the cleaner counts its buffer in clearing
  * first; an I/O that takes one keeps it, it is no longer the pool's). */
-static uint8_t *dirty_pop_locked(struct smb_offload_pool *p, size_t *len)
+static uint8_t *dirty_take_locked(struct smb_offload_pool *p, int k, size_t *len)
 {
+	uint8_t *b = buf_at(p, p->dirty[k]);
+	*len = p->dirty_len[k];
 	p->ndirty--;
-	*len = p->dirty_len[p->ndirty];
+	for (int i = k; i < p->ndirty; i++) {
+		p->dirty[i] = p->dirty[i + 1];
+		p->dirty_len[i] = p->dirty_len[i + 1];
+		p->dirty_open[i] = p->dirty_open[i + 1];
+	}
 	if (!p->ndirty && !p->clearing)
 		pthread_cond_broadcast(&p->idle);
-	return buf_at(p, p->dirty[p->ndirty]);
+	return b;
 }
 
-/* Takes a buffer: the top of the free stack, or, when that is empty, a
- * dirty one, cleared here (the I/O pays for one clear rather than going
- * inline).  NULL when every buffer is out with an I/O. */
-static uint8_t *pool_get(struct smb_offload_pool *p)
+/* Under p->lock: should the cleaner clear now?  Below half the buffers
+ * free, or asked to clear all; not before, so that an open's next I/O
+ * finds its own dirty buffer still there. */
+static bool cleaner_due_locked(const struct smb_offload_pool *p)
+{
+	return p->ndirty && !p->paused && (p->draining || p->nfree < (p->nbuf + 1) / 2);
+}
+
+/* Takes a buffer for an I/O of the open with serial open (0: none): the
+ * newest dirty buffer that open's own I/O left (*inherited: the bytes in
+ * it not cleared), else the top of the free stack, else a dirty one
+ * cleared here (the I/O pays for one clear rather than going inline).
+ * NULL when every buffer is out with an I/O. */
+static uint8_t *pool_get(struct smb_offload_pool *p, uint64_t open, size_t *inherited)
 {
 	uint8_t *b = NULL;
 	size_t len = 0;
+	*inherited = 0;
 	pthread_mutex_lock(&p->lock);
-	if (p->nfree)
+	int k = p->ndirty - 1;
+	while (open && k >= 0 && p->dirty_open[k] != open)
+		k--;
+	if (open && k >= 0) {
+		b = dirty_take_locked(p, k, inherited);
+		p->reused++;
+	} else if (p->nfree) {
 		b = buf_at(p, p->free_stack[--p->nfree]);
-	else if (p->ndirty)
-		b = dirty_pop_locked(p, &len);
+		if (cleaner_due_locked(p))
+			pthread_cond_signal(&p->cond);
+	} else if (p->ndirty) {
+		b = dirty_take_locked(p, 0, &len);
+	}
 	pthread_mutex_unlock(&p->lock);
 	if (len)
 		memset(b, 0, len);
@@ -174,13 +201,13 @@ static void *pool_cleaner(void *arg)
 	pthread_setname_np(pthread_self(), "smb-rdma-clear");
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while ((!p->ndirty || p->paused) && !p->stop)
+		while (!cleaner_due_locked(p) && !p->stop)
 			pthread_cond_wait(&p->cond, &p->lock);
 		if (p->stop)
 			break;
-		p->clearing++; /* before the pop: wait_clean() must not see idle */
+		p->clearing++; /* before the take: wait_clean() must not see idle */
 		size_t len;
-		uint8_t *b = dirty_pop_locked(p, &len);
+		uint8_t *b = dirty_take_locked(p, 0, &len);
 		pthread_mutex_unlock(&p->lock);
 		memset(b, 0, len);
 		pthread_mutex_lock(&p->lock);
@@ -210,27 +237,43 @@ void smb_offload_wait_clean(struct smb_chan *ch)
 	if (!p->mem)
 		return;
 	pthread_mutex_lock(&p->lock);
+	p->draining++;
+	pthread_cond_broadcast(&p->cond);
 	while (p->cleaner_up && !p->paused && (p->ndirty || p->clearing))
 		pthread_cond_wait(&p->idle, &p->lock);
+	p->draining--;
 	pthread_mutex_unlock(&p->lock);
 }
 
 void smb_offload_stats(struct smb_chan *ch, struct smb_channel_stats *out)
 {
-	out->offload_fallback_inline = __atomic_load_n(&ch->pool.fallback_inline, __ATOMIC_RELAXED);
+	struct smb_offload_pool *p = &ch->pool;
+	out->offload_fallback_inline = __atomic_load_n(&p->fallback_inline, __ATOMIC_RELAXED);
+	if (p->mem) {
+		pthread_mutex_lock(&p->lock);
+		out->offload_reused = p->reused;
+		pthread_mutex_unlock(&p->lock);
+	}
 }
 
-/* A pool buffer after its I/O: what the server or our copy may have written
- * (the buffer's first len bytes) is cleared before it is free again, by the
- * cleaner (offload.h), or here when there is none. */
-static void pool_put_clean(struct smb_offload_pool *p, uint8_t *b, size_t len)
+/* A pool buffer after an I/O of the open with serial open (0: none): what
+ * the server or our copy may have written (the buffer's first len bytes) is
+ * cleared before it is free again, by the cleaner (offload.h), or here when
+ * there is none; until then that open's next I/O may take it as it is. */
+static void pool_put_clean(struct smb_offload_pool *p, uint8_t *b, size_t len, uint64_t open)
 {
+	if (!len) {
+		pool_put(p, b); /* untouched: still zeros */
+		return;
+	}
 	pthread_mutex_lock(&p->lock);
 	if (p->cleaner_up) {
 		p->dirty[p->ndirty] = buf_index(p, b);
 		p->dirty_len[p->ndirty] = len;
+		p->dirty_open[p->ndirty] = open;
 		p->ndirty++;
-		pthread_cond_signal(&p->cond);
+		if (cleaner_due_locked(p))
+			pthread_cond_signal(&p->cond);
 		pthread_mutex_unlock(&p->lock);
 		return;
 	}
@@ -271,7 +314,9 @@ struct oio {
 	size_t len;
 	struct smb_io_token *tok;
 	bool is_read;
-	bool lent; /* buf is the caller's (a registered region), not the pool's */
+	bool lent;        /* buf is the caller's (a registered region), not the pool's */
+	uint64_t open;    /* smb_opens_serial() of fid, for a pool buffer */
+	size_t inherited; /* bytes of that open's earlier I/O in a pool buffer */
 	struct smb2_fileid fid;
 	uint64_t offset;
 	smb_read_cb rcb;
@@ -281,6 +326,15 @@ struct oio {
 	uint32_t status;
 	size_t moved;
 };
+
+/* A pool buffer back after its I/O, which wrote (or granted) its first used
+ * bytes; what the open's earlier I/O left there counts too. */
+static void oio_put_buf(struct oio *o, size_t used)
+{
+	if (!o->lent)
+		pool_put_clean(&o->ch->pool, o->buf, used > o->inherited ? used : o->inherited,
+		               o->open);
+}
 
 /* The channel died under this I/O: its descriptor named memory registered
  * with that channel's transport, so the request cannot move as it is.
@@ -324,8 +378,7 @@ static void oio_finish(void *arg)
 		else
 			o->wcb(o->arg, 0, o->status, o->status == STATUS_SUCCESS ? o->moved : 0);
 	}
-	if (!o->lent)
-		pool_put_clean(&o->ch->pool, o->buf, o->len);
+	oio_put_buf(o, o->len);
 	free(o);
 }
 
@@ -383,8 +436,7 @@ static void oio_done(struct smb_req *req)
 static void oio_release_only(void *arg)
 {
 	struct oio *o = arg;
-	if (!o->lent)
-		pool_put_clean(&o->ch->pool, o->buf, o->len);
+	oio_put_buf(o, o->len);
 	free(o);
 }
 
@@ -405,8 +457,10 @@ static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 	o->len = len;
 	o->fid = fid;
 	o->offset = offset;
-	if (!o->lent)
-		o->buf = pool_get(&ch->pool);
+	if (!o->lent) {
+		o->open = smb_opens_serial(c, fid);
+		o->buf = pool_get(&ch->pool, o->open, &o->inherited);
+	}
 	if (!o->buf) {
 		free(o);
 		return -EAGAIN;
@@ -423,8 +477,7 @@ static int oio_submit(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offs
 		 * the reconnect, as it does for any I/O. */
 		if (!conn_lost(err) && !o->lent)
 			note_fallback(ch, err);
-		if (!o->lent)
-			pool_put(&ch->pool, o->buf); /* untouched: still zeros */
+		oio_put_buf(o, 0); /* untouched by this I/O */
 		free(o);
 		return -EAGAIN;
 	}

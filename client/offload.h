@@ -13,18 +13,25 @@
 #define SMB_OFFLOAD_MAX_BUFS 64
 
 /* Buffers registered once with the transport; lock guards the free stack
- * and the dirty list.  A free buffer is all zeros: each is cleared after its
- * I/O, so a server that RDMA-Writes less than it announces leaves zeros,
- * never the bytes of an earlier I/O.
+ * and the dirty list.  A free buffer is all zeros.  A buffer back from its
+ * I/O goes on the dirty list tagged with the open it served
+ * (smb_opens_serial(), opens.h); the next I/O of that same open may take
+ * it as it is, and any other I/O gets a cleared one.  So a server that
+ * RDMA-Writes less than it announces leaves zeros or bytes that one open
+ * already moved (which that open's reader may read, and the server had),
+ * never the bytes of another open's I/O.  A sequential read of one file
+ * then clears nothing: under TCG the 1 MiB memset per READ was a tenth of
+ * the daemon's CPU.
  *
- * The clearing is off the loop thread: a buffer back from its I/O goes on
- * the dirty list, and the pool's cleaner thread (started by
- * smb_offload_setup(), joined by smb_offload_teardown(); one per pool, it
- * only ever clears dirty buffers and pushes them on the free stack) clears
- * it.  When the free stack is empty, the thread taking a buffer clears a
- * dirty one itself, so a buffer is never handed out uncleared and an I/O
- * never waits for the cleaner.  Without a cleaner (pthread_create failed)
- * buffers are cleared where they come back, as before. */
+ * The clearing is off the loop thread: the pool's cleaner thread (started
+ * by smb_offload_setup(), joined by smb_offload_teardown(); one per pool,
+ * it only ever clears dirty buffers and pushes them on the free stack)
+ * clears the oldest dirty buffer whenever fewer than half the buffers are
+ * free (or smb_offload_wait_clean() asks).  When the free stack is empty,
+ * the thread taking a buffer clears a dirty one itself, so a buffer is
+ * never handed to another open uncleared and an I/O never waits for the
+ * cleaner.  Without a cleaner (pthread_create failed) buffers are cleared
+ * where they come back, as before. */
 struct smb_offload_pool {
 	uint8_t *mem; /* NULL: no offload on this mount */
 	size_t bufsize;
@@ -32,11 +39,16 @@ struct smb_offload_pool {
 	pthread_mutex_t lock;
 	int nfree;
 	int free_stack[SMB_OFFLOAD_MAX_BUFS];
-	/* Back from their I/O, not yet cleared: index and bytes to clear. */
+	/* Back from their I/O, not yet cleared, oldest first: index, bytes to
+	 * clear, and the serial of the open whose I/O left them (0: none;
+	 * taken uncleared by no I/O). */
 	int ndirty;
 	int dirty[SMB_OFFLOAD_MAX_BUFS];
 	size_t dirty_len[SMB_OFFLOAD_MAX_BUFS];
+	uint64_t dirty_open[SMB_OFFLOAD_MAX_BUFS];
 	int clearing;        /* taken off the dirty list, being cleared */
+	int draining;        /* in smb_offload_wait_clean(): the cleaner clears all */
+	uint64_t reused;     /* I/Os that took their own open's dirty buffer */
 	pthread_cond_t cond; /* the cleaner's: the dirty list grew, or stop */
 	pthread_cond_t idle; /* nothing dirty and nothing being cleared */
 	pthread_t cleaner;
@@ -70,8 +82,8 @@ bool smb_offload_wanted(const struct smb_chan *ch, size_t len, bool is_read);
  * (on a dead channel: parked for the reconnect like any request), and no
  * callback comes from here.  A read's data handed to cb is exactly what the
  * server was granted and announced (DataLength or DataRemaining, at most
- * len: more is -EIO), from a buffer that held zeros before the server wrote
- * into it. */
+ * len: more is -EIO), from a buffer that held zeros, or bytes of the same
+ * open's earlier I/O (the pool above), before the server wrote into it. */
 int smb_offload_read(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, size_t len,
                      smb_read_cb cb, void *arg);
 int smb_offload_write(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset,
@@ -89,7 +101,8 @@ int smb_offload_write_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t
 int smb_offload_read_lent(struct smb_chan *ch, struct smb2_fileid fid, uint64_t offset, void *buf,
                           size_t len, smb_read_cb cb, void *arg);
 /* Until every buffer back from an I/O has been cleared and is free (tests:
- * which buffer the next I/O gets is then the top of the free stack). */
+ * which buffer the next I/O gets is then the top of the free stack; the
+ * cleaner clears them all meanwhile, not only below half free). */
 void smb_offload_wait_clean(struct smb_chan *ch);
 /* Tests: hold the cleaner (buffers back stay dirty, so the next I/O that
  * finds the free stack empty clears one itself), or let it go on. */

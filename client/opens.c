@@ -38,8 +38,9 @@ struct smb_open_rec {
 	uint8_t create_guid[16];
 	bool durable;
 	bool lost;
-	bool closing;   /* its CLOSE is sent (smb_opens_closing()), under the lock */
-	uint8_t oplock; /* the level held now (SMB2_OPLOCK_LEVEL_*), under the lock */
+	bool closing;    /* its CLOSE is sent (smb_opens_closing()), under the lock */
+	uint64_t serial; /* smb_opens_serial(); under the lock */
+	uint8_t oplock;  /* the level held now (SMB2_OPLOCK_LEVEL_*), under the lock */
 	/* LockSequence buckets ([MS-SMB2] 3.2.4.19), durable handles only:
 	 * bit i of lock_busy: bucket i+1 is in a LOCK not answered yet;
 	 * lock_seq[i]: its LockSequenceNumber (4 bits).  Under the lock. */
@@ -62,6 +63,7 @@ struct smb_opens {
 	unsigned n;
 	unsigned closing;      /* records with closing set */
 	bool moved;            /* some cur differs from orig: patching is needed */
+	uint64_t last_serial;  /* the last serial given (smb_opens_serial()) */
 	smb_break_cb on_break; /* smb_client_set_break_cb(); set before any open */
 	void *on_break_arg;
 	smb_lock_lost_cb on_lock_lost; /* smb_client_set_lock_lost_cb(); likewise */
@@ -117,6 +119,7 @@ void smb_opens_add(struct smb_client *c, struct smb2_fileid fid, const char *pat
 	memcpy(r->create_guid, create_guid, 16);
 	r->durable = durable;
 	pthread_rwlock_wrlock(&o->lock);
+	r->serial = ++o->last_serial;
 	unsigned k = bucket(fid);
 	r->next = o->b[k];
 	o->b[k] = r;
@@ -149,6 +152,18 @@ static struct smb_open_rec *find(struct smb_opens *o, struct smb2_fileid fid)
 		if (fid_eq(r->orig, fid))
 			return r;
 	return NULL;
+}
+
+uint64_t smb_opens_serial(struct smb_client *c, struct smb2_fileid fid)
+{
+	struct smb_opens *o = c->opens;
+	uint64_t serial = 0;
+	pthread_rwlock_rdlock(&o->lock);
+	struct smb_open_rec *r = find(o, fid);
+	if (r && !r->closing && !r->lost)
+		serial = r->serial;
+	pthread_rwlock_unlock(&o->lock);
+	return serial;
 }
 
 void smb_opens_closing(struct smb_client *c, struct smb2_fileid fid)
@@ -511,6 +526,8 @@ int smb_opens_reopen(struct smb_client *c, struct smb_chan *ch, void *mem, unsig
 			r->cur = cur;
 			r->durable = durable;
 			r->oplock = granted;
+			/* a reopen by path may have found another file there */
+			r->serial = ++o->last_serial;
 			if (!fid_eq(cur, r->orig))
 				__atomic_store_n(&o->moved, true, __ATOMIC_RELEASE);
 		}

@@ -40,6 +40,12 @@ void smb_opens_add(struct smb_client *c, struct smb2_fileid fid, const char *pat
 /* The oplock level (SMB2_OPLOCK_LEVEL_*) the handle holds now. */
 void smb_opens_set_oplock(struct smb_client *c, struct smb2_fileid fid, uint8_t level);
 void smb_opens_remove(struct smb_client *c, struct smb2_fileid fid);
+/* A number for the open behind fid that no other open of this client has
+ * had or will have, and that changes when a reconnect reopens it (it may be
+ * another file then): what RDMA offload tags a pool buffer with (a buffer
+ * back from an I/O of this open may serve its next I/O uncleared,
+ * offload.h).  0 when fid is not in the table, lost, or closing. */
+uint64_t smb_opens_serial(struct smb_client *c, struct smb2_fileid fid);
 /* The handle's CLOSE is on its way (before it is submitted); the record
  * stays until smb_opens_remove() at its answer. */
 void smb_opens_closing(struct smb_client *c, struct smb2_fileid fid);

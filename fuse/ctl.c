@@ -205,6 +205,7 @@ enum prom_id {
 	M_CH_MW_INV_REMOTE,
 	M_CH_MW_INV_LOCAL,
 	M_CH_FALLBACK,
+	M_CH_REUSED,
 	M_CH_RECONNECTS,
 	M_CH_FAILOVERS,
 	M_CH_REPLAYS,
@@ -265,6 +266,8 @@ static const struct {
                            "Memory windows the client invalidated itself."},
     [M_CH_FALLBACK] = {"smbrdma_channel_offload_fallback_inline_total", PROM_COUNTER,
                        "READs and WRITEs meant for RDMA that went inline."},
+    [M_CH_REUSED] = {"smbrdma_channel_offload_reused_total", PROM_COUNTER,
+                     "RDMA READs and WRITEs whose buffer the same open's I/O left, uncleared."},
     [M_CH_RECONNECTS] = {"smbrdma_channel_reconnects_total", PROM_COUNTER,
                          "1 when the channel was opened by a reconnect."},
     [M_CH_FAILOVERS] = {"smbrdma_channel_failovers_total", PROM_COUNTER,
@@ -397,6 +400,8 @@ static uint64_t chan_value(enum prom_id id, const struct smb_channel_stats *c)
 		return c->mw_invalidated_local;
 	case M_CH_FALLBACK:
 		return c->offload_fallback_inline;
+	case M_CH_REUSED:
+		return c->offload_reused;
 	case M_CH_RECONNECTS:
 		return c->reconnects;
 	case M_CH_FAILOVERS:
@@ -676,6 +681,7 @@ static void render_json(struct outbuf *o, const struct smb_ctl *ctl, enum ctl_cm
 			json_ku64(o, &f, "mw_invalidated_remote", ch->mw_invalidated_remote);
 			json_ku64(o, &f, "mw_invalidated_local", ch->mw_invalidated_local);
 			json_ku64(o, &f, "offload_fallback_inline", ch->offload_fallback_inline);
+			json_ku64(o, &f, "offload_reused", ch->offload_reused);
 			json_ku64(o, &f, "in_flight", ch->in_flight);
 			json_key(o, &f, "latency_us_buckets");
 			for (int k = 0; k < SMB_LAT_BUCKETS; k++)

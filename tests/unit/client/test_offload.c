@@ -300,6 +300,11 @@ static uint64_t fallbacks(struct fx *x)
 	return stats(x)->channels[0].offload_fallback_inline;
 }
 
+static uint64_t reused(struct fx *x)
+{
+	return stats(x)->channels[0].offload_reused;
+}
+
 static int hook(struct fx *x, uint16_t cmd, enum peer_action a, uint32_t n)
 {
 	struct peer_match m = {.command = cmd, .info_class = -1, .disposition = -1};
@@ -450,6 +455,62 @@ static void test_short_rdma_write_leaves_zeros(void)
 	CHECK_MEM(x.r->data, a_data, 1000);
 	CHECK(all_of(x.r->data + 1000, 0, IO - 1000)); /* not 0xAA */
 	env_close(&x.e, faa);
+	fx_down(&x);
+}
+
+/* A short READ of the open's into the buffer it read into before
+ * (client/offload.h); returns what it read. */
+static const uint8_t *short_read(struct fx *x, struct smb2_fileid fid, uint64_t off)
+{
+	int h = hook(x, SMB2_READ, PEER_RDMA_SHORT, 1000);
+	do_read(x, fid, off, IO);
+	CHECK_EQ(peer_hook_fired(x->e.p, h), 1);
+	CHECK_EQ(x->r->w.err, 0);
+	CHECK_EQ(x->r->n, IO);
+	CHECK_MEM(x->r->data, a_data + off, 1000);
+	return x->r->data;
+}
+
+/* A buffer back from an I/O serves the same open's next I/O as it is: no
+ * clear, so a short RDMA Write there shows bytes that open read before.
+ * Another open never gets it uncleared, a second open of the same file or
+ * a new open after a close (the server may give it the same FileId)
+ * included. */
+static void test_same_open_takes_its_buffer_uncleared(void)
+{
+	struct fx x;
+	if (!fx_up(&x, NULL, NULL))
+		return;
+	uint64_t r0 = reused(&x);
+	do_read(&x, x.fa, 0, IO);
+	CHECK_EQ(x.r->n, IO);
+	const void *buf = x.r->ptr;
+	loop_passed(&x); /* back in the pool, dirty; not waiting for a clear */
+	const uint8_t *d = short_read(&x, x.fa, IO);
+	CHECK(x.r->ptr == buf);
+	CHECK_EQ(reused(&x), r0 + 1);
+	CHECK_MEM(d + 1000, a_data + 1000, IO - 1000); /* what the first read left */
+	/* a second open of the file: a cleared buffer */
+	struct smb2_fileid f2 = open_file(&x.e, "a.bin");
+	loop_passed(&x);
+	d = short_read(&x, f2, 0);
+	CHECK(all_of(d + 1000, 0, IO - 1000));
+	/* a read through it (in its own buffer again), a close, an open
+	 * again: cleared */
+	do_read(&x, f2, 2 * IO, IO);
+	CHECK_MEM(x.r->data, a_data + 2 * IO, IO);
+	CHECK_EQ(reused(&x), r0 + 2);
+	env_close(&x.e, f2);
+	struct smb2_fileid f3 = open_file(&x.e, "a.bin");
+	loop_passed(&x);
+	d = short_read(&x, f3, 0);
+	CHECK(all_of(d + 1000, 0, IO - 1000));
+	CHECK_EQ(reused(&x), r0 + 2);
+	/* and the pool clears everything when asked */
+	settle(&x);
+	d = short_read(&x, x.fa, 0);
+	CHECK(all_of(d + 1000, 0, IO - 1000));
+	env_close(&x.e, f3);
 	fx_down(&x);
 }
 
@@ -865,6 +926,7 @@ int main(void)
 	RUN(test_threshold);
 	RUN(test_short_rdma_write_leaves_zeros);
 	RUN(test_dirty_buffers_cleared_before_reuse);
+	RUN(test_same_open_takes_its_buffer_uncleared);
 	RUN(test_overclaim_is_eio);
 	RUN(test_pool_busy_goes_inline);
 	RUN(test_no_token_falls_back_inline);
