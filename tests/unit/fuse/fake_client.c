@@ -2,9 +2,12 @@
  * serving a local directory, so the FUSE daemon can be mounted and driven
  * by the tests without a server.
  *
- * It keeps the contract that matters to fuse/: every call either fails at
- * once or returns 0 and calls back exactly once, later, from its own loop
- * thread; smb_client_destroy() fails what is still queued with
+ * It keeps the contract that matters to fuse/ (client.h): every call either
+ * fails at once or returns 0 and calls back exactly once, later, on the
+ * event-loop thread smb_client_loop() hands fuse/ (which serves the FUSE
+ * requests there and locks nothing of its own on that account); its worker
+ * thread takes the jobs in order and runs each there (the file operation
+ * and the callback); smb_client_destroy() fails what is still queued with
  * -ECONNABORTED.  The directory is $SMBRDMA_FAKE_ROOT; the password "wrong"
  * fails the logon and the host "unreachable" fails the connection, with the
  * engine's kind of message.
@@ -368,6 +371,18 @@ out:
 	free(j);
 }
 
+struct run {
+	struct smb_client *c;
+	struct job *j;
+	int fail;
+};
+
+static void run_on_loop(void *arg)
+{
+	struct run *r = arg;
+	run_job(r->c, r->j, r->fail);
+}
+
 static void *loop(void *arg)
 {
 	struct smb_client *c = arg;
@@ -384,7 +399,11 @@ static void *loop(void *arg)
 			c->tail = &c->head;
 		bool stop = c->stop;
 		pthread_mutex_unlock(&c->lock);
-		run_job(c, j, stop ? -ECONNABORTED : 0);
+		struct run r = {c, j, stop ? -ECONNABORTED : 0};
+		/* on the loop thread, as the engine calls back; a loop that
+		 * is gone (teardown) runs no more jobs: fail it here */
+		if (ev_call_wait(c->evloop, run_on_loop, &r) != 0)
+			run_job(c, j, -ECONNABORTED);
 		pthread_mutex_lock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
