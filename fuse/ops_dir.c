@@ -771,8 +771,12 @@ static bool dirs_keepable(struct smbfs *fs)
 	       smb_client_leases_dirs(fs->client);
 }
 
-/* An open of a directory for listing, under a lease keyed lease_id. */
-static struct smb_open_args dir_open_args(uint64_t lease_id)
+/* An open of directory nodeid for listing, under a lease keyed lease_id,
+ * naming its parent's lease (ParentLeaseKey): ksmbd 7.3 breaks a
+ * directory's lease at any v2-leased open below it that does not name it
+ * (smb_send_parent_lease_break_noti), so a listing that went down the
+ * tree broke each directory it had just read. */
+static struct smb_open_args dir_open_args(struct smbfs *fs, uint64_t nodeid, uint64_t lease_id)
 {
 	return (struct smb_open_args){
 	    .desired_access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
@@ -780,6 +784,10 @@ static struct smb_open_args dir_open_args(uint64_t lease_id)
 	    .create_disposition = FILE_OPEN,
 	    .create_options = FILE_DIRECTORY_FILE,
 	    .lease_id = lease_id,
+	    .parent_lease_id =
+	        nodeid == FUSE_ROOT_ID
+	            ? 0
+	            : smbfs_parent_lease_id(fs, smb_inode_parent(fs->inodes, nodeid)),
 	};
 }
 
@@ -822,7 +830,7 @@ int smbfs_stat_root(struct smbfs *fs, smb_attr_cb cb, void *arg)
 	                         .sent_ns = smbfs_now_ns(),
 	                         .cb = cb,
 	                         .arg = arg};
-	struct smb_open_args args = dir_open_args(ctx->lease_id);
+	struct smb_open_args args = dir_open_args(fs, FUSE_ROOT_ID, ctx->lease_id);
 	int rc = smb_open(fs->client, "", &args, root_opened, ctx);
 	if (rc < 0)
 		free(ctx);
@@ -907,7 +915,7 @@ static void parent_lease_take(struct smbfs *fs, uint64_t child, const struct smb
 	                           .lease_id = smbfs_lease_id(fs, parent),
 	                           .sent_ns = smbfs_now_ns(),
 	                           .child_id = attr->file_id};
-	struct smb_open_args args = dir_open_args(ctx->lease_id);
+	struct smb_open_args args = dir_open_args(fs, parent, ctx->lease_id);
 	fs->parent_leasing = parent;
 	if (smb_inode_path(fs->inodes, parent, NULL, &path) < 0 ||
 	    smb_open(fs->client, path, &args, parent_opened, ctx) < 0)
@@ -1140,7 +1148,7 @@ void smbfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	ctx->fi = *fi;
 	/* a directory lease where the server grants them (cache.c) */
 	ctx->lease_id = smbfs_lease_id(fs, ino);
-	struct smb_open_args args = dir_open_args(ctx->lease_id);
+	struct smb_open_args args = dir_open_args(fs, ino, ctx->lease_id);
 	rc = smb_open(fs->client, path, &args, opendir_done, ctx);
 	free(path);
 	if (rc < 0) {
