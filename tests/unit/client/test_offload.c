@@ -495,8 +495,9 @@ static void test_same_open_takes_its_buffer_uncleared(void)
 	loop_passed(&x);
 	d = short_read(&x, f2, 0);
 	CHECK(all_of(d + 1000, 0, IO - 1000));
-	/* a read through it (in its own buffer again), a close, an open
-	 * again: cleared */
+	/* a read through it (in its own buffer again, back after the last
+	 * read's callback), a close, an open again: cleared */
+	loop_passed(&x);
 	do_read(&x, f2, 2 * IO, IO);
 	CHECK_MEM(x.r->data, a_data + 2 * IO, IO);
 	CHECK_EQ(reused(&x), r0 + 2);
