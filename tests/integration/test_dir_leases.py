@@ -46,7 +46,7 @@ import uuid
 
 import pytest
 
-from lib.fileops import ctl_stats
+from lib.fileops import ctl_stats, request_counts
 from lib.fileops import lease_stats as stats
 from lib.mount import timeout_scale
 from lib.sessioninfo import smbstatus
@@ -153,7 +153,7 @@ def test_own_writes_keep_the_directory_lease(samba, mount_factory):
 
 def smb_requests(m):
     """SMB2 messages mount m has sent so far (all channels)."""
-    return sum(ch["requests"] for ch in ctl_stats(m)["channels"])
+    return request_counts(m)[0]
 
 
 def ls_lR(path):

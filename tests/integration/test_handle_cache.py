@@ -50,7 +50,7 @@ from lib.sessioninfo import smbstatus
 def requests(m):
     """SMB2 messages (a compound counts once) mount m has sent, over all
     channels."""
-    return sum(ch["requests"] for ch in ctl_stats(m)["channels"])
+    return request_counts(m)[0]
 
 
 def dir_opens(srv, rel):
